@@ -1,0 +1,42 @@
+// Constants and tables shared by every backend (CPU and CUDA), generated once
+// per process on the host so both backends see bit-identical values.
+#pragma once
+#include <cstdint>
+
+namespace pyphmm {
+
+// Base codes. The mapping mirrors GKL's: A, C, G, T, N are significant and
+// any other byte (lowercase included) is read as A, because that is what
+// GKL's zero-initialised conversion table does. N matches anything.
+enum BaseCode : uint8_t { kBaseA = 0, kBaseC = 1, kBaseG = 2, kBaseT = 3, kBaseN = 4 };
+uint8_t base_code(uint8_t ascii);
+
+constexpr int kQualMask = 127;   // GKL masks every quality with & 127
+constexpr int kNumQuals = 128;
+constexpr int kMatchToMatchSize = kNumQuals * (kNumQuals + 1) / 2;
+
+// Index into the triangular match-to-match table, as GKL lays it out.
+inline int mm_index(int ins_qual, int del_qual) {
+    int lo = ins_qual < del_qual ? ins_qual : del_qual;
+    int hi = ins_qual < del_qual ? del_qual : ins_qual;
+    return hi * (hi + 1) / 2 + lo;
+}
+
+// Per-precision tables. float and double differ not only in width: GKL
+// builds the float match-to-match table with float Jacobian arithmetic, and
+// the last digits of GATK's likelihoods depend on that.
+template <typename T>
+struct PairhmmTables {
+    T ph2pr[kNumQuals];            // 10^(-q/10)
+    T match_to_match[kMatchToMatchSize];
+    T initial_constant;            // 2^120 (float) or 2^1020 (double)
+    T log10_initial_constant;
+};
+
+const PairhmmTables<float>& tables_float();
+const PairhmmTables<double>& tables_double();
+
+// A float result below this (before log10) is recomputed in double, as GKL does.
+constexpr float kMinAcceptedFloat = 1e-28f;
+
+}  // namespace pyphmm

@@ -1,0 +1,119 @@
+#include "thread_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace pyphmm {
+
+int available_cores() {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+    unsigned n = std::thread::hardware_concurrency();
+    return n > 0 ? static_cast<int>(n) : 1;
+}
+
+namespace {
+
+struct Job {
+    const std::function<void(int64_t)>* fn;
+    int64_t n;
+    std::atomic<int64_t> next{0};
+    int tickets = 0;      // workers that may still join (guarded by the pool mutex)
+    int active = 0;       // workers inside work() (guarded by the pool mutex)
+    std::condition_variable finished;
+
+    void work() {
+        for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) (*fn)(i);
+    }
+};
+
+class Pool {
+  public:
+    explicit Pool(int workers) {
+        for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
+    }
+    // Never destroyed: workers may be blocked at exit, and after fork() the
+    // child's copy has no threads at all (see reset_after_fork).
+    int workers() const { return static_cast<int>(threads_.size()); }
+
+    void run(Job& job, int helpers) {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            job.tickets = std::min(helpers, workers());
+            if (job.tickets > 0) queue_.push_back(&job);
+        }
+        if (job.tickets > 0) wake_.notify_all();
+        job.work();
+        std::unique_lock<std::mutex> lock(mu_);
+        // Withdraw the tickets no worker took, then wait for those who did.
+        if (job.tickets > 0) {
+            job.tickets = 0;
+            queue_.erase(std::remove(queue_.begin(), queue_.end(), &job), queue_.end());
+        }
+        job.finished.wait(lock, [&] { return job.active == 0; });
+    }
+
+  private:
+    void loop() {
+        std::unique_lock<std::mutex> lock(mu_);
+        for (;;) {
+            wake_.wait(lock, [&] { return !queue_.empty(); });
+            Job* job = queue_.front();
+            if (--job->tickets == 0) queue_.pop_front();
+            ++job->active;
+            lock.unlock();
+            job->work();
+            lock.lock();
+            if (--job->active == 0) job->finished.notify_all();
+        }
+    }
+
+    std::mutex mu_;
+    std::condition_variable wake_;
+    std::deque<Job*> queue_;
+    std::vector<std::thread> threads_;
+};
+
+std::mutex g_pool_mu;
+Pool* g_pool = nullptr;
+
+void reset_after_fork() { g_pool = nullptr; }  // the old pool's threads do not exist in the child
+
+Pool& pool() {
+    std::lock_guard<std::mutex> lock(g_pool_mu);
+    if (!g_pool) {
+        static std::once_flag registered;
+        std::call_once(registered, [] { pthread_atfork(nullptr, nullptr, reset_after_fork); });
+        g_pool = new Pool(std::max(0, available_cores() - 1));
+    }
+    return *g_pool;
+}
+
+}  // namespace
+
+void parallel_for(int64_t n, int threads, const std::function<void(int64_t)>& fn) {
+    if (n <= 0) return;
+    if (threads <= 0) threads = available_cores();
+    int64_t helpers = std::min<int64_t>(threads, n) - 1;
+    Job job;
+    job.fn = &fn;
+    job.n = n;
+    if (helpers <= 0) {
+        job.work();
+        return;
+    }
+    pool().run(job, static_cast<int>(helpers));
+}
+
+}  // namespace pyphmm

@@ -1,0 +1,13 @@
+// CPU Smith-Waterman backend with GATK's semantics (see sw_cpu.cc).
+#pragma once
+#include <cstdint>
+
+#include "pyphmm.h"
+
+namespace pyphmm {
+
+// Aligns every pair of a validated batch; same contract as pyphmm_sw_align.
+int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
+                 int32_t* alignment_offsets, int threads, pyphmm_stats* stats, pyphmm_error* error);
+
+}  // namespace pyphmm

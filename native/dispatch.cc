@@ -1,0 +1,220 @@
+// The public C ABI (pyphmm.h): argument checks, backend choice, GPU->CPU
+// fallback, statistics. Kernels live in native/cpu and native/cuda and never
+// see unchecked input; this file owns every policy decision.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "common/errors.h"
+#include "common/thread_pool.h"
+#include "cpu/pairhmm_cpu.h"
+#include "cpu/sw_cpu.h"
+#include "cuda/cuda_backend.h"
+#include "dispatch.h"
+#include "pyphmm.h"
+
+#ifndef PYPHMM_VERSION
+#define PYPHMM_VERSION "0.0.0"
+#endif
+
+namespace pyphmm {
+
+namespace {
+
+// Regions with fewer cells than this run on the CPU under AUTO, because the
+// fixed cost of a GPU call would dominate. PYPHMM_GPU_MIN_CELLS overrides.
+constexpr int64_t kDefaultGpuMinCells = 2'000'000;
+
+int64_t env_int(const char* name, int64_t fallback) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    char* end = nullptr;
+    long long x = std::strtoll(v, &end, 10);
+    if (*end != '\0' || x < 0) {
+        std::fprintf(stderr, "pyphmm: warning: ignoring %s=%s (not a non-negative integer)\n", name, v);
+        return fallback;
+    }
+    return x;
+}
+
+// PYPHMM_BACKEND=cpu|cuda|auto, read once; anything else is reported once.
+int env_backend() {
+    static const int backend = [] {
+        const char* v = std::getenv("PYPHMM_BACKEND");
+        if (!v || !*v || !std::strcmp(v, "auto")) return PYPHMM_BACKEND_AUTO;
+        if (!std::strcmp(v, "cpu")) return PYPHMM_BACKEND_CPU;
+        if (!std::strcmp(v, "cuda")) return PYPHMM_BACKEND_CUDA;
+        std::fprintf(stderr, "pyphmm: warning: ignoring PYPHMM_BACKEND=%s (use cpu, cuda or auto)\n", v);
+        return PYPHMM_BACKEND_AUTO;
+    }();
+    return backend;
+}
+
+void fill_stats(pyphmm_stats* stats) {
+    if (stats) std::memset(stats, 0, sizeof(*stats));
+}
+
+int check_options(const pyphmm_options* o, pyphmm_error* err) {
+    if (!o) return PYPHMM_OK;
+    if (o->backend < PYPHMM_BACKEND_AUTO || o->backend > PYPHMM_BACKEND_CUDA)
+        return set_error(err, PYPHMM_E_INVALID, "unknown backend code %d", o->backend);
+    return PYPHMM_OK;
+}
+
+int check_region(const pyphmm_region& g, int64_t k, int64_t* cells, pyphmm_error* err) {
+    if (g.num_reads < 0 || g.num_haps < 0)
+        return set_error(err, PYPHMM_E_INVALID, "region %lld: negative count (%d reads, %d haplotypes)",
+                         (long long)k, g.num_reads, g.num_haps);
+    if (g.num_reads > 0 && (!g.read_offsets || !g.read_bases || !g.read_quals || !g.read_ins ||
+                            !g.read_dels || !g.read_gcp))
+        return set_error(err, PYPHMM_E_INVALID, "region %lld: NULL read buffer", (long long)k);
+    if (g.num_haps > 0 && (!g.hap_offsets || !g.hap_bases))
+        return set_error(err, PYPHMM_E_INVALID, "region %lld: NULL haplotype buffer", (long long)k);
+    int64_t read_total = 0, hap_total = 0;
+    for (int32_t r = 0; r < g.num_reads; ++r) {
+        int64_t len = g.read_offsets[r + 1] - g.read_offsets[r];
+        if (g.read_offsets[r] < 0 || len <= 0 || len > INT32_MAX)
+            return set_error(err, PYPHMM_E_INVALID, "region %lld, read %d: %s", (long long)k, r,
+                             len == 0 ? "empty read" : "invalid read offsets");
+        read_total += len;
+    }
+    for (int32_t h = 0; h < g.num_haps; ++h) {
+        int64_t len = g.hap_offsets[h + 1] - g.hap_offsets[h];
+        if (g.hap_offsets[h] < 0 || len <= 0 || len > INT32_MAX)
+            return set_error(err, PYPHMM_E_INVALID, "region %lld, haplotype %d: %s", (long long)k, h,
+                             len == 0 ? "empty haplotype" : "invalid haplotype offsets");
+        hap_total += len;
+    }
+    *cells += read_total * hap_total;
+    return PYPHMM_OK;
+}
+
+// One stderr line per process for each distinct reason CUDA is not used.
+void warn_once(std::atomic<bool>& flag, const char* what) {
+    if (!flag.exchange(true)) std::fprintf(stderr, "pyphmm: %s\n", what);
+}
+
+}  // namespace
+
+int64_t gpu_min_cells() {
+    static const int64_t v = env_int("PYPHMM_GPU_MIN_CELLS", kDefaultGpuMinCells);
+    return v;
+}
+
+int resolve_backend(const pyphmm_options* o, int64_t cells, pyphmm_error* err) {
+    int asked = o ? o->backend : PYPHMM_BACKEND_AUTO;
+    if (asked == PYPHMM_BACKEND_AUTO) asked = env_backend();
+    const CudaProbe& cuda = cuda_probe();
+    if (asked == PYPHMM_BACKEND_CPU) return PYPHMM_BACKEND_CPU;
+    if (asked == PYPHMM_BACKEND_CUDA) {
+        if (!cuda.usable)
+            return -set_error(err, PYPHMM_E_UNAVAILABLE, "CUDA backend requested but unavailable: %s",
+                              cuda.status);
+        return PYPHMM_BACKEND_CUDA;
+    }
+    if (!cuda.usable) {
+        static std::atomic<bool> said{false};
+        if (cuda.compiled) {
+            std::string line = std::string("CUDA unavailable (") + cuda.status + "), using the CPU backend";
+            warn_once(said, line.c_str());
+        }
+        return PYPHMM_BACKEND_CPU;
+    }
+    return cells >= gpu_min_cells() ? PYPHMM_BACKEND_CUDA : PYPHMM_BACKEND_CPU;
+}
+
+int default_threads(const pyphmm_options* o) {
+    return (o && o->threads > 0) ? o->threads : available_cores();
+}
+
+}  // namespace pyphmm
+
+using namespace pyphmm;
+
+extern "C" int pyphmm_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
+                              const pyphmm_options* options, pyphmm_stats* stats,
+                              pyphmm_error* error) {
+    clear_error(error);
+    fill_stats(stats);
+    try {
+        if (int rc = check_options(options, error)) return rc;
+        if (num_regions < 0)
+            return set_error(error, PYPHMM_E_INVALID, "negative region count %lld", (long long)num_regions);
+        if (num_regions > 0 && !regions)
+            return set_error(error, PYPHMM_E_INVALID, "regions is NULL");
+        int64_t cells = 0, results = 0;
+        for (int64_t k = 0; k < num_regions; ++k) {
+            if (int rc = check_region(regions[k], k, &cells, error)) return rc;
+            results += static_cast<int64_t>(regions[k].num_reads) * regions[k].num_haps;
+        }
+        if (results > 0 && !out) return set_error(error, PYPHMM_E_INVALID, "output buffer is NULL");
+        if (results == 0) return PYPHMM_OK;
+
+        bool dbl = options && options->double_precision;
+        int backend = resolve_backend(options, cells, error);
+        if (backend < 0) return -backend;
+        if (backend == PYPHMM_BACKEND_CUDA) {
+            pyphmm_error gpu_error;
+            clear_error(&gpu_error);
+            int rc = cuda_pairhmm(regions, num_regions, out, dbl, stats, &gpu_error);
+            if (rc == PYPHMM_OK) return PYPHMM_OK;
+            std::fprintf(stderr, "pyphmm: warning: GPU PairHMM failed (%s); computing this call on the CPU\n",
+                         gpu_error.message);
+            int cpu_rc = cpu_pairhmm(regions, num_regions, out, default_threads(options), dbl, stats);
+            if (stats) stats->fell_back = 1;
+            return cpu_rc;
+        }
+        return cpu_pairhmm(regions, num_regions, out, default_threads(options), dbl, stats);
+    } catch (const std::bad_alloc&) {
+        return set_error(error, PYPHMM_E_NOMEM, "out of host memory");
+    } catch (const std::exception& e) {
+        return set_error(error, PYPHMM_E_INTERNAL, "internal error: %s", e.what());
+    } catch (...) {
+        return set_error(error, PYPHMM_E_INTERNAL, "internal error");
+    }
+}
+
+extern "C" int pyphmm_sw_align(const pyphmm_sw_batch* batch, char* cigars, const int64_t* cigar_offsets,
+                               int32_t* alignment_offsets, const pyphmm_options* options,
+                               pyphmm_stats* stats, pyphmm_error* error) {
+    clear_error(error);
+    fill_stats(stats);
+    try {
+        if (int rc = check_options(options, error)) return rc;
+        if (int rc = check_sw_batch(batch, cigars, cigar_offsets, alignment_offsets, error)) return rc;
+        return cpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, default_threads(options),
+                            stats, error);
+    } catch (const std::bad_alloc&) {
+        return set_error(error, PYPHMM_E_NOMEM, "out of host memory");
+    } catch (const std::exception& e) {
+        return set_error(error, PYPHMM_E_INTERNAL, "internal error: %s", e.what());
+    } catch (...) {
+        return set_error(error, PYPHMM_E_INTERNAL, "internal error");
+    }
+}
+
+extern "C" void pyphmm_get_info(pyphmm_info* info) {
+    if (!info) return;
+    std::memset(info, 0, sizeof(*info));
+    std::snprintf(info->version, sizeof(info->version), "%s", PYPHMM_VERSION);
+    info->abi_version = PYPHMM_ABI_VERSION;
+    const CudaProbe& cuda = cuda_probe();
+    info->cuda_compiled = cuda.compiled;
+    info->cuda_usable = cuda.usable;
+    info->device_count = cuda.device_count;
+    info->device = cuda.usable ? cuda.device : -1;
+    std::snprintf(info->device_name, sizeof(info->device_name), "%s", cuda.name);
+    std::snprintf(info->cuda_status, sizeof(info->cuda_status), "%s", cuda.status);
+    info->cpu_threads = available_cores();
+#ifdef PYPHMM_WITH_JNI
+    info->jni_compiled = 1;
+#endif
+    std::snprintf(info->cpu_kernel, sizeof(info->cpu_kernel), "%s", cpu_pairhmm_kernel_name());
+    info->gpu_min_cells = gpu_min_cells();
+}

@@ -1,0 +1,175 @@
+/*
+ * pyphmm.h - the one C ABI of pyphmm.
+ *
+ * Everything that calls into pyphmm goes through this header: the Python
+ * package (pyphmm/_build.py feeds the block between the CDEF markers to cffi
+ * verbatim), the JNI layer that impersonates GKL, and the benchmarks.
+ *
+ * Conventions
+ * - Inputs are packed, contiguous buffers described by offsets, so callers
+ *   fill them once and nothing is copied again below this line.
+ * - Every entry point returns a PYPHMM_* status and, when given a non-NULL
+ *   pyphmm_error, fills it with a readable message. No C++ exception, abort or
+ *   signal crosses this ABI: bad input is reported, never crashed on.
+ * - All functions are thread-safe; several threads may call at once.
+ *
+ * The block between the CDEF markers must stay within what cffi's cdef
+ * parser accepts: typedefs, plain integer #defines and prototypes.
+ */
+#ifndef PYPHMM_H
+#define PYPHMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library is built with hidden visibility; only this ABI is exported. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* CDEF-BEGIN */
+
+#define PYPHMM_ABI_VERSION 1
+
+/* ---- status codes ------------------------------------------------------ */
+#define PYPHMM_OK 0
+#define PYPHMM_E_INVALID 1      /* bad argument or input; message says which */
+#define PYPHMM_E_NOMEM 2        /* host allocation failed */
+#define PYPHMM_E_UNAVAILABLE 3  /* the backend asked for is not usable here */
+#define PYPHMM_E_INTERNAL 4     /* a bug or an unexpected device failure */
+
+/* ---- backends ---------------------------------------------------------- */
+#define PYPHMM_BACKEND_AUTO 0   /* CUDA when a usable GPU is present, else CPU */
+#define PYPHMM_BACKEND_CPU 1
+#define PYPHMM_BACKEND_CUDA 2
+
+typedef struct pyphmm_error {
+    int32_t code;               /* same value as the function's return */
+    char message[512];          /* NUL-terminated, empty on success */
+} pyphmm_error;
+
+typedef struct pyphmm_options {
+    int32_t backend;            /* PYPHMM_BACKEND_*; env PYPHMM_BACKEND overrides AUTO */
+    int32_t threads;            /* CPU threads; <= 0 means all available cores */
+    int32_t double_precision;   /* PairHMM: 1 = every pair in double */
+    int32_t device;             /* CUDA device ordinal; < 0 = PYPHMM_DEVICE or 0 */
+} pyphmm_options;
+
+/* What a call did: filled when the caller passes a non-NULL pointer. */
+typedef struct pyphmm_stats {
+    int64_t pairs;              /* read x haplotype pairs (PairHMM) or alignments (SW) */
+    int64_t cells;              /* sum of len(read) * len(haplotype) (or ref x alt) */
+    int64_t double_pairs;       /* PairHMM pairs whose result came from double */
+    int32_t backend_used;       /* PYPHMM_BACKEND_CPU or _CUDA */
+    int32_t fell_back;          /* 1 if a GPU failure made this call run on the CPU */
+    double seconds;             /* wall time spent in the kernels' backend */
+} pyphmm_stats;
+
+/* ---- PairHMM -----------------------------------------------------------
+ * One region (GATK's "active region"): every read against every haplotype.
+ *
+ * Read r occupies bytes [read_offsets[r], read_offsets[r+1]) of each of the
+ * five read arrays; haplotype h occupies [hap_offsets[h], hap_offsets[h+1])
+ * of hap_bases. Offsets are absolute indices into those arrays, so many
+ * regions can share one packed buffer and one offsets array.
+ * Quality arrays hold raw phred values (not ASCII+33); each value is masked
+ * with & 127 before use, as GKL does. Bases A,C,G,T,N are significant;
+ * like GKL, any other byte is read as A.
+ */
+typedef struct pyphmm_region {
+    int32_t num_reads;
+    int32_t num_haps;
+    const uint8_t *read_bases;
+    const uint8_t *read_quals;  /* base qualities */
+    const uint8_t *read_ins;    /* insertion gap-open penalties */
+    const uint8_t *read_dels;   /* deletion gap-open penalties */
+    const uint8_t *read_gcp;    /* gap continuation penalties */
+    const int64_t *read_offsets;    /* num_reads + 1 entries, non-decreasing */
+    const uint8_t *hap_bases;
+    const int64_t *hap_offsets;     /* num_haps + 1 entries, non-decreasing */
+} pyphmm_region;
+
+/*
+ * log10 likelihoods of every read given every haplotype, for num_regions
+ * regions. Region k writes num_reads*num_haps doubles at out + sum of the
+ * previous regions' counts, laid out out[r * num_haps + h].
+ * Precision follows GKL: float with a per-pair double recompute when the
+ * float result underflows; options->double_precision = 1 for all-double.
+ * Empty reads or haplotypes are rejected (PYPHMM_E_INVALID).
+ */
+int pyphmm_pairhmm(const pyphmm_region *regions, int64_t num_regions,
+                   double *out, const pyphmm_options *options,
+                   pyphmm_stats *stats, pyphmm_error *error);
+
+/* ---- Smith-Waterman (GATK semantics) -------------------------------------
+ * Overhang strategy codes are GKL's byte codes. */
+#define PYPHMM_SW_SOFTCLIP 9
+#define PYPHMM_SW_INDEL 10
+#define PYPHMM_SW_LEADING_INDEL 11
+#define PYPHMM_SW_IGNORE 12
+#define PYPHMM_SW_MAX_LENGTH 32767  /* longest ref or alt accepted (GKL's limit) */
+
+typedef struct pyphmm_sw_params {
+    int32_t match;              /* > 0 in every GATK preset; any value accepted */
+    int32_t mismatch;
+    int32_t gap_open;           /* <= 0 */
+    int32_t gap_extend;         /* <= 0 */
+} pyphmm_sw_params;
+
+/*
+ * A batch of alignments. Pair i aligns alt [alt_offsets[i], alt_offsets[i+1])
+ * to ref [ref_offsets[i], ref_offsets[i+1]). params and strategies hold
+ * either one entry for the whole batch or one per pair (per_pair = 1).
+ * CIGAR i is written NUL-terminated at cigars + cigar_offsets[i]; a CIGAR
+ * never needs more than 2 * (len(ref) + len(alt)) + 1 bytes, and the caller
+ * must reserve at least that (pyphmm checks it).
+ */
+typedef struct pyphmm_sw_batch {
+    int64_t num_pairs;
+    const uint8_t *ref;
+    const int64_t *ref_offsets;     /* num_pairs + 1 entries */
+    const uint8_t *alt;
+    const int64_t *alt_offsets;     /* num_pairs + 1 entries */
+    const pyphmm_sw_params *params;
+    const int8_t *strategies;
+    int32_t per_pair;
+} pyphmm_sw_batch;
+
+int pyphmm_sw_align(const pyphmm_sw_batch *batch, char *cigars,
+                    const int64_t *cigar_offsets, int32_t *alignment_offsets,
+                    const pyphmm_options *options, pyphmm_stats *stats,
+                    pyphmm_error *error);
+
+/* ---- library information ------------------------------------------------ */
+typedef struct pyphmm_info {
+    char version[32];
+    int32_t abi_version;
+    int32_t cuda_compiled;      /* 1 if this build contains CUDA kernels */
+    int32_t cuda_usable;        /* 1 if a GPU answered at run time */
+    int32_t device_count;
+    int32_t device;             /* ordinal AUTO would use, -1 if none */
+    char device_name[256];
+    char cuda_status[256];      /* why CUDA is or is not usable */
+    int32_t cpu_threads;        /* default CPU thread count */
+    int32_t jni_compiled;       /* 1 if GKL's JNI entry points are exported */
+    char cpu_kernel[64];        /* name of the CPU PairHMM kernel in use */
+    int64_t gpu_min_cells;      /* regions below this run on the CPU under AUTO */
+} pyphmm_info;
+
+void pyphmm_get_info(pyphmm_info *info);
+
+/* CDEF-END */
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYPHMM_H */

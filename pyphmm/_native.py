@@ -1,0 +1,87 @@
+"""Thin layer over the cffi extension: options, errors, info.
+
+Nothing here knows the algorithms; it turns Python arguments into the C ABI's
+structs and the ABI's status codes into Python exceptions.
+"""
+from __future__ import annotations
+
+import os
+
+from ._pyphmm import ffi, lib
+
+BACKENDS = {"auto": lib.PYPHMM_BACKEND_AUTO, "cpu": lib.PYPHMM_BACKEND_CPU,
+            "cuda": lib.PYPHMM_BACKEND_CUDA}
+BACKEND_NAMES = {v: k for k, v in BACKENDS.items()}
+
+
+class BackendUnavailableError(RuntimeError):
+    """The backend that was asked for cannot run here (e.g. no usable GPU)."""
+
+
+def raise_for_status(code: int, error) -> None:
+    if code == lib.PYPHMM_OK:
+        return
+    message = ffi.string(error.message).decode("utf-8", "replace")
+    if code == lib.PYPHMM_E_INVALID:
+        raise ValueError(message)
+    if code == lib.PYPHMM_E_NOMEM:
+        raise MemoryError(message)
+    if code == lib.PYPHMM_E_UNAVAILABLE:
+        raise BackendUnavailableError(message)
+    raise RuntimeError(f"pyphmm internal error: {message}")
+
+
+def make_options(backend: str = "auto", threads: int | None = None, double: bool = False):
+    """Validates Python-level options and returns a pyphmm_options*."""
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {sorted(BACKENDS)}, not {backend!r}")
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int):
+            raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, not {threads}")
+    opts = ffi.new("pyphmm_options *")
+    opts.backend = BACKENDS[backend]
+    opts.threads = threads or 0
+    opts.double_precision = 1 if double else 0
+    opts.device = -1
+    return opts
+
+
+def stats_dict(stats) -> dict:
+    return {
+        "pairs": stats.pairs,
+        "cells": stats.cells,
+        "double_pairs": stats.double_pairs,
+        "backend": BACKEND_NAMES.get(stats.backend_used, "none"),
+        "fell_back": bool(stats.fell_back),
+        "seconds": stats.seconds,
+    }
+
+
+def info() -> dict:
+    """Version, backends and devices of the loaded native library."""
+    i = ffi.new("pyphmm_info *")
+    lib.pyphmm_get_info(i)
+    s = lambda field: ffi.string(field).decode("utf-8", "replace")  # noqa: E731
+    backends = ["cpu"] + (["cuda"] if i.cuda_usable else [])
+    return {
+        "version": s(i.version),
+        "abi_version": i.abi_version,
+        "backends": backends,
+        "cuda_compiled": bool(i.cuda_compiled),
+        "cuda_usable": bool(i.cuda_usable),
+        "cuda_status": s(i.cuda_status),
+        "device_count": i.device_count,
+        "device": i.device,
+        "device_name": s(i.device_name) or None,
+        "cpu_threads": i.cpu_threads,
+        "cpu_kernel": s(i.cpu_kernel),
+        "gpu_min_cells": i.gpu_min_cells,
+        "jni_compiled": bool(i.jni_compiled),
+        "library": library_path(),
+    }
+
+
+def library_path() -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libpyphmm.so")

@@ -1,0 +1,140 @@
+"""Command line: ``pyphmm likelihoods``, ``pyphmm info`` and friends."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from . import _native, io
+from ._version import __version__
+from .pairhmm import compute_regions
+
+# Records are computed in chunks: big enough to keep a GPU busy, small
+# enough that a 10 GB input never sits in memory.
+CHUNK_CELLS = 400_000_000
+CHUNK_RECORDS = 20_000
+PROGRESS_EVERY_S = 2.0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1: {v}")
+    return v
+
+
+def _chunks(records):
+    chunk, cells = [], 0
+    for reads, haps in records:
+        chunk.append((reads, haps))
+        cells += int(reads.lengths.sum()) * int(haps.lengths.sum())
+        if cells >= CHUNK_CELLS or len(chunk) >= CHUNK_RECORDS:
+            yield chunk
+            chunk, cells = [], 0
+    if chunk:
+        yield chunk
+
+
+class _Progress:
+    def __init__(self):
+        self.start = time.perf_counter()
+        self.last = self.start
+        self.records = self.pairs = self.cells = 0
+        self.compute_s = 0.0
+        self.backends = set()
+
+    def add(self, records: int, stats: dict) -> None:
+        self.records += records
+        self.pairs += stats["pairs"]
+        self.cells += stats["cells"]
+        self.compute_s += stats["seconds"]
+        self.backends.add(stats["backend"] + (" (GPU failed, CPU fallback)" if stats["fell_back"] else ""))
+        now = time.perf_counter()
+        if now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            print(f"pyphmm: {self.records} records, {self.pairs} pairs, "
+                  f"{self.cells / 1e9:.2f} G cells, {now - self.start:.1f} s", file=sys.stderr, flush=True)
+
+    def summary(self) -> str:
+        total = time.perf_counter() - self.start
+        gcups = self.cells / self.compute_s / 1e9 if self.compute_s > 0 else 0.0
+        backend = ", ".join(sorted(b for b in self.backends if b != "none")) or "none"
+        return (f"pyphmm: {self.records} records, {self.pairs} pairs, {self.cells} cells; "
+                f"compute {self.compute_s:.3f} s, {gcups:.2f} GCUPS (compute); "
+                f"total {total:.3f} s; backend {backend}")
+
+
+def cmd_likelihoods(args) -> int:
+    progress = _Progress()
+    out_path = args.output
+    to_stdout = out_path == "-"
+    tmp_path = None if to_stdout else f"{out_path}.partial"
+    out = sys.stdout if to_stdout else open(tmp_path, "w", encoding="ascii", newline="\n")
+    try:
+        for chunk in _chunks(io.read_records(args.input)):
+            stats = {}
+            results = compute_regions(chunk, double=args.double, backend=args.backend,
+                                      threads=args.threads, stats=stats)
+            for res in results:
+                out.write(io.format_record(res))
+            progress.add(len(chunk), stats)
+    except BaseException:
+        if not to_stdout:
+            out.close()
+            os.unlink(tmp_path)
+        raise
+    if not to_stdout:
+        out.close()
+        os.replace(tmp_path, out_path)
+    print(progress.summary(), file=sys.stderr)
+    return 0
+
+
+def cmd_info(args) -> int:
+    inf = _native.info()
+    if args.json:
+        print(json.dumps(inf, indent=2))
+        return 0
+    cuda = (f"CUDA on {inf['device_name']} (device {inf['device']})" if inf["cuda_usable"]
+            else f"no CUDA: {inf['cuda_status']}")
+    print(f"pyphmm {inf['version']} (ABI {inf['abi_version']})")
+    print(f"backends: {', '.join(inf['backends'])}")
+    print(f"gpu: {cuda}")
+    print(f"cpu: {inf['cpu_threads']} threads, PairHMM kernel {inf['cpu_kernel']}")
+    print(f"dispatch: regions under {inf['gpu_min_cells']} cells run on the CPU under auto")
+    print(f"GKL JNI entry points: {'yes' if inf['jni_compiled'] else 'no (built without a JDK)'}")
+    print(f"library: {inf['library']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pyphmm", description="GATK PairHMM and Smith-Waterman, GPU and CPU.")
+    p.add_argument("--version", action="version", version=f"pyphmm {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    lk = sub.add_parser("likelihoods", help="log10 likelihoods for a record file")
+    lk.add_argument("input", help="record file (R H header, R read lines, H haplotype lines)")
+    lk.add_argument("--output", "-o", required=True, help="results file, or - for stdout")
+    lk.add_argument("--backend", choices=sorted(_native.BACKENDS), default="auto")
+    lk.add_argument("--double", action="store_true", help="compute every pair in double precision")
+    lk.add_argument("--threads", type=_positive_int, default=None, help="CPU threads (default: all)")
+    lk.set_defaults(func=cmd_likelihoods)
+
+    inf = sub.add_parser("info", help="version, backends, GPU")
+    inf.add_argument("--json", action="store_true", help="machine-readable output")
+    inf.set_defaults(func=cmd_info)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError, OSError, _native.BackendUnavailableError) as e:
+        print(f"pyphmm: error: {e}", file=sys.stderr)
+        return 2

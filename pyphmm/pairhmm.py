@@ -1,0 +1,309 @@
+"""PairHMM: log10 likelihoods of reads given haplotypes (GATK's forward algorithm).
+
+Inputs are validated here, packed once into contiguous numpy buffers and
+handed to the native library in one call; results come back as numpy arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence, Union
+
+import numpy as np
+
+from . import _native
+from ._pyphmm import ffi, lib
+
+_QUAL_FIELDS = ("quals", "ins", "dels", "gcp")
+
+
+def _as_bases(value, what: str) -> bytes:
+    if isinstance(value, str):
+        try:
+            return value.encode("ascii")
+        except UnicodeEncodeError:
+            raise ValueError(f"{what}: bases must be ASCII") from None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, np.ndarray):
+        if value.dtype != np.uint8 or value.ndim != 1:
+            raise TypeError(f"{what}: bases array must be 1-D uint8 (ASCII codes), not {value.dtype} {value.ndim}-D")
+        return value.tobytes()
+    raise TypeError(f"{what}: bases must be str, bytes or a uint8 array, not {type(value).__name__}")
+
+
+def _as_quals(value, what: str) -> np.ndarray:
+    """Raw phred values as a 1-D uint8 array (no ASCII offset)."""
+    if isinstance(value, str):
+        raise TypeError(f"{what}: qualities as str are ambiguous; pass raw phred values as bytes, "
+                        "a uint8 array or a list of ints (Read.from_phred33 takes ASCII+33 text)")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return np.frombuffer(bytes(value), dtype=np.uint8)
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise ValueError(f"{what}: qualities must be 1-D, got shape {arr.shape}")
+    if arr.dtype == np.uint8:
+        return np.ascontiguousarray(arr)
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{what}: qualities must be integers, not {arr.dtype}")
+    if arr.size and (arr.min() < 0 or arr.max() > 255):
+        raise ValueError(f"{what}: qualities must be within 0..255")
+    return arr.astype(np.uint8)
+
+
+@dataclass(frozen=True, eq=False)
+class Read:
+    """One read: bases and four per-base raw phred arrays of the same length.
+
+    ``bases`` accepts str, bytes or a uint8 array of ASCII codes. A, C, G, T
+    and N are significant; like GKL, any other byte (lowercase too) is read
+    as A. N matches every base. The qualities (base quality, insertion and
+    deletion gap-open, gap continuation) accept bytes, uint8 arrays or int
+    sequences of raw phred values; each is masked with ``& 127`` as GKL does.
+    """
+
+    bases: bytes
+    quals: np.ndarray
+    ins: np.ndarray
+    dels: np.ndarray
+    gcp: np.ndarray
+
+    def __post_init__(self):
+        bases = _as_bases(self.bases, "read")
+        object.__setattr__(self, "bases", bases)
+        if not bases:
+            raise ValueError("read: empty bases")
+        for field in _QUAL_FIELDS:
+            arr = _as_quals(getattr(self, field), f"read {field}")
+            if len(arr) != len(bases):
+                raise ValueError(f"read: {len(bases)} bases but {len(arr)} {field} values")
+            object.__setattr__(self, field, arr)
+
+    @classmethod
+    def from_phred33(cls, bases, quals: str, ins: str, dels: str, gcp: str) -> "Read":
+        """A read whose qualities are ASCII+33 text, as in record files."""
+        conv = []
+        for name, text in zip(_QUAL_FIELDS, (quals, ins, dels, gcp)):
+            raw = np.frombuffer(_as_bases(text, f"read {name}"), dtype=np.uint8)
+            if raw.size and raw.min() < 33:
+                raise ValueError(f"read {name}: character below '!' in ASCII+33 qualities")
+            conv.append(raw - 33)
+        return cls(bases, *conv)
+
+    def __len__(self) -> int:
+        return len(self.bases)
+
+
+def _check_offsets(offsets: np.ndarray, total: int, what: str) -> None:
+    if offsets.ndim != 1 or offsets.size < 1:
+        raise ValueError(f"{what}: offsets must be 1-D with at least one entry")
+    if offsets[0] != 0 or offsets[-1] != total:
+        raise ValueError(f"{what}: offsets must start at 0 and end at the buffer length ({total})")
+    lengths = np.diff(offsets)
+    if lengths.size and lengths.min() <= 0:
+        i = int(np.argmax(lengths <= 0))
+        raise ValueError(f"{what} {i}: empty sequence")
+
+
+def _u8(arr, what: str) -> np.ndarray:
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype != np.uint8 or arr.ndim != 1:
+        raise TypeError(f"{what} must be a 1-D uint8 array")
+    return arr
+
+
+class ReadBatch:
+    """Reads packed for zero-copy calls.
+
+    Five 1-D uint8 arrays (bases as ASCII, then raw phred base qualities,
+    insertion gap-open, deletion gap-open and gap continuation penalties) hold
+    all reads back to back; read i spans ``offsets[i]:offsets[i+1]``.
+    Indexing returns ``Read`` objects (views into the buffers).
+    """
+
+    def __init__(self, bases, quals, ins, dels, gcp, offsets):
+        self.bases = _u8(bases, "bases")
+        self.quals, self.ins, self.dels, self.gcp = (
+            _u8(a, n) for a, n in zip((quals, ins, dels, gcp), _QUAL_FIELDS))
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        for name in _QUAL_FIELDS:
+            if getattr(self, name).size != self.bases.size:
+                raise ValueError(f"read batch: {self.bases.size} bases but {getattr(self, name).size} {name}")
+        _check_offsets(self.offsets, self.bases.size, "read")
+
+    @classmethod
+    def from_reads(cls, reads: Iterable[Read]) -> "ReadBatch":
+        reads = list(reads)
+        for i, r in enumerate(reads):
+            if not isinstance(r, Read):
+                raise TypeError(f"read {i}: expected pyphmm.Read, not {type(r).__name__}")
+        offsets = np.zeros(len(reads) + 1, dtype=np.int64)
+        np.cumsum([len(r) for r in reads], out=offsets[1:])
+        bases = np.frombuffer(b"".join(r.bases for r in reads), dtype=np.uint8)
+        cat = (lambda f: np.concatenate([getattr(r, f) for r in reads]) if reads
+               else np.zeros(0, np.uint8))
+        return cls(bases, cat("quals"), cat("ins"), cat("dels"), cat("gcp"), offsets)
+
+    def __len__(self) -> int:
+        return self.offsets.size - 1
+
+    def __getitem__(self, i: int) -> Read:
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        s = slice(self.offsets[i], self.offsets[i + 1])
+        return Read(self.bases[s], self.quals[s], self.ins[s], self.dels[s], self.gcp[s])
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+class HaplotypeBatch:
+    """Haplotypes packed back to back: ``bases[offsets[h]:offsets[h+1]]``."""
+
+    def __init__(self, bases, offsets):
+        self.bases = _u8(bases, "haplotype bases")
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        _check_offsets(self.offsets, self.bases.size, "haplotype")
+
+    @classmethod
+    def from_haplotypes(cls, haplotypes: Iterable) -> "HaplotypeBatch":
+        if isinstance(haplotypes, (str, bytes)):
+            raise TypeError("haplotypes must be a sequence of sequences, not a single str/bytes")
+        haps = [_as_bases(h, f"haplotype {i}") for i, h in enumerate(haplotypes)]
+        for i, h in enumerate(haps):
+            if not h:
+                raise ValueError(f"haplotype {i}: empty bases")
+        offsets = np.zeros(len(haps) + 1, dtype=np.int64)
+        np.cumsum([len(h) for h in haps], out=offsets[1:])
+        return cls(np.frombuffer(b"".join(haps), dtype=np.uint8), offsets)
+
+    def __len__(self) -> int:
+        return self.offsets.size - 1
+
+    def __getitem__(self, i: int) -> bytes:
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        return self.bases[self.offsets[i]:self.offsets[i + 1]].tobytes()
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+ReadsLike = Union[ReadBatch, Sequence[Read]]
+HaplotypesLike = Union[HaplotypeBatch, Sequence[Union[str, bytes]]]
+
+
+def _as_read_batch(reads) -> ReadBatch:
+    return reads if isinstance(reads, ReadBatch) else ReadBatch.from_reads(reads)
+
+
+def _as_hap_batch(haps) -> HaplotypeBatch:
+    return haps if isinstance(haps, HaplotypeBatch) else HaplotypeBatch.from_haplotypes(haps)
+
+
+class _Packed:
+    """Several regions in one set of buffers, as one C call wants them."""
+
+    def __init__(self, regions):
+        reads = [_as_read_batch(r) for r, _ in regions]
+        haps = [_as_hap_batch(h) for _, h in regions]
+        self.shapes = [(len(r), len(h)) for r, h in zip(reads, haps)]
+        self.cells = sum(int(r.lengths.sum()) * int(h.lengths.sum()) for r, h in zip(reads, haps))
+
+        def cat(arrays):
+            return np.concatenate(arrays) if arrays else np.zeros(0, np.uint8)
+
+        def shifted(batches):
+            # Offsets of each region, moved to their place in the joined buffer.
+            base, out = 0, []
+            for b in batches:
+                out.append(b.offsets[:-1] + base if len(b) else b.offsets[:0])
+                base += int(b.offsets[-1])
+            out.append(np.array([base], dtype=np.int64))
+            return np.concatenate(out)
+
+        self.buffers = [cat([getattr(r, f) for r in reads]) for f in ("bases",) + _QUAL_FIELDS]
+        self.hap_bases = cat([h.bases for h in haps])
+        self.read_offsets = shifted(reads)
+        self.hap_offsets = shifted(haps)
+        self.c_regions = ffi.new("pyphmm_region[]", max(1, len(reads)))
+        self._keep = [ffi.from_buffer("uint8_t[]", b) for b in self.buffers]
+        self._keep.append(ffi.from_buffer("uint8_t[]", self.hap_bases))
+        ro = ffi.from_buffer("int64_t[]", self.read_offsets)
+        ho = ffi.from_buffer("int64_t[]", self.hap_offsets)
+        self._keep += [ro, ho]
+        r_first = h_first = 0
+        for k, (nr, nh) in enumerate(self.shapes):
+            c = self.c_regions[k]
+            c.num_reads, c.num_haps = nr, nh
+            c.read_bases, c.read_quals, c.read_ins, c.read_dels, c.read_gcp = self._keep[:5]
+            c.hap_bases = self._keep[5]
+            c.read_offsets = ro + r_first
+            c.hap_offsets = ho + h_first
+            r_first += nr
+            h_first += nh
+        self.total = sum(nr * nh for nr, nh in self.shapes)
+
+
+def compute_regions(regions: Iterable, *, double: bool = False, backend: str = "auto",
+                    threads: int | None = None, stats: dict | None = None) -> list:
+    """Likelihoods for many regions in one native call (whole-workload mode).
+
+    ``regions`` is an iterable of ``(reads, haplotypes)`` pairs, each accepted
+    in any form ``compute_likelihoods`` takes. Returns one (R, H) float64
+    array per region. All regions are packed together so a GPU sees the whole
+    batch at once. If ``stats`` is a dict it receives what the call did
+    (pairs, cells, double_pairs, backend, fell_back, seconds).
+    """
+    opts = _native.make_options(backend, threads, double)
+    packed = _Packed(list(regions))
+    out = np.empty(packed.total, dtype=np.float64)
+    err = ffi.new("pyphmm_error *")
+    st = ffi.new("pyphmm_stats *")
+    rc = lib.pyphmm_pairhmm(packed.c_regions, len(packed.shapes), ffi.from_buffer("double[]", out),
+                            opts, st, err)
+    _native.raise_for_status(rc, err)
+    if stats is not None:
+        stats.update(_native.stats_dict(st))
+    results, start = [], 0
+    for nr, nh in packed.shapes:
+        results.append(out[start:start + nr * nh].reshape(nr, nh))
+        start += nr * nh
+    return results
+
+
+def compute_likelihoods(reads: ReadsLike, haplotypes: HaplotypesLike, *, double: bool = False,
+                        backend: str = "auto", threads: int | None = None,
+                        stats: dict | None = None) -> np.ndarray:
+    """log10 P(read | haplotype) for every read and haplotype of one region.
+
+    Parameters
+    ----------
+    reads : sequence of :class:`Read`, or a :class:`ReadBatch`
+    haplotypes : sequence of str/bytes/uint8 arrays, or a :class:`HaplotypeBatch`
+    double : compute every pair in double precision (GKL's
+        ``useDoublePrecision``). By default pairs run in float and those whose
+        float result underflows (sum < 1e-28) are recomputed in double, as
+        GKL does; results then match GKL within 1e-5 in log10.
+    backend : ``"auto"`` (GPU when usable and the region is large enough,
+        else CPU), ``"cpu"`` or ``"cuda"``; ``PYPHMM_BACKEND`` in the
+        environment overrides ``"auto"``.
+    threads : CPU threads (default: all available cores).
+    stats : optional dict filled with what the call did.
+
+    Returns
+    -------
+    numpy.ndarray of shape (len(reads), len(haplotypes)), float64.
+
+    Raises ValueError for invalid input (empty read or haplotype, unequal
+    base and quality lengths), TypeError for wrong types, and
+    BackendUnavailableError when ``backend="cuda"`` cannot run here.
+    """
+    return compute_regions([(reads, haplotypes)], double=double, backend=backend,
+                           threads=threads, stats=stats)[0]

@@ -1,0 +1,196 @@
+"""Build for pyphmm: the native library, then the cffi extension.
+
+libpyphmm.so holds everything native: the C ABI (native/include/pyphmm.h),
+the CPU kernels, the CUDA kernels when nvcc is available, and GKL's JNI entry
+points when a JDK's jni.h is. The cffi extension pyphmm._pyphmm links to it
+and finds it beside itself at run time; the Java shim loads the same file.
+
+Environment knobs:
+  PYPHMM_NO_CUDA=1            build CPU-only even if nvcc is present
+  PYPHMM_CUDA_ARCHS="80;90"   compute capabilities to compile (default
+                              80;86;89;90, plus PTX for the newest one)
+  PYPHMM_BUILD_JOBS=N         parallel compile jobs (default: CPU count)
+  NVCC=/path/to/nvcc, JAVA_HOME=/path/to/jdk
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+NATIVE = os.path.join(ROOT, "native")
+LIBNAME = "libpyphmm.so"
+DEFAULT_CUDA_ARCHS = "80;86;89;90"
+
+sys.path.insert(0, os.path.join(ROOT, "pyphmm"))
+from _version import __version__  # noqa: E402
+
+sys.path.pop(0)
+
+
+def log(msg):
+    print(f"pyphmm build: {msg}", flush=True)
+
+
+def find_nvcc():
+    if os.environ.get("PYPHMM_NO_CUDA") == "1":
+        return None
+    nvcc = os.environ.get("NVCC") or shutil.which("nvcc")
+    if not nvcc:
+        for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+            if home and os.path.exists(os.path.join(home, "bin", "nvcc")):
+                nvcc = os.path.join(home, "bin", "nvcc")
+    return nvcc
+
+
+def cuda_lib_dir(nvcc):
+    """Directory holding libcudart_static.a for this nvcc."""
+    home = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+    for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
+        d = os.path.join(home, sub)
+        if os.path.exists(os.path.join(d, "libcudart_static.a")):
+            return d
+    raise RuntimeError(f"libcudart_static.a not found under {home}")
+
+
+def find_jni_include():
+    homes = [os.environ.get("JAVA_HOME"), "/usr/lib/jvm/default-java"]
+    homes += sorted(glob.glob("/usr/lib/jvm/*"))
+    javac = shutil.which("javac")
+    if javac:
+        homes.append(os.path.dirname(os.path.dirname(os.path.realpath(javac))))
+    for home in homes:
+        if home and os.path.exists(os.path.join(home, "include", "jni.h")):
+            inc = os.path.join(home, "include")
+            return [inc, os.path.join(inc, "linux")]
+    return None
+
+
+def newer_than(obj, deps):
+    if not os.path.exists(obj):
+        return False
+    t = os.path.getmtime(obj)
+    return all(os.path.getmtime(d) <= t for d in deps)
+
+
+class NativeBuild:
+    """Compiles native/ into libpyphmm.so (incrementally, in parallel)."""
+
+    def __init__(self, temp_dir):
+        self.temp = os.path.join(temp_dir, "native")
+        self.nvcc = find_nvcc()
+        self.jni = find_jni_include()
+        self.headers = glob.glob(os.path.join(NATIVE, "**", "*.h"), recursive=True)
+        self.headers += glob.glob(os.path.join(NATIVE, "**", "*.cuh"), recursive=True)
+        self.defines = [f'-DPYPHMM_VERSION="{__version__}"']
+        if self.jni:
+            self.defines.append("-DPYPHMM_WITH_JNI")
+
+    def sources(self):
+        cc = glob.glob(os.path.join(NATIVE, "*.cc"))
+        cc += glob.glob(os.path.join(NATIVE, "common", "*.cc"))
+        cc += glob.glob(os.path.join(NATIVE, "cpu", "*.cc"))
+        if self.jni:
+            cc += glob.glob(os.path.join(NATIVE, "jni", "*.cc"))
+        cuda_dir = os.path.join(NATIVE, "cuda")
+        cu = glob.glob(os.path.join(cuda_dir, "*.cu")) if self.nvcc else []
+        if not cu:
+            cc.append(os.path.join(cuda_dir, "cuda_absent.cc"))
+        return sorted(cc), sorted(cu)
+
+    def cxx_command(self, src, obj):
+        cxx = os.environ.get("CXX", "g++")
+        cmd = [cxx, "-std=c++17", "-O3", "-fPIC", "-pthread", "-fvisibility=hidden",
+               # GKL's float arithmetic has no fused multiply-adds; neither do we.
+               "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-psabi",
+               f"-I{os.path.join(NATIVE, 'include')}", f"-I{NATIVE}"] + self.defines
+        for inc in self.jni or []:
+            cmd.append(f"-I{inc}")
+        return cmd + ["-c", src, "-o", obj]
+
+    def nvcc_command(self, src, obj):
+        archs = [a.strip() for a in os.environ.get("PYPHMM_CUDA_ARCHS", DEFAULT_CUDA_ARCHS).split(";")
+                 if a.strip()]
+        gencode = []
+        for a in archs:
+            gencode += ["-gencode", f"arch=compute_{a},code=sm_{a}"]
+        newest = max(archs, key=int)
+        gencode += ["-gencode", f"arch=compute_{newest},code=compute_{newest}"]
+        return [self.nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC,-fvisibility=hidden,-pthread",
+                f"-I{os.path.join(NATIVE, 'include')}", f"-I{NATIVE}"] + self.defines + gencode + \
+               ["-c", src, "-o", obj]
+
+    def compile(self):
+        cc, cu = self.sources()
+        jobs = []
+        for src in cc + cu:
+            rel = os.path.relpath(src, NATIVE).replace(os.sep, "_")
+            obj = os.path.join(self.temp, rel + ".o")
+            cmd = self.nvcc_command(src, obj) if src.endswith(".cu") else self.cxx_command(src, obj)
+            jobs.append((src, obj, cmd))
+        os.makedirs(self.temp, exist_ok=True)
+
+        def run(job):
+            src, obj, cmd = job
+            if newer_than(obj, [src] + self.headers + [__file__]):
+                return obj
+            log(f"compiling {os.path.relpath(src, ROOT)}")
+            subprocess.check_call(cmd)
+            return obj
+
+        workers = int(os.environ.get("PYPHMM_BUILD_JOBS", os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            # CUDA files take longest: start them first.
+            return list(pool.map(run, sorted(jobs, key=lambda j: not j[0].endswith(".cu"))))
+
+    def link(self, objs, out):
+        cxx = os.environ.get("CXX", "g++")
+        cmd = [cxx, "-shared", "-o", out] + objs + ["-pthread", "-Wl,--exclude-libs,ALL"]
+        if any(o.endswith(".cu.o") for o in objs):
+            # Static CUDA runtime: the library runs wherever a driver exists
+            # and loads (then falls back to the CPU) where none does.
+            cmd += [f"-L{cuda_lib_dir(self.nvcc)}", "-lcudart_static", "-ldl", "-lrt"]
+        subprocess.check_call(cmd)
+
+    def build(self, out_dir):
+        log(f"CUDA: {self.nvcc or 'not found, CPU-only build'}; "
+            f"JNI: {'yes' if self.jni else 'no jni.h found, GKL entry points omitted'}")
+        objs = self.compile()
+        os.makedirs(out_dir, exist_ok=True)
+        out = os.path.join(out_dir, LIBNAME)
+        self.link(objs, out)
+        return out
+
+
+class BuildExt(build_ext):
+    """Builds libpyphmm.so before the cffi extension that links against it."""
+
+    def run(self):
+        pkg_dir = os.path.join(ROOT, "pyphmm") if self.inplace else os.path.join(self.build_lib, "pyphmm")
+        lib = NativeBuild(self.build_temp).build(pkg_dir)
+        for ext in self.extensions:
+            ext.library_dirs.append(os.path.dirname(lib))
+        super().run()
+
+
+setup(
+    name="pyphmm",
+    version=__version__,
+    description="GPU and CPU PairHMM and Smith-Waterman for GATK, with GKL's semantics",
+    long_description=open(os.path.join(ROOT, "README.md")).read() if os.path.exists(
+        os.path.join(ROOT, "README.md")) else "",
+    long_description_content_type="text/markdown",
+    packages=["pyphmm"],
+    package_data={"pyphmm": ["data/*.in", LIBNAME]},
+    python_requires=">=3.9",
+    install_requires=["cffi>=1.15", "numpy>=1.21"],
+    setup_requires=["cffi>=1.15"],
+    cffi_modules=["pyphmm/_build.py:ffibuilder"],
+    cmdclass={"build_ext": BuildExt},
+    entry_points={"console_scripts": ["pyphmm=pyphmm.cli:main"]},
+)
