@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs everything pyphmm needs on a fresh Debian machine and builds it in
+# place (editable): Debian's GKL (the test oracle and GATK binding API) and a
+# JDK, the Python dependencies, then the native library + cffi extension
+# (+ CUDA kernels when nvcc is present, + the GATK shim jar when javac is).
+# Idempotent: a second run only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES="libgkl-java libgkl-jni libgatk-native-bindings-java default-jdk-headless"
+PIP_PACKAGES="setuptools>=61 wheel cffi>=1.15 numpy pytest jpype1"
+
+sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=""
+for p in $APT_PACKAGES; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "setup: installing Debian packages:$missing"
+    sudo_ apt-get update -q
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+fi
+
+echo "setup: installing Python packages"
+python3 -m pip install -q --disable-pip-version-check $PIP_PACKAGES
+echo "setup: building pyphmm"
+python3 -m pip install -q --disable-pip-version-check --no-build-isolation -e .
+python3 -m pyphmm info

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The test command: sets up everything (scripts/setup.sh), then runs pytest.
+# Extra arguments go to pytest (e.g. scripts/test.sh -k gkl -x).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec python3 -m pytest tests -q -ra "$@"
