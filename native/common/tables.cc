@@ -69,20 +69,19 @@ void fill(PairhmmTables<T>& t, int log2_initial) {
     t.log10_initial_constant = static_cast<T>(std::log10(static_cast<T>(t.initial_constant)));
 }
 
-struct BaseTable {
-    uint8_t code[256];
-    BaseTable() {
-        std::fill(code, code + 256, kBaseA);
-        code['A'] = kBaseA; code['C'] = kBaseC; code['G'] = kBaseG; code['T'] = kBaseT; code['N'] = kBaseN;
-    }
-};
-
 }  // namespace
 
-uint8_t base_code(uint8_t ascii) {
-    static const BaseTable table;
-    return table.code[ascii];
-}
+// Every byte not listed is A (code 0), like GKL's zero-initialised table.
+#define PYPHMM_ROW16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
+const uint8_t kBaseCodes[256] = {
+    PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0),
+    // 'A' = 65, 'C' = 67, 'G' = 71, 'N' = 78, 'T' = 84
+    0, kBaseA, 0, kBaseC, 0, 0, 0, kBaseG, 0, 0, 0, 0, 0, 0, kBaseN, 0,
+    0, 0, 0, 0, kBaseT, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0),
+    PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0),
+};
+#undef PYPHMM_ROW16
 
 const PairhmmTables<float>& tables_float() {
     static const PairhmmTables<float>* t = [] {

@@ -9,7 +9,8 @@ namespace pyphmm {
 // any other byte (lowercase included) is read as A, because that is what
 // GKL's zero-initialised conversion table does. N matches anything.
 enum BaseCode : uint8_t { kBaseA = 0, kBaseC = 1, kBaseG = 2, kBaseT = 3, kBaseN = 4 };
-uint8_t base_code(uint8_t ascii);
+extern const uint8_t kBaseCodes[256];
+inline uint8_t base_code(uint8_t ascii) { return kBaseCodes[ascii]; }
 
 constexpr int kQualMask = 127;   // GKL masks every quality with & 127
 constexpr int kNumQuals = 128;

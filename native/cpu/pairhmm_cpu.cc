@@ -69,8 +69,7 @@ struct Kernel {
     // Per-row parameters of a group, one lane per pair.
     struct Row {
         vec mm, gm, mx, xx, my, yy, e_match, e_mismatch;
-        ivec base;          // read base code
-        ivec base_is_n;     // all ones where the read base is N
+        ivec base_bits;     // read base as a one-hot bit (N: all five bits)
     };
 
     // Vector typedefs lose their attribute as template arguments, so
@@ -80,7 +79,7 @@ struct Kernel {
 
     struct Scratch {
         std::vector<Row> rows;
-        std::vector<IV> hap;        // haplotype base codes, one lane per pair
+        std::vector<IV> hap;        // haplotype bases as one-hot bits, one lane per pair
         std::vector<V> M, X, Y;     // one row of the matrices, columns 0..n_max
     };
 
@@ -90,6 +89,21 @@ struct Kernel {
     // casts reinterpret bits; vectors of equal size convert this way.)
     PYPHMM_INLINE vec select(ivec mask, vec a, vec b) {
         return (vec)((mask & (ivec)a) | (~mask & (ivec)b));
+    }
+
+    // Bases as one-hot bits, N as all five, so "bases match" (N matching
+    // anything) is a single AND; see match_mask.
+    PYPHMM_INLINE I base_bits(uint8_t ascii) {
+        uint8_t c = base_code(ascii);
+        return c == kBaseN ? I(0x1f) : I(1) << c;
+    }
+
+    // All ones in lanes whose bases match, zero elsewhere. Built from AND,
+    // add, shift and negate because vector compares producing -1/0 lanes are
+    // not native on AVX-512F and GCC would scalarise them.
+    PYPHMM_INLINE ivec match_mask(ivec hap_bits, ivec read_bits) {
+        ivec any = ((hap_bits & read_bits) + I(0x1f)) >> 5;   // 1 if any bit is shared, else 0
+        return ivec{} - any;
     }
 
     // Fills per-row parameters and haplotype codes for lanes[0..count);
@@ -115,11 +129,9 @@ struct Kernel {
                 T err = t.ph2pr[q];
                 row.e_match[l] = T(1) - err;
                 row.e_mismatch[l] = err / T(3);
-                uint8_t b = base_code(p.read[r]);
-                row.base[l] = b;
-                row.base_is_n[l] = b == kBaseN ? I(-1) : I(0);
+                row.base_bits[l] = base_bits(p.read[r]);
             }
-            for (int j = 1; j <= n_max; ++j) s.hap[j].v[l] = base_code(p.hap[std::min(j, p.n) - 1]);
+            for (int j = 1; j <= n_max; ++j) s.hap[j].v[l] = base_bits(p.hap[std::min(j, p.n) - 1]);
         }
     }
 
@@ -156,16 +168,13 @@ struct Kernel {
         s.X.assign(n_max + 1, V{vec{}});
         s.Y.assign(n_max + 1, V{init_y});
         vec sum_m{}, sum_x{};
-        const ivec n_code = isplat(kBaseN);
         for (int i = 1; i <= m_max; ++i) {
             const Row& r = s.rows[i];
             vec m_diag = s.M[0].v, x_diag = s.X[0].v, y_diag = s.Y[0].v;
             s.M[0].v = s.X[0].v = s.Y[0].v = vec{};
             vec m_left{}, y_left{};
             for (int j = 1; j <= n_max; ++j) {
-                ivec h = s.hap[j].v;
-                ivec match = (h == r.base) | (h == n_code) | r.base_is_n;
-                vec e = select(match, r.e_match, r.e_mismatch);
+                vec e = select(match_mask(s.hap[j].v, r.base_bits), r.e_match, r.e_mismatch);
                 vec m_up = s.M[j].v, x_up = s.X[j].v, y_up = s.Y[j].v;
                 vec m_new = e * ((r.mm * m_diag + r.gm * x_diag) + r.gm * y_diag);
                 vec x_new = r.mx * m_up + r.xx * x_up;
