@@ -2,7 +2,8 @@
 //
 // Layout of the work: every (read, haplotype) pair of every region is one
 // SIMD lane. Pairs are sorted by (read length, haplotype length) and cut into
-// groups of W lanes (W = 64 bytes / sizeof(T): 16 floats or 8 doubles), so a
+// groups of W lanes (W = vector bytes / sizeof(T): 16 floats on AVX-512, 8 on
+// AVX2, 4 portable; half as many doubles), so a
 // group's lanes have nearly equal shapes and little padding. Within a group
 // the matrix is swept row by row (read position i), column by column
 // (haplotype position j); every arithmetic operation acts on all W lanes, so
@@ -28,6 +29,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -51,20 +54,26 @@ struct Pair {
     int64_t out;           // index into the caller's output array
 };
 
+template <typename T> const PairhmmTables<T>& tables();
+template <> const PairhmmTables<float>& tables<float>() { return tables_float(); }
+template <> const PairhmmTables<double>& tables<double>() { return tables_double(); }
+
 template <typename T> struct IntOf;
 template <> struct IntOf<float> { typedef int32_t type; };
 template <> struct IntOf<double> { typedef int64_t type; };
 
-constexpr int kVectorBytes = 64;
+constexpr int kMaxLanes = 16;
 
-// Kernel for one precision. All vector code lives in always_inline members so
-// that it is compiled once per ISA clone of the public entry points below.
-template <typename T>
+// Kernel for one precision and vector width (VB bytes: 64 for AVX-512, 32 for
+// AVX2, 16 for the portable SSE2 path; wider than the registers spills). All
+// vector code is always_inline so each ISA instance below compiles it for
+// its own target.
+template <typename T, int VB>
 struct Kernel {
-    static constexpr int W = kVectorBytes / sizeof(T);
-    typedef T vec __attribute__((vector_size(kVectorBytes), aligned(kVectorBytes)));
+    static constexpr int W = VB / sizeof(T);
+    typedef T vec __attribute__((vector_size(VB), aligned(VB)));
     typedef typename IntOf<T>::type I;
-    typedef I ivec __attribute__((vector_size(kVectorBytes), aligned(kVectorBytes)));
+    typedef I ivec __attribute__((vector_size(VB), aligned(VB)));
 
     // Per-row parameters of a group, one lane per pair.
     struct Row {
@@ -198,25 +207,57 @@ struct Kernel {
         for (int l = 0; l < count; ++l) sums[l] = total[l];
     }
 
-    static const PairhmmTables<T>& table();
+    static const PairhmmTables<T>& table() { return tables<T>(); }
 };
 
-template <> const PairhmmTables<float>& Kernel<float>::table() { return tables_float(); }
-template <> const PairhmmTables<double>& Kernel<double>::table() { return tables_double(); }
+// One instance of the kernels per instruction set. The vector code above is
+// always_inline, so each instance is compiled for its own target.
+typedef void (*ForwardFloat)(const Pair* const*, int, float*);
+typedef void (*ForwardDouble)(const Pair* const*, int, double*);
 
-// ISA clones: the loader picks the best one for this CPU once (GCC ifunc).
-#define PYPHMM_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define PYPHMM_DEFINE_FORWARD(suffix, bytes, target_attr)                                   \
+    target_attr void forward_float_##suffix(const Pair* const* lanes, int count, float* sums) { \
+        static thread_local Kernel<float, bytes>::Scratch scratch;                           \
+        Kernel<float, bytes>::forward(lanes, count, sums, scratch);                          \
+    }                                                                                        \
+    target_attr void forward_double_##suffix(const Pair* const* lanes, int count, double* sums) { \
+        static thread_local Kernel<double, bytes>::Scratch scratch;                          \
+        Kernel<double, bytes>::forward(lanes, count, sums, scratch);                         \
+    }
 
-PYPHMM_CPU_CLONES
-void forward_float(const Pair* const* lanes, int count, float* sums) {
-    static thread_local Kernel<float>::Scratch scratch;
-    Kernel<float>::forward(lanes, count, sums, scratch);
-}
+PYPHMM_DEFINE_FORWARD(avx512, 64, __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))))
+PYPHMM_DEFINE_FORWARD(avx2, 32, __attribute__((target("avx2,fma"))))
+PYPHMM_DEFINE_FORWARD(portable, 16, )
 
-PYPHMM_CPU_CLONES
-void forward_double(const Pair* const* lanes, int count, double* sums) {
-    static thread_local Kernel<double>::Scratch scratch;
-    Kernel<double>::forward(lanes, count, sums, scratch);
+struct KernelChoice {
+    const char* name;
+    int vector_bytes;   // lanes per group: vector_bytes / sizeof(T)
+    ForwardFloat f;
+    ForwardDouble d;
+};
+
+// The best kernel this CPU runs, or the one PYPHMM_CPU_KERNEL names (for
+// tests and comparisons; a kernel the CPU cannot run is refused with a note).
+const KernelChoice& kernel_choice() {
+    static const KernelChoice choice = [] {
+        const KernelChoice avx512{"avx512", 64, forward_float_avx512, forward_double_avx512};
+        const KernelChoice avx2{"avx2", 32, forward_float_avx2, forward_double_avx2};
+        const KernelChoice portable{"portable", 16, forward_float_portable, forward_double_portable};
+        __builtin_cpu_init();
+        bool has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+        bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        KernelChoice best = has512 ? avx512 : has2 ? avx2 : portable;
+        const char* want = std::getenv("PYPHMM_CPU_KERNEL");
+        if (!want || !*want) return best;
+        if (!std::strcmp(want, "portable")) return portable;
+        if (!std::strcmp(want, "avx2") && has2) return avx2;
+        if (!std::strcmp(want, "avx512") && has512) return avx512;
+        std::fprintf(stderr, "pyphmm: warning: PYPHMM_CPU_KERNEL=%s is not available here; using %s\n",
+                     want, best.name);
+        return best;
+    }();
+    return choice;
 }
 
 // Sets flush-to-zero for the current thread while alive, then restores it.
@@ -256,14 +297,15 @@ std::vector<Pair> collect_pairs(const pyphmm_region* regions, int64_t num_region
 // Runs `forward` over `order` in groups of W lanes, in parallel; calls
 // done(pair, raw_sum) for every pair.
 template <typename T, typename Forward, typename Done>
-void run_groups(const std::vector<const Pair*>& order, int threads, Forward forward, Done done) {
-    constexpr int W = Kernel<T>::W;
+void run_groups(const std::vector<const Pair*>& order, int vector_bytes, int threads, Forward forward,
+                Done done) {
+    const int W = vector_bytes / static_cast<int>(sizeof(T));
     int64_t groups = (static_cast<int64_t>(order.size()) + W - 1) / W;
     parallel_for(groups, threads, [&](int64_t g) {
         FlushToZero ftz;
         int64_t first = g * W;
         int count = static_cast<int>(std::min<int64_t>(W, order.size() - first));
-        T sums[W];
+        T sums[kMaxLanes];
         forward(&order[first], count, sums);
         for (int l = 0; l < count; ++l) done(*order[first + l], sums[l]);
     });
@@ -271,11 +313,7 @@ void run_groups(const std::vector<const Pair*>& order, int threads, Forward forw
 
 }  // namespace
 
-const char* cpu_pairhmm_kernel_name() {
-    if (__builtin_cpu_supports("avx512f")) return "simd16-avx512";
-    if (__builtin_cpu_supports("avx2")) return "simd16-avx2";
-    return "simd16-sse2";
-}
+const char* cpu_pairhmm_kernel_name() { return kernel_choice().name; }
 
 int cpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, int threads,
                 bool double_precision, pyphmm_stats* stats) {
@@ -298,7 +336,7 @@ int cpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, 
     } else {
         const float log10_ic = tables_float().log10_initial_constant;
         std::vector<char> underflow(pairs.size(), 0);
-        run_groups<float>(order, threads, forward_float, [&](const Pair& p, float sum) {
+        run_groups<float>(order, kernel_choice().vector_bytes, threads, kernel_choice().f, [&](const Pair& p, float sum) {
             if (sum < kMinAcceptedFloat) {
                 underflow[&p - pairs.data()] = 1;
             } else {
@@ -310,7 +348,7 @@ int cpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, 
             if (underflow[i]) redo.push_back(&pairs[i]);
     }
     const double log10_icd = tables_double().log10_initial_constant;
-    run_groups<double>(redo, threads, forward_double, [&](const Pair& p, double sum) {
+    run_groups<double>(redo, kernel_choice().vector_bytes, threads, kernel_choice().d, [&](const Pair& p, double sum) {
         out[p.out] = std::log10(sum) - log10_icd;
     });
 
