@@ -1,0 +1,87 @@
+"""Every CPU PairHMM kernel (AVX-512, AVX2, portable) against GKL.
+
+The kernel is chosen once per process, so each runs in a subprocess that
+writes its results to a .npy file; the parent compares them with GKL.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from oracle.gkl import GklPairHmm
+
+KERNELS = ["avx512", "avx2", "portable"]
+SEED = 20261122
+
+
+def make_regions(seed):
+    """Small realistic regions: reads drawn from haplotypes with errors, plus
+    one unrelated region at high base quality whose float sums underflow."""
+    import pyphmm
+
+    rng = np.random.default_rng(seed)
+    regions = []
+    for k in range(12):
+        ref = rng.choice(list(b"ACGT"), int(rng.integers(30, 400))).astype(np.uint8)
+        haps = []
+        for _ in range(int(rng.integers(1, 6))):
+            h = ref.copy()
+            h[rng.integers(0, h.size, 3)] = rng.choice(list(b"ACGTN"), 3)
+            haps.append(h.tobytes())
+        reads = []
+        for _ in range(int(rng.integers(1, 25))):
+            src = np.frombuffer(haps[int(rng.integers(len(haps)))], np.uint8)
+            m = int(rng.integers(1, min(151, src.size) + 1))
+            s = int(rng.integers(0, src.size - m + 1))
+            bases = src[s:s + m].copy()
+            if k == 11:  # unrelated, high quality: forces the double fallback
+                bases = rng.choice(list(b"ACGT"), m).astype(np.uint8)
+            err = rng.random(m) < 0.02
+            bases[err] = rng.choice(list(b"ACGTN"), int(err.sum()))
+            q = rng.integers(6, 60, m) if k != 11 else rng.integers(50, 90, m)
+            reads.append(pyphmm.Read(bases.tobytes(), q, rng.integers(10, 90, m),
+                                     rng.integers(10, 90, m), rng.integers(5, 40, m)))
+        regions.append((reads, haps))
+    return regions
+
+
+CHILD = """
+import sys, numpy as np, pyphmm
+sys.path.insert(0, {tests!r})
+from test_cpu_kernels import make_regions
+assert pyphmm.info()["cpu_kernel"] == {kernel!r}, pyphmm.info()["cpu_kernel"]
+regions = make_regions({seed})
+for double in (False, True):
+    stats = {{}}
+    res = pyphmm.compute_regions(regions, double=double, backend="cpu", stats=stats)
+    assert stats["double_pairs"] > 0, "the underflow region must exercise the double path"
+    np.save({out!r} + ("-double" if double else "-float") + ".npy", np.concatenate([r.ravel() for r in res]))
+"""
+
+
+def cpu_supports(kernel):
+    flags = open("/proc/cpuinfo").read().split()
+    need = {"avx512": ["avx512f", "avx512bw", "avx512dq", "avx512vl"], "avx2": ["avx2", "fma"],
+            "portable": []}[kernel]
+    return all(f in flags for f in need)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_matches_gkl(kernel, tmp_path, gkl_jvm):
+    if not cpu_supports(kernel):
+        pytest.skip(f"this CPU cannot run the {kernel} kernel")
+    out = str(tmp_path / kernel)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYPHMM_CPU_KERNEL=kernel)
+    subprocess.run([sys.executable, "-c", CHILD.format(tests=tests, kernel=kernel, seed=SEED, out=out)],
+                   env=env, check=True)
+    regions = make_regions(SEED)
+    for double in (False, True):
+        gkl = GklPairHmm(double=double)
+        expected = np.concatenate([gkl.compute(r, h).ravel() for r, h in regions])
+        got = np.load(out + ("-double" if double else "-float") + ".npy")
+        assert got.shape == expected.shape
+        assert np.isfinite(got).all()
+        assert np.abs(got - expected).max() <= 1e-5, (kernel, double)
