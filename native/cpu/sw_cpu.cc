@@ -219,7 +219,7 @@ __attribute__((always_inline)) inline void fill_matrix(Workspace& ws, const uint
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void fill_avx512(Workspace& ws, const uint8_t* ref,
                                                                      int m, const uint8_t* alt, int n,
                                                                      const pyphmm_sw_params& p, bool edge) {
-    fill_matrix<16>(ws, ref, m, alt, n, p, edge);
+    fill_matrix<8>(ws, ref, m, alt, n, p, edge);
 }
 
 __attribute__((target("avx2"))) void fill_avx2(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt,
