@@ -65,14 +65,14 @@ struct Workspace {
 };
 
 template <typename V>
-static inline V loadv(const int32_t* p) {
+__attribute__((always_inline)) static inline V loadv(const int32_t* p) {
     V v;
     std::memcpy(&v, p, sizeof(V));
     return v;
 }
 
 template <typename V>
-static inline void storev(int32_t* p, V v) {
+__attribute__((always_inline)) static inline void storev(int32_t* p, V v) {
     std::memcpy(p, &v, sizeof(V));
 }
 
