@@ -339,6 +339,7 @@ def cmd_align(args) -> int:
 
 def add_align_parser(sub) -> None:
     """Registers ``pyphmm align`` on an argparse subparsers object."""
+    from .cli import _positive_int
     p = sub.add_parser("align", help="Smith-Waterman (GATK semantics) for REF<TAB>ALT pairs")
     p.add_argument("input", help="one REF<TAB>ALT pair per line, or - for stdin")
     p.add_argument("--output", "-o", required=True, help="CIGAR<TAB>OFFSET per line, or - for stdout")
@@ -349,5 +350,5 @@ def add_align_parser(sub) -> None:
     p.add_argument("--overhang", default="SOFTCLIP", type=str.upper,
                    choices=[m.name for m in OverhangStrategy], help="overhang strategy (default SOFTCLIP)")
     p.add_argument("--backend", choices=sorted(_native.BACKENDS), default="auto")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
+    p.add_argument("--threads", type=_positive_int, default=None, help="CPU threads (default: all)")
     p.set_defaults(func=cmd_align)
