@@ -31,6 +31,10 @@ namespace {
 // fixed cost of a GPU call would dominate. PYPHMM_GPU_MIN_CELLS overrides.
 constexpr int64_t kDefaultGpuMinCells = 2'000'000;
 
+// Smith-Waterman batches with fewer pairs than this stay on the CPU under
+// AUTO whatever their cell count: one block per pair needs many pairs.
+constexpr int64_t kSwGpuMinPairs = 256;
+
 int64_t env_int(const char* name, int64_t fallback) {
     const char* v = std::getenv(name);
     if (!v || !*v) return fallback;
@@ -188,6 +192,30 @@ extern "C" int pyphmm_sw_align(const pyphmm_sw_batch* batch, char* cigars, const
     try {
         if (int rc = check_options(options, error)) return rc;
         if (int rc = check_sw_batch(batch, cigars, cigar_offsets, alignment_offsets, error)) return rc;
+        if (batch->num_pairs == 0) return PYPHMM_OK;
+        int64_t cells = 0;
+        for (int64_t i = 0; i < batch->num_pairs; ++i)
+            cells += (batch->ref_offsets[i + 1] - batch->ref_offsets[i]) *
+                     (batch->alt_offsets[i + 1] - batch->alt_offsets[i]);
+        // A single pair never goes to the GPU under AUTO (HaplotypeCaller's
+        // one-pair calls are latency-bound); large batches do.
+        int backend = (batch->num_pairs < kSwGpuMinPairs && (!options || options->backend == PYPHMM_BACKEND_AUTO))
+                          ? PYPHMM_BACKEND_CPU
+                          : resolve_backend(options, cells, error);
+        if (backend < 0) return -backend;
+        if (backend == PYPHMM_BACKEND_CUDA) {
+            pyphmm_error gpu_error;
+            clear_error(&gpu_error);
+            int rc = cuda_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, stats, &gpu_error);
+            if (rc == PYPHMM_OK) return PYPHMM_OK;
+            std::fprintf(stderr,
+                         "pyphmm: warning: GPU Smith-Waterman failed (%s); computing this call on the CPU\n",
+                         gpu_error.message);
+            int cpu_rc = cpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, default_threads(options),
+                                      stats, error);
+            if (stats) stats->fell_back = 1;
+            return cpu_rc;
+        }
         return cpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, default_threads(options),
                             stats, error);
     } catch (const std::bad_alloc&) {

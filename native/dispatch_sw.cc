@@ -1,12 +1,100 @@
-// Placeholder: Smith-Waterman batch validation lands with the SW issue.
+// Validation of a Smith-Waterman batch and its output buffers, so the
+// kernels never see unchecked input. Every rejection names the pair.
+//
+// Accepted input (anything else is PYPHMM_E_INVALID):
+// - num_pairs >= 0; buffers non-NULL when num_pairs > 0;
+// - ref_offsets / alt_offsets: num_pairs + 1 non-negative, non-decreasing
+//   entries; every ref and alt 1..PYPHMM_SW_MAX_LENGTH bytes;
+// - strategies: PYPHMM_SW_SOFTCLIP, _INDEL, _LEADING_INDEL or _IGNORE;
+// - params: gap_open <= 0, gap_extend <= 0 (GATK's penalties are negative),
+//   and max(|match|, |mismatch|, |gap_open|, |gap_extend|) *
+//   (len(ref) + len(alt) + 2) <= 2^29, which keeps every intermediate score
+//   within int32 (e.g. NEW_SW_PARAMETERS' 260 allows 32,767 bp on both sides);
+// - cigar_offsets: num_pairs + 1 non-decreasing entries; pair i may use
+//   [cigar_offsets[i], cigar_offsets[i+1]), which must hold at least
+//   2 * (len(ref) + len(alt)) + 1 bytes.
+#include <algorithm>
+#include <cstdlib>
+
 #include "common/errors.h"
 #include "dispatch.h"
 
 namespace pyphmm {
 
-int check_sw_batch(const pyphmm_sw_batch* batch, const char*, const int64_t*, const int32_t*,
-                   pyphmm_error* err) {
+namespace {
+
+constexpr int64_t kMaxParamTimesLength = int64_t(1) << 29;
+
+const char* strategy_ok(int s) {
+    return (s == PYPHMM_SW_SOFTCLIP || s == PYPHMM_SW_INDEL || s == PYPHMM_SW_LEADING_INDEL ||
+            s == PYPHMM_SW_IGNORE)
+               ? nullptr
+               : "unknown";
+}
+
+int64_t max_abs_param(const pyphmm_sw_params& p) {
+    int64_t v = std::llabs(static_cast<int64_t>(p.match));
+    v = std::max<int64_t>(v, std::llabs(static_cast<int64_t>(p.mismatch)));
+    v = std::max<int64_t>(v, std::llabs(static_cast<int64_t>(p.gap_open)));
+    v = std::max<int64_t>(v, std::llabs(static_cast<int64_t>(p.gap_extend)));
+    return v;
+}
+
+}  // namespace
+
+int check_sw_batch(const pyphmm_sw_batch* batch, const char* cigars, const int64_t* cigar_offsets,
+                   const int32_t* alignment_offsets, pyphmm_error* err) {
     if (!batch) return set_error(err, PYPHMM_E_INVALID, "batch is NULL");
+    const int64_t n = batch->num_pairs;
+    if (n < 0) return set_error(err, PYPHMM_E_INVALID, "negative pair count %lld", (long long)n);
+    if (n == 0) return PYPHMM_OK;
+    if (!batch->ref || !batch->ref_offsets || !batch->alt || !batch->alt_offsets)
+        return set_error(err, PYPHMM_E_INVALID, "NULL sequence buffer");
+    if (!batch->params || !batch->strategies)
+        return set_error(err, PYPHMM_E_INVALID, "NULL params or strategies");
+    if (!cigars || !cigar_offsets || !alignment_offsets)
+        return set_error(err, PYPHMM_E_INVALID, "NULL output buffer");
+    if (batch->per_pair != 0 && batch->per_pair != 1)
+        return set_error(err, PYPHMM_E_INVALID, "per_pair must be 0 or 1, not %d", batch->per_pair);
+    if (batch->ref_offsets[0] < 0 || batch->alt_offsets[0] < 0 || cigar_offsets[0] < 0)
+        return set_error(err, PYPHMM_E_INVALID, "negative first offset");
+    const int64_t settings = batch->per_pair ? n : 1;
+    for (int64_t k = 0; k < settings; ++k) {
+        const pyphmm_sw_params& p = batch->params[k];
+        if (strategy_ok(batch->strategies[k]))
+            return set_error(err, PYPHMM_E_INVALID,
+                             "pair %lld: unknown overhang strategy code %d (SOFTCLIP=9, INDEL=10, "
+                             "LEADING_INDEL=11, IGNORE=12)",
+                             (long long)k, batch->strategies[k]);
+        if (p.gap_open > 0 || p.gap_extend > 0)
+            return set_error(err, PYPHMM_E_INVALID,
+                             "pair %lld: gap penalties must be <= 0 (got open %d, extend %d)", (long long)k,
+                             p.gap_open, p.gap_extend);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t lr = batch->ref_offsets[i + 1] - batch->ref_offsets[i];
+        const int64_t la = batch->alt_offsets[i + 1] - batch->alt_offsets[i];
+        if (lr <= 0 || la <= 0)
+            return set_error(err, PYPHMM_E_INVALID, "pair %lld: %s", (long long)i,
+                             (lr == 0 || la == 0) ? (lr == 0 ? "empty ref sequence" : "empty alt sequence")
+                                                  : "decreasing sequence offsets");
+        if (lr > PYPHMM_SW_MAX_LENGTH || la > PYPHMM_SW_MAX_LENGTH)
+            return set_error(err, PYPHMM_E_INVALID,
+                             "pair %lld: %s is %lld bp; the longest accepted is %d bp", (long long)i,
+                             lr > PYPHMM_SW_MAX_LENGTH ? "ref" : "alt",
+                             (long long)(lr > PYPHMM_SW_MAX_LENGTH ? lr : la), PYPHMM_SW_MAX_LENGTH);
+        const pyphmm_sw_params& p = batch->params[batch->per_pair ? i : 0];
+        if (max_abs_param(p) * (lr + la + 2) > kMaxParamTimesLength)
+            return set_error(err, PYPHMM_E_INVALID,
+                             "pair %lld: scores could overflow int32: max |parameter| (%lld) * "
+                             "(len(ref) + len(alt) + 2) (%lld) exceeds 2^29",
+                             (long long)i, (long long)max_abs_param(p), (long long)(lr + la + 2));
+        const int64_t cap = cigar_offsets[i + 1] - cigar_offsets[i];
+        if (cap < 2 * (lr + la) + 1)
+            return set_error(err, PYPHMM_E_INVALID,
+                             "pair %lld: CIGAR buffer holds %lld bytes, needs 2*(len(ref)+len(alt))+1 = %lld",
+                             (long long)i, (long long)cap, (long long)(2 * (lr + la) + 1));
+    }
     return PYPHMM_OK;
 }
 

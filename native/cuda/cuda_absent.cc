@@ -22,4 +22,8 @@ int cuda_pairhmm(const pyphmm_region*, int64_t, double*, bool, pyphmm_stats*, py
     return set_error(error, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", cuda_probe().status);
 }
 
+int cuda_sw_align(const pyphmm_sw_batch&, char*, const int64_t*, int32_t*, pyphmm_stats*, pyphmm_error* error) {
+    return set_error(error, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", cuda_probe().status);
+}
+
 }  // namespace pyphmm

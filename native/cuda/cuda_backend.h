@@ -25,4 +25,10 @@ const CudaProbe& cuda_probe();
 int cuda_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
                  bool double_precision, pyphmm_stats* stats, pyphmm_error* error);
 
+// Smith-Waterman on the GPU (sw_cuda.cu): same contract as cpu_sw_align for a
+// batch validated by check_sw_batch. Returns PYPHMM_OK or an error (device
+// failure, out of device memory); the dispatcher then falls back to the CPU.
+int cuda_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
+                  int32_t* alignment_offsets, pyphmm_stats* stats, pyphmm_error* error);
+
 }  // namespace pyphmm

@@ -126,7 +126,11 @@ typedef struct pyphmm_sw_params {
  * either one entry for the whole batch or one per pair (per_pair = 1).
  * CIGAR i is written NUL-terminated at cigars + cigar_offsets[i]; a CIGAR
  * never needs more than 2 * (len(ref) + len(alt)) + 1 bytes, and the caller
- * must reserve at least that (pyphmm checks it).
+ * must reserve at least that (pyphmm checks it): cigar_offsets holds
+ * num_pairs + 1 entries and pair i owns [cigar_offsets[i], cigar_offsets[i+1]).
+ * Gap penalties must be <= 0, and max(|match|, |mismatch|, |gap_open|,
+ * |gap_extend|) * (len(ref) + len(alt) + 2) <= 2^29 (int32 scores never
+ * overflow); anything else is PYPHMM_E_INVALID.
  */
 typedef struct pyphmm_sw_batch {
     int64_t num_pairs;

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Smith-Waterman benchmark: pyphmm GPU batch, pyphmm CPU (1 thread and all
+threads) and GKL's native aligner (1 thread, through JNI/jpype), same pairs.
+
+Workloads
+  (a) haplotype vs reference: 10,000 pairs, 300-520 bp, NEW_SW_PARAMETERS
+  (b) read vs best haplotype: 100,000 pairs, reads 40-151 bp vs 300 bp,
+      ALIGNMENT_TO_BEST_HAPLOTYPE
+plus single-pair latency (one call per pair, as HaplotypeCaller calls) of
+pyphmm's CPU path vs GKL for both workloads. Every backend's results are
+checked against the CPU's (GKL's only where it follows GATK, i.e. not IGNORE).
+
+Usage: PYTHONPATH=. python3 scripts/bench_sw.py [--pairs-scale 0.05] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, ROOT)
+
+import pyphmm  # noqa: E402
+from pyphmm import sw  # noqa: E402
+from swgen import hap_vs_ref, read_vs_hap  # noqa: E402
+
+
+def timed(fn, repeat=1):
+    best = float("inf")
+    out = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def gkl_runner():
+    try:
+        from oracle.gkl_sw import GklSmithWaterman
+        return GklSmithWaterman()
+    except Exception as e:  # noqa: BLE001
+        print(f"GKL unavailable: {e}", file=sys.stderr)
+        return None
+
+
+def bench_workload(name, refs, alts, params, overhang, gkl, latency_pairs, results):
+    cells = sum(len(r) * len(a) for r, a in zip(refs, alts))
+    n = len(refs)
+    row = {"workload": name, "pairs": n, "cells": cells}
+    print(f"\n== {name}: {n} pairs, {cells / 1e9:.3f} G cells, params {tuple(params)}, {overhang}")
+
+    def report(label, seconds):
+        row[label] = {"seconds": seconds, "pairs_per_s": n / seconds, "gcups": cells / seconds / 1e9}
+        print(f"  {label:<22} {seconds:8.3f} s {n / seconds:12.0f} pairs/s {cells / seconds / 1e9:8.3f} GCUPS")
+
+    t, (ref_cig, ref_off) = timed(lambda: sw.align_batch(refs, alts, params=params, overhang=overhang,
+                                                         backend="cpu", threads=1))
+    report("cpu 1 thread", t)
+    t, (cig, off) = timed(lambda: sw.align_batch(refs, alts, params=params, overhang=overhang, backend="cpu"))
+    report(f"cpu {pyphmm.info()['cpu_threads']} threads", t)
+    assert cig == ref_cig and (off == ref_off).all()
+    if pyphmm.info()["cuda_usable"]:
+        sw.align_batch(refs[:1000], alts[:1000], params=params, overhang=overhang, backend="cuda")  # warm-up
+        t, (cig, off) = timed(lambda: sw.align_batch(refs, alts, params=params, overhang=overhang,
+                                                     backend="cuda"), repeat=2)
+        report("gpu batch", t)
+        bad = sum(1 for i in range(n) if (cig[i], off[i]) != (ref_cig[i], ref_off[i]))
+        row["gpu_mismatches"] = bad
+        print(f"  gpu == cpu: {'yes' if bad == 0 else f'NO, {bad} pairs differ'}")
+    else:
+        print(f"  gpu batch: skipped ({pyphmm.info()['cuda_status']})")
+    if gkl is not None:
+        call = gkl.prepare(params, overhang)
+        t, ex = timed(lambda: [call(r, a) for r, a in zip(refs, alts)])
+        report("gkl 1 thread (JNI)", t)
+        bad = sum(1 for i in range(n) if ex[i] != (ref_cig[i], int(ref_off[i])))
+        row["gkl_mismatches"] = bad
+        print(f"  gkl == cpu: {'yes' if bad == 0 else f'NO, {bad} pairs differ'}")
+
+    # Single-pair latency: one Python call per pair, as HaplotypeCaller calls.
+    lr, la = refs[:latency_pairs], alts[:latency_pairs]
+    lat = {}
+    for _ in range(2):  # second round is the measured one (warm caches, JIT)
+        t0 = time.perf_counter()
+        for r, a in zip(lr, la):
+            sw.align(r, a, params=params, overhang=overhang)
+        lat["pyphmm cpu"] = (time.perf_counter() - t0) / len(lr) * 1e6
+        if gkl is not None:
+            t0 = time.perf_counter()
+            for r, a in zip(lr, la):
+                call(r, a)
+            lat["gkl"] = (time.perf_counter() - t0) / len(lr) * 1e6
+    row["latency_us"] = lat
+    msg = ", ".join(f"{k} {v:.1f} us" for k, v in lat.items())
+    if "gkl" in lat:
+        msg += f" (pyphmm/gkl = {lat['pyphmm cpu'] / lat['gkl']:.2f})"
+    print(f"  single-pair latency over {len(lr)} pairs: {msg}")
+    results.append(row)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs-scale", type=float, default=1.0, help="multiply the pair counts (e.g. 0.05)")
+    ap.add_argument("--latency-pairs", type=int, default=2000)
+    ap.add_argument("--no-gkl", action="store_true")
+    ap.add_argument("--json", default=None, help="write the results here")
+    args = ap.parse_args(argv)
+    inf = pyphmm.info()
+    print(f"pyphmm {inf['version']}; cuda: {inf['device_name'] if inf['cuda_usable'] else inf['cuda_status']}; "
+          f"cpu threads {inf['cpu_threads']}")
+    gkl = None if args.no_gkl else gkl_runner()
+    results = []
+    na = max(1, int(10_000 * args.pairs_scale))
+    nb = max(1, int(100_000 * args.pairs_scale))
+    refs, alts = hap_vs_ref(na, seed=1)
+    bench_workload("(a) hap vs ref 300-520 bp", refs, alts, sw.NEW_SW_PARAMETERS, "SOFTCLIP", gkl,
+                   min(args.latency_pairs, na), results)
+    refs, alts = read_vs_hap(nb, seed=2)
+    bench_workload("(b) read 40-151 bp vs hap 300 bp", refs, alts, sw.ALIGNMENT_TO_BEST_HAPLOTYPE, "SOFTCLIP",
+                   gkl, min(args.latency_pairs, nb), results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"info": inf, "results": results}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Seeded generator of Smith-Waterman test pairs (ref, alt) as bytes.
+
+Covers what HaplotypeCaller meets and the edge rules: SNPs, insertions and
+deletions up to 100 bp, tandem repeats with unit-count changes, N bases,
+leading and trailing overhangs, alt longer and shorter than ref, exact
+substrings (also with several occurrences) and unrelated sequences.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+BASES = np.frombuffer(b"ACGT", dtype=np.uint8)
+KINDS = ("snp", "indel", "repeat", "n_bases", "overhang", "longer", "exact", "random", "mixed")
+
+
+def _rand(rng, n):
+    return BASES[rng.integers(0, 4, n)].tobytes()
+
+
+def _snps(rng, s: bytes, k: int) -> bytes:
+    b = bytearray(s)
+    for _ in range(k):
+        if not b:
+            break
+        i = int(rng.integers(0, len(b)))
+        b[i] = int(BASES[(list(BASES).index(b[i]) + int(rng.integers(1, 4))) % 4]) if b[i] in BASES else 65
+    return bytes(b)
+
+
+def _indel(rng, s: bytes, max_len: int) -> bytes:
+    if len(s) < 4:
+        return s
+    k = int(rng.integers(1, max_len + 1))
+    i = int(rng.integers(1, len(s) - 1))
+    if rng.random() < 0.5:
+        return s[:i] + s[i + min(k, len(s) - i - 1):]
+    return s[:i] + _rand(rng, k) + s[i:]
+
+
+def _repeat_ref(rng):
+    unit = _rand(rng, int(rng.integers(1, 7)))
+    copies = int(rng.integers(3, 15))
+    left, right = _rand(rng, int(rng.integers(5, 40))), _rand(rng, int(rng.integers(5, 40)))
+    return left, unit, copies, right
+
+
+def make_pair(rng, kind: str, short: bool = True):
+    scale = 1 if short else 4
+    if kind == "snp":
+        ref = _rand(rng, int(rng.integers(15, 120 * scale)))
+        a = int(rng.integers(0, len(ref) // 3))
+        b = int(rng.integers(a + max(5, len(ref) // 3), len(ref) + 1))
+        return ref, _snps(rng, ref[a:b], int(rng.integers(1, 4)))
+    if kind == "indel":
+        ref = _rand(rng, int(rng.integers(40, 160 * scale)))
+        alt = _indel(rng, ref, 100 if rng.random() < 0.3 else 8)
+        if rng.random() < 0.3:
+            alt = _snps(rng, alt, 1)
+        return ref, alt
+    if kind == "repeat":
+        left, unit, copies, right = _repeat_ref(rng)
+        ref = left + unit * copies + right
+        delta = int(rng.integers(-min(copies - 1, 4), 5))
+        alt = left + unit * (copies + delta) + right
+        if rng.random() < 0.5:
+            alt = alt[int(rng.integers(0, len(left))):]
+        if rng.random() < 0.5:
+            alt = alt[:len(alt) - int(rng.integers(0, len(right)))]
+        return ref, alt or unit
+    if kind == "n_bases":
+        ref = bytearray(_rand(rng, int(rng.integers(20, 100 * scale))))
+        alt = bytearray(ref[int(rng.integers(0, 5)):])
+        for seq in (ref, alt):
+            for _ in range(int(rng.integers(0, 4))):
+                seq[int(rng.integers(0, len(seq)))] = ord("N")
+        return bytes(ref), bytes(_snps(rng, bytes(alt), int(rng.integers(0, 2))))
+    if kind == "overhang":
+        ref = _rand(rng, int(rng.integers(20, 120 * scale)))
+        k = int(rng.integers(5, len(ref)))
+        over = _rand(rng, int(rng.integers(1, 30)))
+        alt = over + ref[:k] if rng.random() < 0.5 else ref[-k:] + over
+        if rng.random() < 0.3:
+            alt = _snps(rng, alt, 1)
+        return ref, alt
+    if kind == "longer":
+        ref = _rand(rng, int(rng.integers(10, 80 * scale)))
+        alt = _rand(rng, int(rng.integers(0, 20))) + _indel(rng, ref, 30) + _rand(rng, int(rng.integers(0, 20)))
+        return ref, alt
+    if kind == "exact":
+        unit = _rand(rng, int(rng.integers(3, 20)))
+        ref = _rand(rng, int(rng.integers(0, 30))) + unit * int(rng.integers(1, 4)) + _rand(rng, int(rng.integers(0, 30)))
+        a = int(rng.integers(0, len(ref)))
+        return ref, ref[a:a + int(rng.integers(1, len(ref) - a + 1))]
+    if kind == "random":
+        return _rand(rng, int(rng.integers(1, 60 * scale))), _rand(rng, int(rng.integers(1, 60 * scale)))
+    if kind == "mixed":
+        ref = _rand(rng, int(rng.integers(30, 150 * scale)))
+        alt = ref[int(rng.integers(0, 10)):]
+        for _ in range(int(rng.integers(1, 4))):
+            alt = _indel(rng, alt, 12) if rng.random() < 0.5 else _snps(rng, alt, 1)
+        return ref, alt or b"A"
+    raise ValueError(kind)
+
+
+def make_pairs(n: int, seed: int, short: bool = True):
+    """n pairs cycling through every kind; returns (refs, alts, kinds)."""
+    rng = np.random.default_rng(seed)
+    refs, alts, kinds = [], [], []
+    for i in range(n):
+        kind = KINDS[i % len(KINDS)]
+        r, a = make_pair(rng, kind, short)
+        refs.append(r)
+        alts.append(a)
+        kinds.append(kind)
+    return refs, alts, kinds
+
+
+def hap_vs_ref(n: int, seed: int, lo: int = 300, hi: int = 520):
+    """Haplotype-vs-reference pairs: ref lo..hi bp, hap with SNPs and indels."""
+    rng = np.random.default_rng(seed)
+    refs, alts = [], []
+    for _ in range(n):
+        ref = _rand(rng, int(rng.integers(lo, hi + 1)))
+        alt = _snps(rng, ref, int(rng.integers(0, 6)))
+        for _ in range(int(rng.integers(0, 3))):
+            alt = _indel(rng, alt, 30)
+        refs.append(ref)
+        alts.append(alt[:hi])
+    return refs, alts
+
+
+def read_vs_hap(n: int, seed: int, hap_len: int = 300, lo: int = 40, hi: int = 151):
+    """Read-vs-best-haplotype pairs: reads lo..hi bp taken from a hap_len haplotype with errors."""
+    rng = np.random.default_rng(seed)
+    refs, alts = [], []
+    for _ in range(n):
+        hap = _rand(rng, hap_len)
+        k = int(rng.integers(lo, hi + 1))
+        a = int(rng.integers(0, hap_len - k + 1))
+        read = _snps(rng, hap[a:a + k], int(rng.integers(0, 4)))
+        if rng.random() < 0.2:
+            read = _indel(rng, read, 10)[:hi]
+        refs.append(hap)
+        alts.append(read)
+    return refs, alts
