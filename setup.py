@@ -49,13 +49,19 @@ def find_nvcc():
 
 
 def cuda_lib_dir(nvcc):
-    """Directory holding libcudart_static.a for this nvcc."""
-    home = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
-    for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
-        d = os.path.join(home, sub)
-        if os.path.exists(os.path.join(d, "libcudart_static.a")):
-            return d
-    raise RuntimeError(f"libcudart_static.a not found under {home}")
+    """Directory holding libcudart_static.a for this nvcc.
+
+    nvcc may be a wrapper script (as /usr/local/bin/nvcc is on some images),
+    so besides its real path look where CUDA_HOME and the usual prefixes say.
+    """
+    homes = [os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), os.environ.get("CUDA_HOME"),
+             os.environ.get("CUDA_PATH"), "/usr/local/cuda"] + sorted(glob.glob("/usr/local/cuda-*"))[::-1]
+    for home in filter(None, homes):
+        for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
+            d = os.path.join(home, sub)
+            if os.path.exists(os.path.join(d, "libcudart_static.a")):
+                return d
+    raise RuntimeError(f"libcudart_static.a not found for {nvcc} (set CUDA_HOME)")
 
 
 def find_jni_include():
