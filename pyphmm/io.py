@@ -185,3 +185,37 @@ def read_results(source: PathOrFile) -> Iterator[np.ndarray]:
     finally:
         if owned:
             f.close()
+
+
+def format_input_record(reads: ReadBatch, haplotypes: HaplotypeBatch) -> str:
+    """One input record (header, read lines, haplotype lines) as text.
+
+    Qualities are written as ASCII+33, so raw values must lie within 0..93
+    (``~`` is the last printable character).
+    """
+    lines = [f"{len(reads)} {len(haplotypes)}"]
+    quals = []
+    for name in ("quals", "ins", "dels", "gcp"):
+        arr = getattr(reads, name)
+        if arr.size and arr.max() > 93:
+            raise ValueError(f"read {name}: value {int(arr.max())} does not fit ASCII+33 text (max 93)")
+        quals.append((arr + 33).astype(np.uint8).tobytes().decode("ascii"))
+    bases = reads.bases.tobytes().decode("ascii")
+    for s, e in zip(reads.offsets[:-1].tolist(), reads.offsets[1:].tolist()):
+        lines.append(" ".join([bases[s:e]] + [q[s:e] for q in quals]))
+    hap = haplotypes.bases.tobytes().decode("ascii")
+    for s, e in zip(haplotypes.offsets[:-1].tolist(), haplotypes.offsets[1:].tolist()):
+        lines.append(hap[s:e])
+    return "\n".join(lines) + "\n"
+
+
+def write_input_records(target: PathOrFile, regions) -> None:
+    """Writes an iterable of ``(ReadBatch, HaplotypeBatch)`` as a record file
+    that :func:`read_records` reads back to the same arrays."""
+    f, owned = _open(target, "w")
+    try:
+        for reads, haps in regions:
+            f.write(format_input_record(reads, haps))
+    finally:
+        if owned:
+            f.close()
