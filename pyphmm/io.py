@@ -104,16 +104,18 @@ def _parse_reads(lines, name: str, first: int) -> ReadBatch:
                                   f"{len(parts[i])} characters")
         for i in range(5):
             fields[i].append(parts[i])
-    try:
-        joined = [np.frombuffer("".join(col).encode("ascii"), dtype=np.uint8) for col in fields]
-    except UnicodeEncodeError:
-        raise RecordError(f"{name}:{first}: non-ASCII character in reads") from None
-    for i in range(1, 5):
-        if joined[i].size and joined[i].min() < 33:
-            raise RecordError(f"{name}:{first}: quality character below '!' in a read of this record")
-        joined[i] = joined[i] - 33
+    for k, line in enumerate(lines):
+        if not line.isascii():
+            raise RecordError(f"{name}:{first + k}: non-ASCII character in a read")
+    joined = [np.frombuffer("".join(col).encode("ascii"), dtype=np.uint8) for col in fields]
     offsets = np.zeros(len(lines) + 1, dtype=np.int64)
     np.cumsum([len(s) for s in fields[0]], out=offsets[1:])
+    for i, label in enumerate(("QUAL", "INS", "DEL", "GCP"), start=1):
+        if joined[i].size and joined[i].min() < 33:
+            # name the line of the first offending read
+            k = int(np.searchsorted(offsets, int(np.argmax(joined[i] < 33)), side="right")) - 1
+            raise RecordError(f"{name}:{first + k}: {label} character below '!' in ASCII+33 qualities")
+        joined[i] = joined[i] - 33
     return ReadBatch(*joined, offsets)
 
 
@@ -124,10 +126,10 @@ def _parse_haps(lines, name: str, first: int) -> HaplotypeBatch:
         if len(parts) != 1:
             raise RecordError(f"{name}:{first + k}: expected one haplotype, found {len(parts)} fields")
         haps.append(parts[0])
-    try:
-        bases = "".join(haps).encode("ascii")
-    except UnicodeEncodeError:
-        raise RecordError(f"{name}:{first}: non-ASCII character in haplotypes") from None
+    for k, h in enumerate(haps):
+        if not h.isascii():
+            raise RecordError(f"{name}:{first + k}: non-ASCII character in a haplotype")
+    bases = "".join(haps).encode("ascii")
     offsets = np.zeros(len(haps) + 1, dtype=np.int64)
     np.cumsum([len(h) for h in haps], out=offsets[1:])
     return HaplotypeBatch(np.frombuffer(bases, dtype=np.uint8), offsets)
