@@ -14,7 +14,9 @@ JVM both would bind to whichever library loaded first. Java holders are built
 before timing and only the computeLikelihoods calls are timed, after a
 warm-up pass over the first regions. Seconds are wall time of the calls
 only; GCUPS = sum(read_len * hap_len) / seconds / 1e9. The last column is
-max |pyphmm - GKL| over every pair.
+max |pyphmm - GKL| over every pair; "others" is the share of the machine's
+CPU that other processes used meanwhile (a shared machine makes timings
+noisy: rerun, or use --repeats, when it is not near 0%).
 
     PYTHONPATH=. python3 scripts/bench_pairhmm.py --regions 200 --seed 1
 """
@@ -30,9 +32,11 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for p in (ROOT, os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests")):
+for p in (os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests")):
     if p not in sys.path:
         sys.path.insert(0, p)
+if ROOT not in sys.path:  # last, so PYTHONPATH can pick another pyphmm build
+    sys.path.append(ROOT)
 
 import pyphmm  # noqa: E402
 from gen_regions import generate, pairs_and_cells  # noqa: E402
@@ -128,6 +132,36 @@ def gkl_child(a, regions) -> int:
     return 0
 
 
+class OtherLoad:
+    """Share of the machine's CPU time used by other processes while a row
+    ran (from /proc/stat minus this process and its children): timings on a
+    shared box are only comparable when this stays near 0."""
+
+    @staticmethod
+    def _sample():
+        try:
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:]]
+        except OSError:
+            return None
+        busy = sum(v) - v[3] - (v[4] if len(v) > 4 else 0)
+        t = os.times()
+        return busy, sum(v), t.user + t.system + t.children_user + t.children_system
+
+    def __enter__(self):
+        self.start = self._sample()
+        return self
+
+    def __exit__(self, *exc):
+        end = self._sample()
+        if self.start is None or end is None or end[1] == self.start[1]:
+            self.share = float("nan")
+            return
+        hz = os.sysconf("SC_CLK_TCK")
+        own = (end[2] - self.start[2]) * hz
+        self.share = max(0.0, (end[0] - self.start[0] - own) / (end[1] - self.start[1]))
+
+
 def max_diff(a, b):
     return max((float(np.max(np.abs(x - y))) for x, y in zip(a, b) if x.size), default=0.0)
 
@@ -162,34 +196,38 @@ def main(argv=None) -> int:
     print(f"data: {source}: {len(regions)} regions, {pairs} pairs, {reads} reads, {cells / 1e9:.3f} G cells "
           f"(prepared in {time.perf_counter() - t:.1f} s)")
     inf = pyphmm.info()
-    print(f"pyphmm {inf['version']}: cpu kernel {inf['cpu_kernel']}, {inf['cpu_threads']} cpu threads, "
+    print(f"pyphmm {inf['version']} from {os.path.dirname(pyphmm.__file__)}: cpu kernel {inf['cpu_kernel']}, {inf['cpu_threads']} cpu threads, "
           f"cuda {'usable: ' + str(inf['device_name']) if inf['cuda_usable'] else 'unusable'}; "
           f"precision {'double' if a.double else 'float + double fallback'}")
 
-    rows = []  # (name, seconds, results)
+    rows = []  # (name, seconds, results, other load)
     thread_set = [1] if a.threads == 1 else [1, a.threads]
     for th in thread_set:
-        s, res, used = time_pyphmm_per_region(regions, a.backend, th, a.double, a.repeats)
-        rows.append((f"pyphmm {'/'.join(sorted(used))}, per region, {th} thr", s, res))
-        s, res, used, dbl = time_pyphmm_batch(regions, a.backend, th, a.double, a.repeats)
-        rows.append((f"pyphmm {'/'.join(sorted(used))}, batch, {th} thr", s, res))
+        with OtherLoad() as load:
+            s, res, used = time_pyphmm_per_region(regions, a.backend, th, a.double, a.repeats)
+        rows.append((f"pyphmm {'/'.join(sorted(used))}, per region, {th} thr", s, res, load.share))
+        with OtherLoad() as load:
+            s, res, used, dbl = time_pyphmm_batch(regions, a.backend, th, a.double, a.repeats)
+        rows.append((f"pyphmm {'/'.join(sorted(used))}, batch, {th} thr", s, res, load.share))
     print(f"pyphmm double-precision pairs: {dbl} of {pairs}")
 
     gkl_ref = None
     if not a.no_gkl:
         for omp, th in ((False, 1), (True, a.threads)):
-            s, res = gkl_in_child(a, omp, th)
-            rows.append((f"GKL {'IntelPairHmmOMP' if omp else 'IntelPairHmm AVX'}, {th} thr", s, res))
+            with OtherLoad() as load:
+                s, res = gkl_in_child(a, omp, th)
+            rows.append((f"GKL {'IntelPairHmmOMP' if omp else 'IntelPairHmm AVX'}, {th} thr", s, res,
+                         load.share))
             gkl_ref = gkl_ref or res
 
     ref = gkl_ref if gkl_ref is not None else rows[0][2]
     print()
-    print(f"| {'system':<38} | {'seconds':>8} | {'GCUPS':>6} | {'max |x - GKL|':>13} |")
-    print(f"| {'-' * 38} | {'-' * 8} | {'-' * 6} | {'-' * 13} |")
-    for name, s, res in rows:
+    print(f"| {'system':<38} | {'seconds':>8} | {'GCUPS':>6} | {'max |x - GKL|':>13} | {'others':>6} |")
+    print(f"| {'-' * 38} | {'-' * 8} | {'-' * 6} | {'-' * 13} | {'-' * 6} |")
+    for name, s, res, share in rows:
         finite = all(np.isfinite(x).all() for x in res)
         diff = max_diff(res, ref) if gkl_ref is not None else float("nan")
-        print(f"| {name:<38} | {s:8.3f} | {cells / s / 1e9:6.2f} | {diff:13.2e} |"
+        print(f"| {name:<38} | {s:8.3f} | {cells / s / 1e9:6.2f} | {diff:13.2e} | {share:6.0%} |"
               + ("" if finite else "  NON-FINITE VALUES"))
     return 0
 

@@ -26,8 +26,8 @@ import sys
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+if ROOT not in sys.path:  # last, so PYTHONPATH can pick another pyphmm build
+    sys.path.append(ROOT)
 
 from pyphmm.io import write_input_records  # noqa: E402
 from pyphmm.pairhmm import HaplotypeBatch, ReadBatch  # noqa: E402
