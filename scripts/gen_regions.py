@@ -206,7 +206,10 @@ def generate(regions: int = 100, seed: int = 0, max_pairs: int | None = None, un
             reg = _truncate(reg, max_reads)
         nr, nh = len(reg[0]), len(reg[1])
         if max_pairs is not None and pairs + nr * nh > max_pairs:
-            reg = _truncate(reg, max(1, (max_pairs - pairs) // nh))
+            keep = (max_pairs - pairs) // nh
+            if keep == 0:  # not even one read of this region fits
+                break
+            reg = _truncate(reg, keep)
             nr = len(reg[0])
         pairs += nr * nh
         out.append(reg)
