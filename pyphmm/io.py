@@ -104,16 +104,18 @@ def _parse_reads(lines, name: str, first: int) -> ReadBatch:
                                   f"{len(parts[i])} characters")
         for i in range(5):
             fields[i].append(parts[i])
-    try:
-        joined = [np.frombuffer("".join(col).encode("ascii"), dtype=np.uint8) for col in fields]
-    except UnicodeEncodeError:
-        raise RecordError(f"{name}:{first}: non-ASCII character in reads") from None
-    for i in range(1, 5):
-        if joined[i].size and joined[i].min() < 33:
-            raise RecordError(f"{name}:{first}: quality character below '!' in a read of this record")
-        joined[i] = joined[i] - 33
+    for k, line in enumerate(lines):
+        if not line.isascii():
+            raise RecordError(f"{name}:{first + k}: non-ASCII character in a read")
+    joined = [np.frombuffer("".join(col).encode("ascii"), dtype=np.uint8) for col in fields]
     offsets = np.zeros(len(lines) + 1, dtype=np.int64)
     np.cumsum([len(s) for s in fields[0]], out=offsets[1:])
+    for i, label in enumerate(("QUAL", "INS", "DEL", "GCP"), start=1):
+        if joined[i].size and joined[i].min() < 33:
+            # name the line of the first offending read
+            k = int(np.searchsorted(offsets, int(np.argmax(joined[i] < 33)), side="right")) - 1
+            raise RecordError(f"{name}:{first + k}: {label} character below '!' in ASCII+33 qualities")
+        joined[i] = joined[i] - 33
     return ReadBatch(*joined, offsets)
 
 
@@ -124,10 +126,10 @@ def _parse_haps(lines, name: str, first: int) -> HaplotypeBatch:
         if len(parts) != 1:
             raise RecordError(f"{name}:{first + k}: expected one haplotype, found {len(parts)} fields")
         haps.append(parts[0])
-    try:
-        bases = "".join(haps).encode("ascii")
-    except UnicodeEncodeError:
-        raise RecordError(f"{name}:{first}: non-ASCII character in haplotypes") from None
+    for k, h in enumerate(haps):
+        if not h.isascii():
+            raise RecordError(f"{name}:{first + k}: non-ASCII character in a haplotype")
+    bases = "".join(haps).encode("ascii")
     offsets = np.zeros(len(haps) + 1, dtype=np.int64)
     np.cumsum([len(h) for h in haps], out=offsets[1:])
     return HaplotypeBatch(np.frombuffer(bases, dtype=np.uint8), offsets)
@@ -182,6 +184,40 @@ def read_results(source: PathOrFile) -> Iterator[np.ndarray]:
                     raise RecordError(f"{name}:{lineno}: expected {h} values, found {len(values)}")
                 rows.append([float(v) for v in values])
             yield np.array(rows, dtype=np.float64).reshape(r, h)
+    finally:
+        if owned:
+            f.close()
+
+
+def format_input_record(reads: ReadBatch, haplotypes: HaplotypeBatch) -> str:
+    """One input record (header, read lines, haplotype lines) as text.
+
+    Qualities are written as ASCII+33, so raw values must lie within 0..93
+    (``~`` is the last printable character).
+    """
+    lines = [f"{len(reads)} {len(haplotypes)}"]
+    quals = []
+    for name in ("quals", "ins", "dels", "gcp"):
+        arr = getattr(reads, name)
+        if arr.size and arr.max() > 93:
+            raise ValueError(f"read {name}: value {int(arr.max())} does not fit ASCII+33 text (max 93)")
+        quals.append((arr + 33).astype(np.uint8).tobytes().decode("ascii"))
+    bases = reads.bases.tobytes().decode("ascii")
+    for s, e in zip(reads.offsets[:-1].tolist(), reads.offsets[1:].tolist()):
+        lines.append(" ".join([bases[s:e]] + [q[s:e] for q in quals]))
+    hap = haplotypes.bases.tobytes().decode("ascii")
+    for s, e in zip(haplotypes.offsets[:-1].tolist(), haplotypes.offsets[1:].tolist()):
+        lines.append(hap[s:e])
+    return "\n".join(lines) + "\n"
+
+
+def write_input_records(target: PathOrFile, regions) -> None:
+    """Writes an iterable of ``(ReadBatch, HaplotypeBatch)`` as a record file
+    that :func:`read_records` reads back to the same arrays."""
+    f, owned = _open(target, "w")
+    try:
+        for reads, haps in regions:
+            f.write(format_input_record(reads, haps))
     finally:
         if owned:
             f.close()

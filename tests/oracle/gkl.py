@@ -50,10 +50,23 @@ def start_jvm():
     return jpype
 
 
+_pairhmm_flavour = None
+
+
 class GklPairHmm:
-    """GKL's IntelPairHmm driven exactly as GATK drives it."""
+    """GKL's IntelPairHmm driven exactly as GATK drives it.
+
+    One flavour (AVX or OMP) per process: both classes declare the same
+    native methods, so the JVM binds them to whichever of
+    libgkl_pairhmm.so / libgkl_pairhmm_omp.so loaded first, and a second
+    flavour would silently run the first one's code."""
 
     def __init__(self, double: bool = False, threads: int = 1, omp: bool = False):
+        global _pairhmm_flavour
+        if _pairhmm_flavour is not None and _pairhmm_flavour != omp:
+            raise RuntimeError("GKL IntelPairHmm and IntelPairHmmOMP cannot both be used in one JVM "
+                               "(they share JNI symbols); use a separate process")
+        _pairhmm_flavour = omp
         jpype = start_jvm()
         from com.intel.gkl.pairhmm import IntelPairHmm, IntelPairHmmOMP
         from org.broadinstitute.gatk.nativebindings.pairhmm import (

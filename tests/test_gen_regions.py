@@ -1,0 +1,69 @@
+"""scripts/gen_regions.py: seeded, within GATK's shapes, CLI writes records."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import pyphmm
+from pyphmm import io
+
+from helpers import ROOT, gen_regions, generate
+
+
+def _flat(regs):
+    return [(r.bases.tobytes(), r.quals.tobytes(), r.ins.tobytes(), r.dels.tobytes(), r.gcp.tobytes(),
+             r.offsets.tobytes(), h.bases.tobytes(), h.offsets.tobytes()) for r, h in regs]
+
+
+def test_same_seed_same_data_other_seed_other_data():
+    assert _flat(generate(8, seed=3, underflow=1)) == _flat(generate(8, seed=3, underflow=1))
+    assert _flat(generate(8, seed=3)) != _flat(generate(8, seed=4))
+
+
+def test_shapes_are_realistic():
+    regs = generate(150, seed=12)
+    assert len(regs) == 150
+    nr = np.array([len(r) for r, _ in regs])
+    nh = np.array([len(h) for _, h in regs])
+    assert nr.min() >= 1 and nr.max() <= 500 and nh.min() >= 1 and nh.max() <= 40
+    assert np.mean((nr >= 20) & (nr <= 200)) > 0.6
+    assert np.mean((nh >= 2) & (nh <= 8)) > 0.6
+    rl = np.concatenate([r.lengths for r, _ in regs])
+    hl = np.concatenate([h.lengths for _, h in regs])
+    assert rl.min() >= 10 and rl.max() <= 151 and hl.min() >= 30 and hl.max() <= 521
+    quals = np.concatenate([r.quals for r, _ in regs])
+    gaps = np.concatenate([np.concatenate([r.ins, r.dels]) for r, _ in regs])
+    gcp = np.concatenate([r.gcp for r, _ in regs])
+    assert quals.min() >= 6 and quals.max() <= 90 and gaps.min() >= 10 and gaps.max() <= 90
+    assert gcp.min() >= 5 and gcp.max() <= 40
+    # reads come from the haplotypes: most reads fit their best haplotype well
+    res = pyphmm.compute_regions(regs[:20], backend="cpu")
+    best = np.concatenate([x.max(axis=1) for x in res])
+    assert np.median(best) > -15
+
+
+def test_max_pairs_and_max_reads():
+    regs = generate(100, seed=5, max_pairs=3000)
+    pairs = sum(len(r) * len(h) for r, h in regs)
+    assert pairs <= 3000 and pairs > 2500
+    regs = generate(10, seed=5, max_reads=3, underflow=2)
+    assert len(regs) == 12 and max(len(r) for r, _ in regs) <= 3
+
+
+def test_underflow_regions_need_double():
+    st = {}
+    pyphmm.compute_regions(generate(0, seed=8, underflow=2), backend="cpu", stats=st)
+    assert st["double_pairs"] > st["pairs"] // 2
+
+
+def test_cli_writes_a_record_file(tmp_path):
+    out = tmp_path / "g.in"
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen_regions.py"), "--regions", "5",
+                        "--seed", "2", "--underflow", "1", "--odd-rate", "0.5", "--output", str(out)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "6 regions" in p.stderr
+    back = list(io.read_records(str(out)))
+    assert _flat(back) == _flat(gen_regions.generate(5, seed=2, underflow=1, odd_rate=0.5))

@@ -1,0 +1,141 @@
+"""pyphmm against the real GKL IntelPairHmm (Debian's libgkl), driven as
+GATK drives it: one computeLikelihoods call per region.
+
+Data: realistic generated regions (variant haplotypes, sampled reads, N
+bases, bytes other than ACGTN), fully random regions (random lengths from 1
+base, random qualities), and underflow-forcing regions whose float pass
+must fall back to double. Both precisions: GKL's default (float with the
+double recompute) and useDoublePrecision.
+"""
+import numpy as np
+import pytest
+
+import pyphmm
+
+from helpers import TOL, generate, gkl_regions, max_abs_diff, random_region
+
+PRECISIONS = pytest.mark.parametrize("double", [False, True], ids=["float", "double"])
+
+
+@pytest.fixture(scope="module")
+def realistic():
+    regs = generate(regions=120, seed=20261122, max_pairs=12000, n_rate=0.1, odd_rate=0.2, max_reads=40)
+    assert sum(len(r) * len(h) for r, h in regs) >= 2000
+    return regs
+
+
+@pytest.fixture(scope="module")
+def random_regions():
+    rng = np.random.default_rng(5)
+    regs = []
+    for _ in range(60):
+        regs.append(random_region(rng, int(rng.integers(1, 12)), int(rng.integers(1, 6)),
+                                  alphabet=b"ACGTNacgtnRYX*\x00\xff", base_q=(1, 90), gap_q=(1, 90),
+                                  gcp_q=(1, 40)))
+    # one-base reads and haplotypes
+    regs.append(random_region(rng, 3, 2, read_len=(1, 1), hap_len=(1, 3), base_q=(1, 90)))
+    regs.append(random_region(rng, 2, 3, read_len=(1, 5), hap_len=(1, 1), base_q=(1, 90)))
+    return regs
+
+
+@pytest.fixture(scope="module")
+def underflow():
+    return generate(regions=0, seed=77, underflow=4)
+
+
+def _has_odd_bytes(regs):
+    ok = set(b"ACGTN")
+    return any(set(r.bases.tobytes()) - ok for r, _ in regs) and \
+        any(set(h.bases.tobytes()) - ok for _, h in regs)
+
+
+def _check(regs, double):
+    ours = [pyphmm.compute_likelihoods(r, h, double=double, backend="cpu") for r, h in regs]
+    gkl = gkl_regions(regs, double=double)
+    for o, g in zip(ours, gkl):
+        assert np.isfinite(o).all(), "pyphmm returned -inf/NaN for valid input"
+        assert np.isfinite(g).all(), "GKL itself returned non-finite values: bad test data"
+    worst = max_abs_diff(ours, gkl)
+    assert worst <= TOL, f"max |pyphmm - GKL| = {worst}"
+    return ours
+
+
+@PRECISIONS
+def test_realistic_regions(gkl_jvm, realistic, double):
+    assert any(b"N" in r.bases.tobytes() for r, _ in realistic)
+    assert _has_odd_bytes(realistic)
+    _check(realistic, double)
+
+
+@PRECISIONS
+def test_random_regions(gkl_jvm, random_regions, double):
+    assert min(int(r.lengths.min()) for r, _ in random_regions) == 1
+    assert min(int(h.lengths.min()) for _, h in random_regions) == 1
+    _check(random_regions, double)
+
+
+@PRECISIONS
+def test_underflow_regions_use_double(gkl_jvm, underflow, double):
+    ours = _check(underflow, double)
+    for (r, h), o in zip(underflow, ours):
+        # float sums below 1e-28 <=> likelihood below about -64.1
+        assert o.min() < -64.2
+        st = {}
+        pyphmm.compute_likelihoods(r, h, double=double, backend="cpu", stats=st)
+        assert st["pairs"] == len(r) * len(h)
+        if double:
+            assert st["double_pairs"] == st["pairs"]
+        else:
+            assert st["double_pairs"] > 0
+            # exactly the pairs whose float sum underflowed, within rounding
+            # of the threshold
+            deep = int(np.sum(o < -64.2))
+            assert deep <= st["double_pairs"] <= int(np.sum(o < -64.0))
+
+
+def test_realistic_regions_rarely_need_double(realistic):
+    st = {}
+    pyphmm.compute_regions(realistic, backend="cpu", stats=st)
+    assert st["double_pairs"] < 0.05 * st["pairs"]
+
+
+def test_quality_zero_gives_identical_neg_inf(gkl_jvm):
+    """Quality 0 makes some likelihoods legitimately -inf (all gap-open
+    penalties 0: P(M->M) = 0). Both must agree exactly on where, and within
+    tolerance elsewhere."""
+    rng = np.random.default_rng(3)
+    regs = [random_region(rng, 12, 3, read_len=(1, 40), hap_len=(1, 60), base_q=(0, 3),
+                          gap_q=(0, 3), gcp_q=(0, 3)) for _ in range(8)]
+    zero = random_region(rng, 3, 2, read_len=(5, 20), hap_len=(5, 30), base_q=(0, 0), gap_q=(0, 0),
+                         gcp_q=(0, 0))
+    regs.append(zero)
+    for double in (False, True):
+        ours = [pyphmm.compute_likelihoods(r, h, double=double, backend="cpu") for r, h in regs]
+        gkl = gkl_regions(regs, double=double)
+        assert np.isneginf(ours[-1]).all() and np.isneginf(gkl[-1]).all()
+        n_inf = 0
+        for o, g in zip(ours, gkl):
+            assert not np.isnan(o).any()
+            np.testing.assert_array_equal(np.isneginf(o), np.isneginf(g))
+            fin = np.isfinite(g)
+            n_inf += int((~fin).sum())
+            assert np.all(np.abs(o[fin] - g[fin]) <= TOL)
+        assert n_inf > zero[0].offsets.size  # -inf beyond the all-zero region too
+
+
+def test_threads_do_not_change_results(realistic, underflow):
+    regs = realistic + underflow
+    one = pyphmm.compute_regions(regs, backend="cpu", threads=1)
+    two = pyphmm.compute_regions(regs, backend="cpu", threads=2)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+
+
+@PRECISIONS
+def test_compute_regions_equals_per_region_calls(realistic, underflow, random_regions, double):
+    regs = realistic + underflow + random_regions
+    together = pyphmm.compute_regions(regs, backend="cpu", double=double)
+    assert len(together) == len(regs)
+    for (r, h), t in zip(regs, together):
+        assert t.shape == (len(r), len(h))
+        np.testing.assert_array_equal(t, pyphmm.compute_likelihoods(r, h, backend="cpu", double=double))
