@@ -50,12 +50,16 @@ def find_nvcc():
 
 def cuda_lib_dir(nvcc):
     """Directory holding libcudart_static.a for this nvcc."""
-    home = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
-    for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
-        d = os.path.join(home, sub)
-        if os.path.exists(os.path.join(d, "libcudart_static.a")):
-            return d
-    raise RuntimeError(f"libcudart_static.a not found under {home}")
+    # nvcc may be a wrapper script outside the toolkit (e.g. /usr/local/bin/nvcc):
+    # look beside it first, then in CUDA_HOME and the usual install prefix.
+    homes = [os.path.dirname(os.path.dirname(os.path.realpath(nvcc))),
+             os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
+    for home in filter(None, homes):
+        for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
+            d = os.path.join(home, sub)
+            if os.path.exists(os.path.join(d, "libcudart_static.a")):
+                return d
+    raise RuntimeError(f"libcudart_static.a not found under {homes}")
 
 
 def find_jni_include():

@@ -1,0 +1,300 @@
+// Device side of the CUDA PairHMM: one warp-cooperative wavefront kernel,
+// instantiated per (precision, group size P, rows per thread K).
+//
+// A group of P consecutive lanes computes one read x haplotype pair. Lane t
+// owns K consecutive rows of the (padded) read in registers: its transition
+// probabilities (computed once per pair from the host-built tables), and the
+// M/X/Y values of the previous column. At step s lane t computes column
+// j = s - t + 1 for its K rows, so the group sweeps an anti-diagonal; the
+// last row of lane t-1 reaches lane t through one warp shuffle per matrix,
+// and the haplotype base enters at lane 0 and moves down one lane per step.
+//
+// Row padding goes at the TOP of the matrix, so the read's last row is
+// always the last register row of the last lane (no dynamic register index
+// when summing the result). A padding row has mm = gm = mx = my = 0 and
+// xx = yy = 1 and starts with Y = INITIAL_CONSTANT / n: it reproduces row 0
+// (M = X = 0, Y = IC/n) exactly, so padding changes no bit of the result.
+//
+// Reads longer than P*K rows (STRIPED instantiations) are swept in stripes of
+// P*K rows; the last lane stores the stripe's last row (M, X, Y per column)
+// in a per-group scratch slot and lane 0 of the next stripe reads it back.
+//
+// Arithmetic follows GKL's operation order exactly:
+//   M = e * ((mm*M' + gm*X') + gm*Y'),  X = mx*M^ + xx*X^,  Y = my*M< + yy*Y<
+// The default float path uses __fmul_rn/__fadd_rn so nvcc cannot contract to
+// FMA and every rounding equals the CPU backend's (and GKL's); the FMA
+// variant is an opt-in (PYPHMM_CUDA_FMA=1) for throughput.
+#pragma once
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace pyphmm {
+namespace cudak {
+
+// One pair, in the order the kernels process them (sorted by bin).
+struct PairDesc {
+    uint32_t roff;   // first element of the read in the packed read array
+    uint32_t hoff;   // first byte of the haplotype in the packed hap array (4-aligned)
+    int32_t m;       // read length
+    int32_t n;       // haplotype length
+    int32_t out;     // index of the result in this chunk's output
+};
+
+// Packed read element: bits 0-3 base mask (A=1 C=2 G=4 T=8 N=15), then four
+// 7-bit fields: base quality, insertion, deletion, gap continuation.
+__host__ __device__ inline uint32_t pack_read_elem(uint32_t mask, uint32_t q, uint32_t i, uint32_t d,
+                                                   uint32_t c) {
+    return mask | (q << 4) | (i << 11) | (d << 18) | (c << 25);
+}
+
+template <typename T>
+struct DevTables {
+    const T* ph2pr;            // 128 entries
+    const T* mm;               // GKL's triangular match-to-match table
+    T ic;                      // INITIAL_CONSTANT
+    T log10_ic;                // log10(INITIAL_CONSTANT), as the host computed it
+};
+
+// Kernel arguments shared by every instantiation.
+template <typename T>
+struct KernelArgs {
+    const PairDesc* pairs;     // all pairs of the chunk, sorted by bin
+    int first;                 // first pair of this launch (when index == nullptr)
+    int count;                 // number of pairs (when count_ptr == nullptr)
+    const int* count_ptr;      // device count (double pass)
+    const int* index;          // pair indices (double pass), else nullptr
+    const uint32_t* reads;
+    const uint8_t* haps;
+    DevTables<T> tab;
+    double* out;               // results, by PairDesc::out
+    int* under_list;           // float pass: pairs to redo in double
+    int* under_count;
+    int* header_count;         // double pass: copies *count_ptr here for the host
+    T* scratch;                // striped: 3 * scratch_stride values per group
+    int scratch_stride;
+};
+
+template <typename T, bool FMA>
+struct Arith;
+
+template <>
+struct Arith<float, false> {
+    static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+    // a*b + acc, product rounded first
+    static __device__ __forceinline__ float madd(float a, float b, float acc) {
+        return __fadd_rn(__fmul_rn(a, b), acc);
+    }
+};
+template <>
+struct Arith<float, true> {
+    static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+    static __device__ __forceinline__ float madd(float a, float b, float acc) { return __fmaf_rn(a, b, acc); }
+};
+template <>
+struct Arith<double, false> {
+    static __device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
+    static __device__ __forceinline__ double madd(double a, double b, double acc) {
+        return __dadd_rn(__dmul_rn(a, b), acc);
+    }
+};
+
+template <typename T>
+__device__ __forceinline__ T shfl_up(unsigned mask, T v, int width) {
+    return __shfl_up_sync(mask, v, 1, width);
+}
+
+template <int P>
+__device__ __forceinline__ unsigned group_mask() {
+    if (P == 32) return 0xffffffffu;
+    const unsigned lane = threadIdx.x & 31u;
+    return static_cast<unsigned>((1ull << P) - 1ull) << (lane & ~unsigned(P - 1));
+}
+
+template <typename T>
+__device__ __forceinline__ T tdiv(T a, T b);
+template <>
+__device__ __forceinline__ float tdiv<float>(float a, float b) { return __fdiv_rn(a, b); }
+template <>
+__device__ __forceinline__ double tdiv<double>(double a, double b) { return __ddiv_rn(a, b); }
+
+// The forward algorithm for one pair by one group. Returns the raw sum
+// (meaningful in lane P-1 only).
+template <typename T, int P, int K, bool STRIPED, bool FMA>
+__device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int t, unsigned gmask,
+                                          T* scratch) {
+    typedef Arith<T, FMA> A;
+    constexpr int R = P * K;
+    constexpr int NMASKW = (K + 7) / 8;  // read base masks, 8 rows (nibbles) per word
+    const int m = d.m, n = d.n;
+    const int nstripes = STRIPED ? (m + R - 1) / R : 1;
+    const int pad = nstripes * R - m;
+    const T ic_n = tdiv<T>(a.tab.ic, static_cast<T>(n));
+    const uint32_t* hap4 = reinterpret_cast<const uint32_t*>(a.haps + d.hoff);
+    const uint32_t* rd = a.reads + d.roff;
+    T sum_m = T(0), sum_x = T(0);
+
+    for (int stripe = 0; stripe < nstripes; ++stripe) {
+        T mm[K], gm[K], mx[K], my[K], cc[K], em[K], ex[K];
+        T M[K], X[K], Y[K];
+        uint32_t rmask[NMASKW];
+#pragma unroll
+        for (int w = 0; w < NMASKW; ++w) rmask[w] = 0;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int row = stripe * R + t * K + k - pad;  // 0-based read row; < 0: padding
+            M[k] = T(0);
+            X[k] = T(0);
+            if (row < 0) {
+                mm[k] = gm[k] = mx[k] = my[k] = T(0);
+                cc[k] = T(1);
+                em[k] = ex[k] = T(0);
+                Y[k] = ic_n;
+            } else {
+                const uint32_t e = __ldg(rd + row);
+                const int q = (e >> 4) & 127, ins = (e >> 11) & 127, del = (e >> 18) & 127, c = e >> 25;
+                const int lo = ins < del ? ins : del, hi = ins < del ? del : ins;
+                mm[k] = __ldg(a.tab.mm + hi * (hi + 1) / 2 + lo);
+                const T pc = __ldg(a.tab.ph2pr + c);
+                gm[k] = T(1) - pc;
+                cc[k] = pc;
+                mx[k] = __ldg(a.tab.ph2pr + ins);
+                my[k] = __ldg(a.tab.ph2pr + del);
+                const T err = __ldg(a.tab.ph2pr + q);
+                em[k] = T(1) - err;
+                ex[k] = tdiv<T>(err, T(3));
+                rmask[k / 8] |= (e & 15u) << (4 * (k % 8));
+                Y[k] = T(0);
+            }
+        }
+        // Row above this lane's first row, at columns j (up) and j-1 (diag).
+        T upM, upX, upY, dM, dX, dY;
+        {
+            const T lm = shfl_up(gmask, M[K - 1], P), lx = shfl_up(gmask, X[K - 1], P),
+                    ly = shfl_up(gmask, Y[K - 1], P);
+            upM = dM = lm;
+            upX = dX = lx;
+            upY = dY = ly;
+        }
+        const T* sM = scratch;
+        const T* sX = scratch + a.scratch_stride;
+        const T* sY = scratch + 2 * a.scratch_stride;
+        if (t == 0) {
+            if (stripe == 0) {
+                dM = dX = upM = upX = T(0);
+                dY = upY = ic_n;
+            } else {
+                dM = dX = dY = T(0);  // column 0 of rows >= 1
+                upM = sM[1];
+                upX = sX[1];
+                upY = sY[1];
+            }
+        }
+        const bool last_stripe = stripe == nstripes - 1;
+        const int steps = n + P - 1;
+        uint32_t h = 0;
+        uint32_t next_word = __ldg(hap4);
+        for (int s0 = 0; s0 < steps; s0 += 4) {
+            const uint32_t word = next_word;
+            next_word = __ldg(hap4 + (s0 >> 2) + 1);
+#pragma unroll
+            for (int b = 0; b < 4; ++b) {
+                const int s = s0 + b;
+                h = shfl_up(gmask, h, P);
+                if (t == 0) h = (word >> (8 * b)) & 0xffu;
+                const int j = s - t + 1;
+                const bool active = static_cast<unsigned>(j - 1) < static_cast<unsigned>(n);
+                if (active) {
+                    const uint32_t hrep = h * 0x11111111u;
+                    T pm = dM, px = dX, py = dY;   // diagonal for row k
+                    T am = upM, ax = upX;          // above for row k
+#pragma unroll
+                    for (int k = 0; k < K; ++k) {
+                        const bool match = (rmask[k / 8] & hrep & (0xfu << (4 * (k % 8)))) != 0u;
+                        const T e = match ? em[k] : ex[k];
+                        const T mn = A::mul(e, A::madd(gm[k], py, A::madd(mm[k], pm, A::mul(gm[k], px))));
+                        const T xn = A::madd(mx[k], am, A::mul(cc[k], ax));
+                        const T yn = A::madd(my[k], M[k], A::mul(cc[k], Y[k]));
+                        pm = M[k];
+                        px = X[k];
+                        py = Y[k];
+                        M[k] = mn;
+                        X[k] = xn;
+                        Y[k] = yn;
+                        am = mn;
+                        ax = xn;
+                    }
+                    if (t == P - 1) {
+                        if (last_stripe) {
+                            sum_m += M[K - 1];
+                            sum_x += X[K - 1];
+                        } else if (STRIPED) {
+                            scratch[j] = M[K - 1];
+                            scratch[a.scratch_stride + j] = X[K - 1];
+                            scratch[2 * a.scratch_stride + j] = Y[K - 1];
+                        }
+                    }
+                }
+                const T nm = shfl_up(gmask, M[K - 1], P), nx = shfl_up(gmask, X[K - 1], P),
+                        ny = shfl_up(gmask, Y[K - 1], P);
+                dM = upM;
+                dX = upX;
+                dY = upY;
+                if (t != 0) {
+                    upM = nm;
+                    upX = nx;
+                    upY = ny;
+                } else if (STRIPED && stripe > 0 && j + 1 <= n) {
+                    upM = sM[j + 1];
+                    upX = sX[j + 1];
+                    upY = sY[j + 1];
+                }
+            }
+        }
+        if (STRIPED) __syncwarp(gmask);
+    }
+    return sum_m + sum_x;
+}
+
+template <typename T>
+__device__ __forceinline__ void store_result(const KernelArgs<T>& a, int pi, const PairDesc& d, T sum);
+
+template <>
+__device__ __forceinline__ void store_result<float>(const KernelArgs<float>& a, int pi, const PairDesc& d,
+                                                    float sum) {
+    if (sum < 1e-28f) {  // GKL's underflow guard: redo this pair in double
+        a.under_list[atomicAdd(a.under_count, 1)] = pi;
+        return;
+    }
+    // log10 of the float sum, correctly rounded to float (through double, so
+    // it equals the host's log10f), then the subtraction in float as GKL does.
+    const float l = static_cast<float>(log10(static_cast<double>(sum)));
+    a.out[d.out] = static_cast<double>(__fsub_rn(l, a.tab.log10_ic));
+}
+
+template <>
+__device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a, int, const PairDesc& d,
+                                                     double sum) {
+    a.out[d.out] = log10(sum) - a.tab.log10_ic;
+}
+
+template <typename T, int P, int K, bool STRIPED, bool FMA, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) pairhmm_kernel(KernelArgs<T> a) {
+    const int t = threadIdx.x & (P - 1);
+    const unsigned gmask = group_mask<P>();
+    const int groups_per_block = BLOCK / P;
+    const int gid = blockIdx.x * groups_per_block + threadIdx.x / P;
+    const int ngroups = gridDim.x * groups_per_block;
+    const int total = a.count_ptr ? *a.count_ptr : a.count;
+    if (a.header_count && blockIdx.x == 0 && threadIdx.x == 0) *a.header_count = total;
+    T* scratch = STRIPED ? a.scratch + static_cast<size_t>(gid) * 3 * a.scratch_stride : nullptr;
+    for (int q = gid; q < total; q += ngroups) {
+        const int pi = a.index ? a.index[q] : a.first + q;
+        const PairDesc d = a.pairs[pi];
+        const T sum = forward_pair<T, P, K, STRIPED, FMA>(a, d, t, gmask, scratch);
+        if (t == P - 1) store_result<T>(a, pi, d, sum);
+    }
+}
+
+}  // namespace cudak
+}  // namespace pyphmm
