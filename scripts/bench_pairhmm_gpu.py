@@ -79,7 +79,7 @@ def realistic(rng, n_regions):
         base = int(rng.integers(30, 522))
         hl = np.clip(base + rng.integers(-10, 11, nh), 30, 521)
         rl = np.where(rng.random(nr) < 0.7, 151, rng.integers(10, 152, nr))
-        rl = np.minimum(rl, 151)
+        rl = np.minimum(rl, hl.min())  # reads lie within the region's haplotypes
         out.append(region(rng, nr, nh, rl, hl))
     return out
 

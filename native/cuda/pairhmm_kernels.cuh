@@ -118,12 +118,35 @@ __device__ __forceinline__ float tdiv<float>(float a, float b) { return __fdiv_r
 template <>
 __device__ __forceinline__ double tdiv<double>(double a, double b) { return __ddiv_rn(a, b); }
 
+// One wavefront step of one lane: its K rows at column j. `o*` hold the
+// rows at column j-1, `n*` receive column j; (dM,dX,dY) is the row above at
+// column j-1 and (uM,uX) at column j. Callers alternate two register sets
+// for o/n (and for d/u), so no value is ever copied between steps.
+template <typename T, int K, bool FMA>
+__device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], const T (&mx)[K], const T (&my)[K],
+                                          const T (&cc)[K], const T (&em)[K], const T (&ex)[K],
+                                          const uint32_t (&rmask)[(K + 7) / 8], uint32_t h, T dM, T dX, T dY,
+                                          T uM, T uX, const T (&oM)[K], const T (&oX)[K], const T (&oY)[K],
+                                          T (&nM)[K], T (&nX)[K], T (&nY)[K]) {
+    typedef Arith<T, FMA> A;
+    const uint32_t hrep = h * 0x11111111u;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const T pm = k == 0 ? dM : oM[k - 1], px = k == 0 ? dX : oX[k - 1], py = k == 0 ? dY : oY[k - 1];
+        const T am = k == 0 ? uM : nM[k - 1], ax = k == 0 ? uX : nX[k - 1];
+        const bool match = (rmask[k / 8] & hrep & (0xfu << (4 * (k % 8)))) != 0u;
+        const T e = match ? em[k] : ex[k];
+        nM[k] = A::mul(e, A::madd(gm[k], py, A::madd(mm[k], pm, A::mul(gm[k], px))));
+        nX[k] = A::madd(mx[k], am, A::mul(cc[k], ax));
+        nY[k] = A::madd(my[k], oM[k], A::mul(cc[k], oY[k]));
+    }
+}
+
 // The forward algorithm for one pair by one group. Returns the raw sum
 // (meaningful in lane P-1 only).
 template <typename T, int P, int K, bool STRIPED, bool FMA>
 __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int t, unsigned gmask,
                                           T* scratch) {
-    typedef Arith<T, FMA> A;
     constexpr int R = P * K;
     constexpr int NMASKW = (K + 7) / 8;  // read base masks, 8 rows (nibbles) per word
     const int m = d.m, n = d.n;
@@ -132,24 +155,24 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
     const T ic_n = tdiv<T>(a.tab.ic, static_cast<T>(n));
     const uint32_t* hap4 = reinterpret_cast<const uint32_t*>(a.haps + d.hoff);
     const uint32_t* rd = a.reads + d.roff;
+    const int ss = a.scratch_stride;
     T sum_m = T(0), sum_x = T(0);
 
     for (int stripe = 0; stripe < nstripes; ++stripe) {
         T mm[K], gm[K], mx[K], my[K], cc[K], em[K], ex[K];
-        T M[K], X[K], Y[K];
+        T Ma[K], Xa[K], Ya[K], Mb[K], Xb[K], Yb[K];
         uint32_t rmask[NMASKW];
 #pragma unroll
         for (int w = 0; w < NMASKW; ++w) rmask[w] = 0;
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int row = stripe * R + t * K + k - pad;  // 0-based read row; < 0: padding
-            M[k] = T(0);
-            X[k] = T(0);
+            Ma[k] = Xa[k] = T(0);
             if (row < 0) {
                 mm[k] = gm[k] = mx[k] = my[k] = T(0);
                 cc[k] = T(1);
                 em[k] = ex[k] = T(0);
-                Y[k] = ic_n;
+                Ya[k] = ic_n;
             } else {
                 const uint32_t e = __ldg(rd + row);
                 const int q = (e >> 4) & 127, ins = (e >> 11) & 127, del = (e >> 18) & 127, c = e >> 25;
@@ -164,93 +187,109 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
                 em[k] = T(1) - err;
                 ex[k] = tdiv<T>(err, T(3));
                 rmask[k / 8] |= (e & 15u) << (4 * (k % 8));
-                Y[k] = T(0);
+                Ya[k] = T(0);
+            }
+            // Both register sets start as column 0, so a lane that has not
+            // started yet (j < 1) reads column 0 from either.
+            Mb[k] = Ma[k];
+            Xb[k] = Xa[k];
+            Yb[k] = Ya[k];
+        }
+        // Row above this lane's first row. Even steps use (d0 = column j-1,
+        // u1 = column j) and refill d0 for the next-but-one step; odd steps
+        // use (d1, u0). Lanes > 0 get them from lane t-1 by shuffle.
+        T d0M = shfl_up(gmask, Ma[K - 1], P), d0X = shfl_up(gmask, Xa[K - 1], P),
+          d0Y = shfl_up(gmask, Ya[K - 1], P);
+        T d1M = d0M, d1X = d0X, d1Y = d0Y;  // "u1" of the even step is d1 of the odd one
+        const T* sM = scratch;
+        const T* sX = scratch + ss;
+        const T* sY = scratch + 2 * ss;
+        T bM = T(0), bX = T(0), bY = ic_n;  // lane 0's boundary in stripe 0: row 0
+        if (t == 0) {
+            d0M = d0X = T(0);
+            d0Y = ic_n;
+            d1M = d1X = T(0);
+            d1Y = ic_n;
+            if (STRIPED && stripe > 0) {
+                d0Y = T(0);  // column 0 of rows >= 1
+                d1M = sM[1];
+                d1X = sX[1];
+                d1Y = sY[1];
             }
         }
-        // Row above this lane's first row, at columns j (up) and j-1 (diag).
-        T upM, upX, upY, dM, dX, dY;
-        {
-            const T lm = shfl_up(gmask, M[K - 1], P), lx = shfl_up(gmask, X[K - 1], P),
-                    ly = shfl_up(gmask, Y[K - 1], P);
-            upM = dM = lm;
-            upX = dX = lx;
-            upY = dY = ly;
-        }
-        const T* sM = scratch;
-        const T* sX = scratch + a.scratch_stride;
-        const T* sY = scratch + 2 * a.scratch_stride;
-        if (t == 0) {
-            if (stripe == 0) {
-                dM = dX = upM = upX = T(0);
-                dY = upY = ic_n;
-            } else {
-                dM = dX = dY = T(0);  // column 0 of rows >= 1
-                upM = sM[1];
-                upX = sX[1];
-                upY = sY[1];
+        // striped: lane 0 prefetches the previous stripe's last row 4 steps ahead
+        T pfM[4], pfX[4], pfY[4];
+        const bool from_scratch = STRIPED && stripe > 0 && t == 0;
+        if (STRIPED) {
+#pragma unroll
+            for (int b = 0; b < 4; ++b) {
+                const int col = min(b + 2, n + 1);
+                pfM[b] = from_scratch ? sM[col] : bM;
+                pfX[b] = from_scratch ? sX[col] : bX;
+                pfY[b] = from_scratch ? sY[col] : bY;
             }
         }
         const bool last_stripe = stripe == nstripes - 1;
         const int steps = n + P - 1;
         uint32_t h = 0;
         uint32_t next_word = __ldg(hap4);
+
+        // After each step: the lane's last row goes to lane t+1; lane 0 takes
+        // its boundary (row 0, or the previous stripe's last row).
+#define PYPHMM_STEP(B, OM, OX, OY, NM, NX, NY, DM, DX, DY, UM, UX, FM, FX, FY)                                \
+    {                                                                                                       \
+        h = shfl_up(gmask, h, P);                                                                           \
+        if (t == 0) h = (word >> (8 * (B))) & 0xffu;                                                        \
+        const int j = s0 + (B) - t + 1;                                                                     \
+        if (static_cast<unsigned>(j - 1) < static_cast<unsigned>(n)) {                                      \
+            lane_step<T, K, FMA>(mm, gm, mx, my, cc, em, ex, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, \
+                                 NY);                                                                       \
+            if (t == P - 1) {                                                                               \
+                if (last_stripe) {                                                                          \
+                    sum_m += NM[K - 1];                                                                     \
+                    sum_x += NX[K - 1];                                                                     \
+                } else if (STRIPED) {                                                                       \
+                    scratch[j] = NM[K - 1];                                                                 \
+                    scratch[ss + j] = NX[K - 1];                                                            \
+                    scratch[2 * ss + j] = NY[K - 1];                                                        \
+                }                                                                                           \
+            }                                                                                               \
+        }                                                                                                   \
+        const T nm_ = shfl_up(gmask, NM[K - 1], P), nx_ = shfl_up(gmask, NX[K - 1], P),                     \
+                ny_ = shfl_up(gmask, NY[K - 1], P);                                                         \
+        FM = t == 0 ? (STRIPED ? pfM[B] : bM) : nm_;                                                        \
+        FX = t == 0 ? (STRIPED ? pfX[B] : bX) : nx_;                                                        \
+        FY = t == 0 ? (STRIPED ? pfY[B] : bY) : ny_;                                                        \
+    }
+
         for (int s0 = 0; s0 < steps; s0 += 4) {
             const uint32_t word = next_word;
             next_word = __ldg(hap4 + (s0 >> 2) + 1);
+            T qM[4], qX[4], qY[4];
+            if (STRIPED) {
 #pragma unroll
-            for (int b = 0; b < 4; ++b) {
-                const int s = s0 + b;
-                h = shfl_up(gmask, h, P);
-                if (t == 0) h = (word >> (8 * b)) & 0xffu;
-                const int j = s - t + 1;
-                const bool active = static_cast<unsigned>(j - 1) < static_cast<unsigned>(n);
-                if (active) {
-                    const uint32_t hrep = h * 0x11111111u;
-                    T pm = dM, px = dX, py = dY;   // diagonal for row k
-                    T am = upM, ax = upX;          // above for row k
-#pragma unroll
-                    for (int k = 0; k < K; ++k) {
-                        const bool match = (rmask[k / 8] & hrep & (0xfu << (4 * (k % 8)))) != 0u;
-                        const T e = match ? em[k] : ex[k];
-                        const T mn = A::mul(e, A::madd(gm[k], py, A::madd(mm[k], pm, A::mul(gm[k], px))));
-                        const T xn = A::madd(mx[k], am, A::mul(cc[k], ax));
-                        const T yn = A::madd(my[k], M[k], A::mul(cc[k], Y[k]));
-                        pm = M[k];
-                        px = X[k];
-                        py = Y[k];
-                        M[k] = mn;
-                        X[k] = xn;
-                        Y[k] = yn;
-                        am = mn;
-                        ax = xn;
-                    }
-                    if (t == P - 1) {
-                        if (last_stripe) {
-                            sum_m += M[K - 1];
-                            sum_x += X[K - 1];
-                        } else if (STRIPED) {
-                            scratch[j] = M[K - 1];
-                            scratch[a.scratch_stride + j] = X[K - 1];
-                            scratch[2 * a.scratch_stride + j] = Y[K - 1];
-                        }
-                    }
+                for (int b = 0; b < 4; ++b) {  // values for steps s0+4..s0+7 (columns s0+b+6)
+                    const int col = min(s0 + b + 6, n + 1);
+                    qM[b] = from_scratch ? sM[col] : bM;
+                    qX[b] = from_scratch ? sX[col] : bX;
+                    qY[b] = from_scratch ? sY[col] : bY;
                 }
-                const T nm = shfl_up(gmask, M[K - 1], P), nx = shfl_up(gmask, X[K - 1], P),
-                        ny = shfl_up(gmask, Y[K - 1], P);
-                dM = upM;
-                dX = upX;
-                dY = upY;
-                if (t != 0) {
-                    upM = nm;
-                    upX = nx;
-                    upY = ny;
-                } else if (STRIPED && stripe > 0 && j + 1 <= n) {
-                    upM = sM[j + 1];
-                    upX = sX[j + 1];
-                    upY = sY[j + 1];
+            }
+            // even step: old a -> new b, diag d0, up d1, refill d0
+            PYPHMM_STEP(0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
+            PYPHMM_STEP(1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+            PYPHMM_STEP(2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
+            PYPHMM_STEP(3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+            if (STRIPED) {
+#pragma unroll
+                for (int b = 0; b < 4; ++b) {
+                    pfM[b] = qM[b];
+                    pfX[b] = qX[b];
+                    pfY[b] = qY[b];
                 }
             }
         }
+#undef PYPHMM_STEP
         if (STRIPED) __syncwarp(gmask);
     }
     return sum_m + sum_x;
@@ -278,8 +317,19 @@ __device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a
     a.out[d.out] = log10(sum) - a.tab.log10_ic;
 }
 
+// Blocks per SM the register budget aims at: float K=8 fits 128 registers
+// (4 blocks of 128 threads = 16 warps per SM) without spills.
+template <typename T, int K, bool STRIPED>
+struct MinBlocks {
+#ifdef PYPHMM_NO_MIN_BLOCKS
+    static constexpr int value = 1;
+#else
+    static constexpr int value = (sizeof(T) == 4 && K == 8 && !STRIPED) ? 4 : 1;
+#endif
+};
+
 template <typename T, int P, int K, bool STRIPED, bool FMA, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) pairhmm_kernel(KernelArgs<T> a) {
+__global__ void __launch_bounds__(BLOCK, (MinBlocks<T, K, STRIPED>::value)) pairhmm_kernel(KernelArgs<T> a) {
     const int t = threadIdx.x & (P - 1);
     const unsigned gmask = group_mask<P>();
     const int groups_per_block = BLOCK / P;
