@@ -193,7 +193,7 @@ def test_edge_shapes(double):
         ([_read(rng, 200, src=h50, gcp=(5, 10))], [h50]),               # read longer than hap
         ([_read(rng, 1200, q=(20, 40), src=h1500)], [h1500]),          # read of 1,000+ bp
         ([_read(rng, 150, src=h2500[1000:])], [h2500]),                 # hap of 2,000+ bp
-        ([_read(rng, L, src=h1100) for L in (16, 17, 32, 33, 64, 65, 128, 129, 256, 257, 512, 513, 1024)],
+        ([_read(rng, L, src=h1100) for L in (16, 17, 32, 33, 64, 65, 96, 97, 128, 129, 160, 161, 256, 257, 512, 513, 1024)],
          [h1100[:L] for L in (1, 2, 3, 4, 5, 31, 32, 33, 255, 256, 257, 1025)]),  # bin edges
     ]
     for reads, haps in cases:

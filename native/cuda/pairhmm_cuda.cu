@@ -139,9 +139,11 @@ struct BinSpec {
     int max_rows;      // INT32_MAX for the general (striped) bin
     int P, K;
 };
-constexpr int kFloatBins = 7;
-constexpr BinSpec kFloatBinSpec[kFloatBins] = {
-    {16, 4, 4}, {32, 4, 8}, {64, 8, 8}, {128, 16, 8}, {256, 32, 8}, {512, 32, 16}, {INT32_MAX, 32, 8}};
+constexpr int kFloatBins = 9;
+constexpr BinSpec kFloatBinSpec[kFloatBins] = {{16, 4, 4},   {32, 4, 8},   {64, 8, 8},
+                                               {96, 16, 6},  {128, 16, 8}, {160, 16, 10},
+                                               {256, 32, 8}, {512, 32, 16}, {INT32_MAX, 32, 8}};
+constexpr int kFusedBins = 7;  // bins 0..6 run in one fused launch (pairhmm_fused_kernel)
 constexpr int kDoubleBins = 4;
 constexpr BinSpec kDoubleBinSpec[kDoubleBins] = {{16, 4, 4}, {32, 8, 4}, {64, 16, 4}, {INT32_MAX, 32, 4}};
 constexpr int kNumBins = kFloatBins;  // max of both
@@ -154,23 +156,40 @@ int bin_of(int m, bool dbl) {
     return nb - 1;
 }
 
-// Launches bin b over pairs [first, first + count). Returns scratch bytes needed
-// when called with a.scratch == nullptr and dry_run.
+int groups_grid(int64_t count, int P) { return static_cast<int>((count + (kBlock / P) - 1) / (kBlock / P)); }
+
+// Float pass: bins 0..6 in one fused launch, the long-read bins on their own.
 template <bool FMA>
-void launch_float_bin(int b, KernelArgs<float> a, cudaStream_t s) {
-    auto grid = [&](int P) { return static_cast<int>((a.count + (kBlock / P) - 1) / (kBlock / P)); };
-    switch (b) {
-        case 0: Kern<float, 4, 4, false, FMA>::launch(a, grid(4), s); break;
-        case 1: Kern<float, 4, 8, false, FMA>::launch(a, grid(4), s); break;
-        case 2: Kern<float, 8, 8, false, FMA>::launch(a, grid(8), s); break;
-        case 3: Kern<float, 16, 8, false, FMA>::launch(a, grid(16), s); break;
-        case 4: Kern<float, 32, 8, false, FMA>::launch(a, grid(32), s); break;
-        case 5: Kern<float, 32, 16, false, FMA>::launch(a, grid(32), s); break;
-        default: {
-            typedef Kern<float, 32, 8, true, FMA> G;
-            int blocks = std::min(grid(32), G::persistent_blocks());
-            G::launch(a, blocks, s);
-        }
+void launch_float(KernelArgs<float> a, const int64_t* bin_start, const int64_t* bin_count, cudaStream_t s,
+                  pyphmm_error* err) {
+    if (bin_count[8]) {
+        typedef Kern<float, 32, 8, true, FMA> G;
+        a.first = static_cast<int>(bin_start[8]);
+        a.count = static_cast<int>(bin_count[8]);
+        G::launch(a, std::min(groups_grid(a.count, 32), G::persistent_blocks()), s);
+        CK(cudaGetLastError());
+    }
+    if (bin_count[7]) {
+        a.first = static_cast<int>(bin_start[7]);
+        a.count = static_cast<int>(bin_count[7]);
+        Kern<float, 32, 16, false, FMA>::launch(a, groups_grid(a.count, 32), s);
+        CK(cudaGetLastError());
+    }
+    cudak::FusedPlan plan{};
+    int blocks = 0;
+    for (int b = kFusedBins - 1; b >= 0; --b) {  // longest reads first
+        if (!bin_count[b]) continue;
+        int i = plan.nb++;
+        plan.bin[i] = b;
+        plan.first[i] = static_cast<int>(bin_start[b]);
+        plan.count[i] = static_cast<int>(bin_count[b]);
+        plan.block_start[i] = blocks;
+        blocks += groups_grid(bin_count[b], kFloatBinSpec[b].P);
+    }
+    plan.block_start[plan.nb] = blocks;
+    if (plan.nb) {
+        cudak::pairhmm_fused_kernel<FMA, kBlock><<<blocks, kBlock, 0, s>>>(a, plan);
+        CK(cudaGetLastError());
     }
 }
 
@@ -502,17 +521,10 @@ void run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, double* ou
         a.under_count = counter;
         a.scratch = static_cast<float*>(s.dscratch.p);
         a.scratch_stride = stride;
-        // longest reads first: the striped bin's long tail overlaps the rest
-        for (int b = kFloatBins - 1; b >= 0; --b) {
-            if (!bin_count[b]) continue;
-            a.first = static_cast<int>(bin_start[b]);
-            a.count = static_cast<int>(bin_count[b]);
-            if (st.fma)
-                launch_float_bin<true>(b, a, s.stream);
-            else
-                launch_float_bin<false>(b, a, s.stream);
-            CK(cudaGetLastError());
-        }
+        if (st.fma)
+            launch_float<true>(a, bin_start, bin_count, s.stream, err);
+        else
+            launch_float<false>(a, bin_start, bin_count, s.stream, err);
         KernelArgs<double> d{};
         d.pairs = pairs;
         d.count_ptr = counter;

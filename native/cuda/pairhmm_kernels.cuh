@@ -104,12 +104,6 @@ __device__ __forceinline__ T shfl_up(unsigned mask, T v, int width) {
     return __shfl_up_sync(mask, v, 1, width);
 }
 
-template <int P>
-__device__ __forceinline__ unsigned group_mask() {
-    if (P == 32) return 0xffffffffu;
-    const unsigned lane = threadIdx.x & 31u;
-    return static_cast<unsigned>((1ull << P) - 1ull) << (lane & ~unsigned(P - 1));
-}
 
 template <typename T>
 __device__ __forceinline__ T tdiv(T a, T b);
@@ -145,8 +139,10 @@ __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], co
 // The forward algorithm for one pair by one group. Returns the raw sum
 // (meaningful in lane P-1 only).
 template <typename T, int P, int K, bool STRIPED, bool FMA>
-__device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int t, unsigned gmask,
+__device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int steps, int t,
                                           T* scratch) {
+    static_assert(!STRIPED || P == 32, "striped kernels use one group per warp");
+    constexpr unsigned gmask = 0xffffffffu;  // every lane of the warp runs the same steps
     constexpr int R = P * K;
     constexpr int NMASKW = (K + 7) / 8;  // read base masks, 8 rows (nibbles) per word
     const int m = d.m, n = d.n;
@@ -230,7 +226,6 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
             }
         }
         const bool last_stripe = stripe == nstripes - 1;
-        const int steps = n + P - 1;
         uint32_t h = 0;
         uint32_t next_word = __ldg(hap4);
 
@@ -241,7 +236,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         h = shfl_up(gmask, h, P);                                                                           \
         if (t == 0) h = (word >> (8 * (B))) & 0xffu;                                                        \
         const int j = s0 + (B) - t + 1;                                                                     \
-        if (static_cast<unsigned>(j - 1) < static_cast<unsigned>(n)) {                                      \
+        if (static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                                  \
             lane_step<T, K, FMA>(mm, gm, mx, my, cc, em, ex, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, \
                                  NY);                                                                       \
             if (t == P - 1) {                                                                               \
@@ -264,7 +259,8 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
 
         for (int s0 = 0; s0 < steps; s0 += 4) {
             const uint32_t word = next_word;
-            next_word = __ldg(hap4 + (s0 >> 2) + 1);
+            // (clamped: a warp may run more steps than this pair's padding covers)
+            next_word = __ldg(hap4 + min((s0 >> 2) + 1, (n + 3) / 4 + 10));
             T qM[4], qX[4], qY[4];
             if (STRIPED) {
 #pragma unroll
@@ -290,7 +286,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
             }
         }
 #undef PYPHMM_STEP
-        if (STRIPED) __syncwarp(gmask);
+        if (STRIPED) __syncwarp();
     }
     return sum_m + sum_x;
 }
@@ -317,32 +313,67 @@ __device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a
     a.out[d.out] = log10(sum) - a.tab.log10_ic;
 }
 
-// Blocks per SM the register budget aims at: float K=8 fits 128 registers
-// (4 blocks of 128 threads = 16 warps per SM) without spills.
-template <typename T, int K, bool STRIPED>
-struct MinBlocks {
-#ifdef PYPHMM_NO_MIN_BLOCKS
-    static constexpr int value = 1;
-#else
-    static constexpr int value = (sizeof(T) == 4 && K == 8 && !STRIPED) ? 4 : 1;
-#endif
-};
+// One launch's share of a bin: the pairs [a.first, a.first + count) (or the
+// listed ones), `nblocks` blocks of which this is block `block`. Groups of a
+// warp take consecutive pairs and run the warp's longest step count, so all
+// shuffles are full-warp and converged.
+template <typename T, int P, int K, bool STRIPED, bool FMA, int BLOCK>
+__device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int nblocks) {
+    constexpr int G = 32 / P;  // groups per warp
+    const int lane = threadIdx.x & 31;
+    const int t = lane & (P - 1);
+    const int g = lane / P;
+    const int warp = (block * BLOCK + static_cast<int>(threadIdx.x)) >> 5;
+    const int nwarps = nblocks * (BLOCK / 32);
+    const int total = a.count_ptr ? *a.count_ptr : a.count;
+    if (a.header_count && block == 0 && threadIdx.x == 0) *a.header_count = total;
+    T* scratch = STRIPED ? a.scratch + static_cast<size_t>(warp) * 3 * a.scratch_stride : nullptr;
+    for (int base = warp * G; base < total; base += nwarps * G) {
+        const int q = base + g;
+        const bool valid = q < total;
+        const int qq = valid ? q : base;
+        const int pi = a.index ? a.index[qq] : a.first + qq;
+        const PairDesc d = a.pairs[pi];
+        const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
+        const T sum = forward_pair<T, P, K, STRIPED, FMA>(a, d, valid ? d.n : 0, steps, t, scratch);
+        if (valid && t == P - 1) store_result<T>(a, pi, d, sum);
+    }
+}
 
 template <typename T, int P, int K, bool STRIPED, bool FMA, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, (MinBlocks<T, K, STRIPED>::value)) pairhmm_kernel(KernelArgs<T> a) {
-    const int t = threadIdx.x & (P - 1);
-    const unsigned gmask = group_mask<P>();
-    const int groups_per_block = BLOCK / P;
-    const int gid = blockIdx.x * groups_per_block + threadIdx.x / P;
-    const int ngroups = gridDim.x * groups_per_block;
-    const int total = a.count_ptr ? *a.count_ptr : a.count;
-    if (a.header_count && blockIdx.x == 0 && threadIdx.x == 0) *a.header_count = total;
-    T* scratch = STRIPED ? a.scratch + static_cast<size_t>(gid) * 3 * a.scratch_stride : nullptr;
-    for (int q = gid; q < total; q += ngroups) {
-        const int pi = a.index ? a.index[q] : a.first + q;
-        const PairDesc d = a.pairs[pi];
-        const T sum = forward_pair<T, P, K, STRIPED, FMA>(a, d, t, gmask, scratch);
-        if (t == P - 1) store_result<T>(a, pi, d, sum);
+__global__ void __launch_bounds__(BLOCK) pairhmm_kernel(KernelArgs<T> a) {
+    run_bin<T, P, K, STRIPED, FMA, BLOCK>(a, blockIdx.x, gridDim.x);
+}
+
+// Several short-read bins in ONE launch: block ranges map to bins, so bins
+// run side by side (no per-bin tail, one launch per call for typical regions).
+constexpr int kMaxFused = 8;
+struct FusedPlan {
+    int nb;
+    int block_start[kMaxFused + 1];
+    int bin[kMaxFused];
+    int first[kMaxFused];
+    int count[kMaxFused];
+};
+
+// The float bins with K <= 10; bin numbers are the host's kFloatBinSpec indices.
+template <bool FMA, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) pairhmm_fused_kernel(KernelArgs<float> a, FusedPlan plan) {
+    int i = 0;
+    while (i + 1 < plan.nb && static_cast<int>(blockIdx.x) >= plan.block_start[i + 1]) ++i;
+    a.first = plan.first[i];
+    a.count = plan.count[i];
+    const int block = blockIdx.x - plan.block_start[i];
+    const int nblocks = plan.block_start[i + 1] - plan.block_start[i];
+    switch (plan.bin[i]) {
+        case 0: run_bin<float, 4, 4, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 1: run_bin<float, 4, 8, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 2: run_bin<float, 8, 8, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 3: run_bin<float, 16, 6, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 4: run_bin<float, 16, 8, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 5: run_bin<float, 16, 10, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 6: run_bin<float, 32, 8, false, FMA, BLOCK>(a, block, nblocks); break;
+        default: break;
     }
 }
 
