@@ -357,8 +357,12 @@ struct FusedPlan {
 };
 
 // The float bins with K <= 10; bin numbers are the host's kFloatBinSpec indices.
+#ifndef PYPHMM_FUSED_MIN_BLOCKS
+#define PYPHMM_FUSED_MIN_BLOCKS 1
+#endif
 template <bool FMA, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) pairhmm_fused_kernel(KernelArgs<float> a, FusedPlan plan) {
+__global__ void __launch_bounds__(BLOCK, PYPHMM_FUSED_MIN_BLOCKS) pairhmm_fused_kernel(KernelArgs<float> a,
+                                                                                      FusedPlan plan) {
     int i = 0;
     while (i + 1 < plan.nb && static_cast<int>(blockIdx.x) >= plan.block_start[i + 1]) ++i;
     a.first = plan.first[i];
