@@ -139,8 +139,8 @@ __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], co
 // The forward algorithm for one pair by one group. Returns the raw sum
 // (meaningful in lane P-1 only).
 template <typename T, int P, int K, bool STRIPED, bool FMA>
-__device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int steps, int t,
-                                          T* scratch) {
+__device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min,
+                                          int steps, int t, T* scratch) {
     static_assert(!STRIPED || P == 32, "striped kernels use one group per warp");
     constexpr unsigned gmask = 0xffffffffu;  // every lane of the warp runs the same steps
     constexpr int R = P * K;
@@ -231,12 +231,12 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
 
         // After each step: the lane's last row goes to lane t+1; lane 0 takes
         // its boundary (row 0, or the previous stripe's last row).
-#define PYPHMM_STEP(B, OM, OX, OY, NM, NX, NY, DM, DX, DY, UM, UX, FM, FX, FY)                                \
+#define PYPHMM_STEP(CHECK, B, OM, OX, OY, NM, NX, NY, DM, DX, DY, UM, UX, FM, FX, FY)                         \
     {                                                                                                       \
         h = shfl_up(gmask, h, P);                                                                           \
         if (t == 0) h = (word >> (8 * (B))) & 0xffu;                                                        \
         const int j = s0 + (B) - t + 1;                                                                     \
-        if (static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                                  \
+        if (!(CHECK) || static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                      \
             lane_step<T, K, FMA>(mm, gm, mx, my, cc, em, ex, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, \
                                  NY);                                                                       \
             if (t == P - 1) {                                                                               \
@@ -257,6 +257,10 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         FY = t == 0 ? (STRIPED ? pfY[B] : bY) : ny_;                                                        \
     }
 
+        // Blocks of 4 steps in which every lane of every group of the warp
+        // computes (lane t at column s-t+1 within 1..n): no per-step checks.
+        const int fast_lo = (P - 1 + 3) & ~3;
+        const int fast_hi = n_min - 4;
         for (int s0 = 0; s0 < steps; s0 += 4) {
             const uint32_t word = next_word;
             // (clamped: a warp may run more steps than this pair's padding covers)
@@ -272,10 +276,17 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
                 }
             }
             // even step: old a -> new b, diag d0, up d1, refill d0
-            PYPHMM_STEP(0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
-            PYPHMM_STEP(1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
-            PYPHMM_STEP(2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
-            PYPHMM_STEP(3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+            if (s0 >= fast_lo && s0 <= fast_hi) {  // warp-uniform: every lane active in all 4 steps
+                PYPHMM_STEP(false, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
+                PYPHMM_STEP(false, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+                PYPHMM_STEP(false, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
+                PYPHMM_STEP(false, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+            } else {  // wavefront fill / drain: lanes outside 1..n idle
+                PYPHMM_STEP(true, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
+                PYPHMM_STEP(true, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+                PYPHMM_STEP(true, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
+                PYPHMM_STEP(true, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+            }
             if (STRIPED) {
 #pragma unroll
                 for (int b = 0; b < 4; ++b) {
@@ -334,8 +345,10 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
         const int qq = valid ? q : base;
         const int pi = a.index ? a.index[qq] : a.first + qq;
         const PairDesc d = a.pairs[pi];
+        const int n_act = valid ? d.n : 0;
         const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
-        const T sum = forward_pair<T, P, K, STRIPED, FMA>(a, d, valid ? d.n : 0, steps, t, scratch);
+        const int n_min = __reduce_min_sync(0xffffffffu, n_act);
+        const T sum = forward_pair<T, P, K, STRIPED, FMA>(a, d, n_act, n_min, steps, t, scratch);
         if (valid && t == P - 1) store_result<T>(a, pi, d, sum);
     }
 }
