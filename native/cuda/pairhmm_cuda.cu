@@ -456,7 +456,6 @@ struct CallState {
     bool fma;
     bool timing;
     int64_t double_pairs = 0;
-    double kernel_seconds = 0;
     cudaEvent_t first = nullptr;
     bool first_recorded = false;
     std::vector<std::pair<double, double>> busy;  // kernel intervals of the chunks (timing)
