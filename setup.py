@@ -10,6 +10,7 @@ Environment knobs:
   PYPHMM_CUDA_ARCHS="80;90"   compute capabilities to compile (default
                               80;86;89;90, plus PTX for the newest one)
   PYPHMM_BUILD_JOBS=N         parallel compile jobs (default: CPU count)
+  PYPHMM_NVCC_FLAGS="..."     extra nvcc flags (experiments; a change needs a clean build)
   NVCC=/path/to/nvcc, JAVA_HOME=/path/to/jdk
 """
 import glob
@@ -127,8 +128,9 @@ class NativeBuild:
             gencode += ["-gencode", f"arch=compute_{a},code=sm_{a}"]
         newest = max(archs, key=int)
         gencode += ["-gencode", f"arch=compute_{newest},code=compute_{newest}"]
+        extra = os.environ.get("PYPHMM_NVCC_FLAGS", "").split()
         return [self.nvcc, "-std=c++17", "-O3", "-Xcompiler", "-fPIC,-fvisibility=hidden,-pthread",
-                f"-I{os.path.join(NATIVE, 'include')}", f"-I{NATIVE}"] + self.defines + gencode + \
+                f"-I{os.path.join(NATIVE, 'include')}", f"-I{NATIVE}"] + self.defines + gencode + extra + \
                ["-c", src, "-o", obj]
 
     def compile(self):

@@ -1,0 +1,398 @@
+// Device side of the CUDA PairHMM: one warp-cooperative wavefront kernel,
+// instantiated per (precision, group size P, rows per thread K).
+//
+// A group of P consecutive lanes computes one read x haplotype pair. Lane t
+// owns K consecutive rows of the (padded) read in registers: its transition
+// probabilities (computed once per pair from the host-built tables), and the
+// M/X/Y values of the previous column. At step s lane t computes column
+// j = s - t + 1 for its K rows, so the group sweeps an anti-diagonal; the
+// last row of lane t-1 reaches lane t through one warp shuffle per matrix,
+// and the haplotype base enters at lane 0 and moves down one lane per step.
+//
+// Row padding goes at the TOP of the matrix, so the read's last row is
+// always the last register row of the last lane (no dynamic register index
+// when summing the result). A padding row has mm = gm = mx = my = 0 and
+// xx = yy = 1 and starts with Y = INITIAL_CONSTANT / n: it reproduces row 0
+// (M = X = 0, Y = IC/n) exactly, so padding changes no bit of the result.
+//
+// Reads longer than P*K rows (STRIPED instantiations) are swept in stripes of
+// P*K rows; the last lane stores the stripe's last row (M, X, Y per column)
+// in a per-group scratch slot and lane 0 of the next stripe reads it back.
+//
+// Arithmetic follows GKL's operation order exactly:
+//   M = e * ((mm*M' + gm*X') + gm*Y'),  X = mx*M^ + xx*X^,  Y = my*M< + yy*Y<
+// The default float path uses __fmul_rn/__fadd_rn so nvcc cannot contract to
+// FMA and every rounding equals the CPU backend's (and GKL's); the FMA
+// variant is an opt-in (PYPHMM_CUDA_FMA=1) for throughput.
+#pragma once
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace pyphmm {
+namespace cudak {
+
+// One pair, in the order the kernels process them (sorted by bin).
+struct PairDesc {
+    uint32_t roff;   // first element of the read in the packed read array
+    uint32_t hoff;   // first byte of the haplotype in the packed hap array (4-aligned)
+    int32_t m;       // read length
+    int32_t n;       // haplotype length
+    int32_t out;     // index of the result in this chunk's output
+};
+
+// Packed read element: bits 0-3 base mask (A=1 C=2 G=4 T=8 N=15), then four
+// 7-bit fields: base quality, insertion, deletion, gap continuation.
+__host__ __device__ inline uint32_t pack_read_elem(uint32_t mask, uint32_t q, uint32_t i, uint32_t d,
+                                                   uint32_t c) {
+    return mask | (q << 4) | (i << 11) | (d << 18) | (c << 25);
+}
+
+template <typename T>
+struct DevTables {
+    const T* ph2pr;            // 128 entries
+    const T* mm;               // GKL's triangular match-to-match table
+    T ic;                      // INITIAL_CONSTANT
+    T log10_ic;                // log10(INITIAL_CONSTANT), as the host computed it
+};
+
+// Kernel arguments shared by every instantiation.
+template <typename T>
+struct KernelArgs {
+    const PairDesc* pairs;     // all pairs of the chunk, sorted by bin
+    int first;                 // first pair of this launch (when index == nullptr)
+    int count;                 // number of pairs (when count_ptr == nullptr)
+    const int* count_ptr;      // device count (double pass)
+    const int* index;          // pair indices (double pass), else nullptr
+    const uint32_t* reads;
+    const uint8_t* haps;
+    DevTables<T> tab;
+    double* out;               // results, by PairDesc::out
+    int* under_list;           // float pass: pairs to redo in double
+    int* under_count;
+    int* header_count;         // double pass: copies *count_ptr here for the host
+    T* scratch;                // striped: 3 * scratch_stride values per group
+    int scratch_stride;
+};
+
+template <typename T, bool FMA>
+struct Arith;
+
+template <>
+struct Arith<float, false> {
+    static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+    // a*b + acc, product rounded first
+    static __device__ __forceinline__ float madd(float a, float b, float acc) {
+        return __fadd_rn(__fmul_rn(a, b), acc);
+    }
+};
+template <>
+struct Arith<float, true> {
+    static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
+    static __device__ __forceinline__ float madd(float a, float b, float acc) { return __fmaf_rn(a, b, acc); }
+};
+template <>
+struct Arith<double, false> {
+    static __device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
+    static __device__ __forceinline__ double madd(double a, double b, double acc) {
+        return __dadd_rn(__dmul_rn(a, b), acc);
+    }
+};
+
+template <typename T>
+__device__ __forceinline__ T shfl_up(unsigned mask, T v, int width) {
+    return __shfl_up_sync(mask, v, 1, width);
+}
+
+
+template <typename T>
+__device__ __forceinline__ T tdiv(T a, T b);
+template <>
+__device__ __forceinline__ float tdiv<float>(float a, float b) { return __fdiv_rn(a, b); }
+template <>
+__device__ __forceinline__ double tdiv<double>(double a, double b) { return __ddiv_rn(a, b); }
+
+// One wavefront step of one lane: its K rows at column j. `o*` hold the
+// rows at column j-1, `n*` receive column j; (dM,dX,dY) is the row above at
+// column j-1 and (uM,uX) at column j. Callers alternate two register sets
+// for o/n (and for d/u), so no value is ever copied between steps.
+template <typename T, int K, bool FMA>
+__device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], const T (&mx)[K], const T (&my)[K],
+                                          const T (&cc)[K], const T (&em)[K], const T (&ex)[K],
+                                          const uint32_t (&rmask)[(K + 7) / 8], uint32_t h, T dM, T dX, T dY,
+                                          T uM, T uX, const T (&oM)[K], const T (&oX)[K], const T (&oY)[K],
+                                          T (&nM)[K], T (&nX)[K], T (&nY)[K]) {
+    typedef Arith<T, FMA> A;
+    const uint32_t hrep = h * 0x11111111u;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const T pm = k == 0 ? dM : oM[k - 1], px = k == 0 ? dX : oX[k - 1], py = k == 0 ? dY : oY[k - 1];
+        const T am = k == 0 ? uM : nM[k - 1], ax = k == 0 ? uX : nX[k - 1];
+        const bool match = (rmask[k / 8] & hrep & (0xfu << (4 * (k % 8)))) != 0u;
+        const T e = match ? em[k] : ex[k];
+        nM[k] = A::mul(e, A::madd(gm[k], py, A::madd(mm[k], pm, A::mul(gm[k], px))));
+        nX[k] = A::madd(mx[k], am, A::mul(cc[k], ax));
+        nY[k] = A::madd(my[k], oM[k], A::mul(cc[k], oY[k]));
+    }
+}
+
+// The forward algorithm for one pair by one group. Returns the raw sum
+// (meaningful in lane P-1 only).
+template <typename T, int P, int K, bool STRIPED, bool FMA>
+__device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min,
+                                          int steps, int t, T* scratch) {
+    static_assert(!STRIPED || P == 32, "striped kernels use one group per warp");
+    constexpr unsigned gmask = 0xffffffffu;  // every lane of the warp runs the same steps
+    constexpr int R = P * K;
+    constexpr int NMASKW = (K + 7) / 8;  // read base masks, 8 rows (nibbles) per word
+    const int m = d.m, n = d.n;
+    const int nstripes = STRIPED ? (m + R - 1) / R : 1;
+    const int pad = nstripes * R - m;
+    const T ic_n = tdiv<T>(a.tab.ic, static_cast<T>(n));
+    const uint32_t* hap4 = reinterpret_cast<const uint32_t*>(a.haps + d.hoff);
+    const uint32_t* rd = a.reads + d.roff;
+    const int ss = a.scratch_stride;
+    T sum_m = T(0), sum_x = T(0);
+
+    for (int stripe = 0; stripe < nstripes; ++stripe) {
+        T mm[K], gm[K], mx[K], my[K], cc[K], em[K], ex[K];
+        T Ma[K], Xa[K], Ya[K], Mb[K], Xb[K], Yb[K];
+        uint32_t rmask[NMASKW];
+#pragma unroll
+        for (int w = 0; w < NMASKW; ++w) rmask[w] = 0;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const int row = stripe * R + t * K + k - pad;  // 0-based read row; < 0: padding
+            Ma[k] = Xa[k] = T(0);
+            if (row < 0) {
+                mm[k] = gm[k] = mx[k] = my[k] = T(0);
+                cc[k] = T(1);
+                em[k] = ex[k] = T(0);
+                Ya[k] = ic_n;
+            } else {
+                const uint32_t e = __ldg(rd + row);
+                const int q = (e >> 4) & 127, ins = (e >> 11) & 127, del = (e >> 18) & 127, c = e >> 25;
+                const int lo = ins < del ? ins : del, hi = ins < del ? del : ins;
+                mm[k] = __ldg(a.tab.mm + hi * (hi + 1) / 2 + lo);
+                const T pc = __ldg(a.tab.ph2pr + c);
+                gm[k] = T(1) - pc;
+                cc[k] = pc;
+                mx[k] = __ldg(a.tab.ph2pr + ins);
+                my[k] = __ldg(a.tab.ph2pr + del);
+                const T err = __ldg(a.tab.ph2pr + q);
+                em[k] = T(1) - err;
+                ex[k] = tdiv<T>(err, T(3));
+                rmask[k / 8] |= (e & 15u) << (4 * (k % 8));
+                Ya[k] = T(0);
+            }
+            // Both register sets start as column 0, so a lane that has not
+            // started yet (j < 1) reads column 0 from either.
+            Mb[k] = Ma[k];
+            Xb[k] = Xa[k];
+            Yb[k] = Ya[k];
+        }
+        // Row above this lane's first row. Even steps use (d0 = column j-1,
+        // u1 = column j) and refill d0 for the next-but-one step; odd steps
+        // use (d1, u0). Lanes > 0 get them from lane t-1 by shuffle.
+        T d0M = shfl_up(gmask, Ma[K - 1], P), d0X = shfl_up(gmask, Xa[K - 1], P),
+          d0Y = shfl_up(gmask, Ya[K - 1], P);
+        T d1M = d0M, d1X = d0X, d1Y = d0Y;  // "u1" of the even step is d1 of the odd one
+        const T* sM = scratch;
+        const T* sX = scratch + ss;
+        const T* sY = scratch + 2 * ss;
+        T bM = T(0), bX = T(0), bY = ic_n;  // lane 0's boundary in stripe 0: row 0
+        if (t == 0) {
+            d0M = d0X = T(0);
+            d0Y = ic_n;
+            d1M = d1X = T(0);
+            d1Y = ic_n;
+            if (STRIPED && stripe > 0) {
+                d0Y = T(0);  // column 0 of rows >= 1
+                d1M = sM[1];
+                d1X = sX[1];
+                d1Y = sY[1];
+            }
+        }
+        // striped: lane 0 prefetches the previous stripe's last row 4 steps ahead
+        T pfM[4], pfX[4], pfY[4];
+        const bool from_scratch = STRIPED && stripe > 0 && t == 0;
+        if (STRIPED) {
+#pragma unroll
+            for (int b = 0; b < 4; ++b) {
+                const int col = min(b + 2, n + 1);
+                pfM[b] = from_scratch ? sM[col] : bM;
+                pfX[b] = from_scratch ? sX[col] : bX;
+                pfY[b] = from_scratch ? sY[col] : bY;
+            }
+        }
+        const bool last_stripe = stripe == nstripes - 1;
+        uint32_t h = 0;
+        uint32_t next_word = __ldg(hap4);
+
+        // After each step: the lane's last row goes to lane t+1; lane 0 takes
+        // its boundary (row 0, or the previous stripe's last row).
+#define PYPHMM_STEP(CHECK, B, OM, OX, OY, NM, NX, NY, DM, DX, DY, UM, UX, FM, FX, FY)                         \
+    {                                                                                                       \
+        h = shfl_up(gmask, h, P);                                                                           \
+        if (t == 0) h = (word >> (8 * (B))) & 0xffu;                                                        \
+        const int j = s0 + (B) - t + 1;                                                                     \
+        if (!(CHECK) || static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                      \
+            lane_step<T, K, FMA>(mm, gm, mx, my, cc, em, ex, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, \
+                                 NY);                                                                       \
+            if (t == P - 1) {                                                                               \
+                if (last_stripe) {                                                                          \
+                    sum_m += NM[K - 1];                                                                     \
+                    sum_x += NX[K - 1];                                                                     \
+                } else if (STRIPED) {                                                                       \
+                    scratch[j] = NM[K - 1];                                                                 \
+                    scratch[ss + j] = NX[K - 1];                                                            \
+                    scratch[2 * ss + j] = NY[K - 1];                                                        \
+                }                                                                                           \
+            }                                                                                               \
+        }                                                                                                   \
+        const T nm_ = shfl_up(gmask, NM[K - 1], P), nx_ = shfl_up(gmask, NX[K - 1], P),                     \
+                ny_ = shfl_up(gmask, NY[K - 1], P);                                                         \
+        FM = t == 0 ? (STRIPED ? pfM[B] : bM) : nm_;                                                        \
+        FX = t == 0 ? (STRIPED ? pfX[B] : bX) : nx_;                                                        \
+        FY = t == 0 ? (STRIPED ? pfY[B] : bY) : ny_;                                                        \
+    }
+
+        // Blocks of 4 steps in which every lane of every group of the warp
+        // computes (lane t at column s-t+1 within 1..n): no per-step checks.
+        const int fast_lo = (P - 1 + 3) & ~3;
+        const int fast_hi = n_min - 4;
+        for (int s0 = 0; s0 < steps; s0 += 4) {
+            const uint32_t word = next_word;
+            // (clamped: a warp may run more steps than this pair's padding covers)
+            next_word = __ldg(hap4 + min((s0 >> 2) + 1, (n + 3) / 4 + 10));
+            T qM[4], qX[4], qY[4];
+            if (STRIPED) {
+#pragma unroll
+                for (int b = 0; b < 4; ++b) {  // values for steps s0+4..s0+7 (columns s0+b+6)
+                    const int col = min(s0 + b + 6, n + 1);
+                    qM[b] = from_scratch ? sM[col] : bM;
+                    qX[b] = from_scratch ? sX[col] : bX;
+                    qY[b] = from_scratch ? sY[col] : bY;
+                }
+            }
+            // even step: old a -> new b, diag d0, up d1, refill d0
+            if (s0 >= fast_lo && s0 <= fast_hi) {  // warp-uniform: every lane active in all 4 steps
+                PYPHMM_STEP(false, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
+                PYPHMM_STEP(false, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+                PYPHMM_STEP(false, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
+                PYPHMM_STEP(false, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+            } else {  // wavefront fill / drain: lanes outside 1..n idle
+                PYPHMM_STEP(true, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
+                PYPHMM_STEP(true, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+                PYPHMM_STEP(true, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
+                PYPHMM_STEP(true, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+            }
+            if (STRIPED) {
+#pragma unroll
+                for (int b = 0; b < 4; ++b) {
+                    pfM[b] = qM[b];
+                    pfX[b] = qX[b];
+                    pfY[b] = qY[b];
+                }
+            }
+        }
+#undef PYPHMM_STEP
+        if (STRIPED) __syncwarp();
+    }
+    return sum_m + sum_x;
+}
+
+template <typename T>
+__device__ __forceinline__ void store_result(const KernelArgs<T>& a, int pi, const PairDesc& d, T sum);
+
+template <>
+__device__ __forceinline__ void store_result<float>(const KernelArgs<float>& a, int pi, const PairDesc& d,
+                                                    float sum) {
+    if (sum < 1e-28f) {  // GKL's underflow guard: redo this pair in double
+        a.under_list[atomicAdd(a.under_count, 1)] = pi;
+        return;
+    }
+    // log10 of the float sum, correctly rounded to float (through double, so
+    // it equals the host's log10f), then the subtraction in float as GKL does.
+    const float l = static_cast<float>(log10(static_cast<double>(sum)));
+    a.out[d.out] = static_cast<double>(__fsub_rn(l, a.tab.log10_ic));
+}
+
+template <>
+__device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a, int, const PairDesc& d,
+                                                     double sum) {
+    a.out[d.out] = log10(sum) - a.tab.log10_ic;
+}
+
+// One launch's share of a bin: the pairs [a.first, a.first + count) (or the
+// listed ones), `nblocks` blocks of which this is block `block`. Groups of a
+// warp take consecutive pairs and run the warp's longest step count, so all
+// shuffles are full-warp and converged.
+template <typename T, int P, int K, bool STRIPED, bool FMA, int BLOCK>
+__device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int nblocks) {
+    constexpr int G = 32 / P;  // groups per warp
+    const int lane = threadIdx.x & 31;
+    const int t = lane & (P - 1);
+    const int g = lane / P;
+    const int warp = (block * BLOCK + static_cast<int>(threadIdx.x)) >> 5;
+    const int nwarps = nblocks * (BLOCK / 32);
+    const int total = a.count_ptr ? *a.count_ptr : a.count;
+    if (a.header_count && block == 0 && threadIdx.x == 0) *a.header_count = total;
+    T* scratch = STRIPED ? a.scratch + static_cast<size_t>(warp) * 3 * a.scratch_stride : nullptr;
+    for (int base = warp * G; base < total; base += nwarps * G) {
+        const int q = base + g;
+        const bool valid = q < total;
+        const int qq = valid ? q : base;
+        const int pi = a.index ? a.index[qq] : a.first + qq;
+        const PairDesc d = a.pairs[pi];
+        const int n_act = valid ? d.n : 0;
+        const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
+        const int n_min = __reduce_min_sync(0xffffffffu, n_act);
+        const T sum = forward_pair<T, P, K, STRIPED, FMA>(a, d, n_act, n_min, steps, t, scratch);
+        if (valid && t == P - 1) store_result<T>(a, pi, d, sum);
+    }
+}
+
+template <typename T, int P, int K, bool STRIPED, bool FMA, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) pairhmm_kernel(KernelArgs<T> a) {
+    run_bin<T, P, K, STRIPED, FMA, BLOCK>(a, blockIdx.x, gridDim.x);
+}
+
+// Several short-read bins in ONE launch: block ranges map to bins, so bins
+// run side by side (no per-bin tail, one launch per call for typical regions).
+constexpr int kMaxFused = 8;
+struct FusedPlan {
+    int nb;
+    int block_start[kMaxFused + 1];
+    int bin[kMaxFused];
+    int first[kMaxFused];
+    int count[kMaxFused];
+};
+
+// The float bins with K <= 10; bin numbers are the host's kFloatBinSpec indices.
+#ifndef PYPHMM_FUSED_MIN_BLOCKS
+#define PYPHMM_FUSED_MIN_BLOCKS 1
+#endif
+template <bool FMA, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, PYPHMM_FUSED_MIN_BLOCKS) pairhmm_fused_kernel(KernelArgs<float> a,
+                                                                                      FusedPlan plan) {
+    int i = 0;
+    while (i + 1 < plan.nb && static_cast<int>(blockIdx.x) >= plan.block_start[i + 1]) ++i;
+    a.first = plan.first[i];
+    a.count = plan.count[i];
+    const int block = blockIdx.x - plan.block_start[i];
+    const int nblocks = plan.block_start[i + 1] - plan.block_start[i];
+    switch (plan.bin[i]) {
+        case 0: run_bin<float, 4, 4, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 1: run_bin<float, 4, 8, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 2: run_bin<float, 8, 8, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 3: run_bin<float, 16, 6, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 4: run_bin<float, 16, 8, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 5: run_bin<float, 16, 10, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 6: run_bin<float, 32, 8, false, FMA, BLOCK>(a, block, nblocks); break;
+        default: break;
+    }
+}
+
+}  // namespace cudak
+}  // namespace pyphmm

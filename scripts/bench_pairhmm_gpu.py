@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""GPU PairHMM benchmark: peak shapes, a realistic whole workload, per-region calls.
+
+  python3 scripts/bench_pairhmm_gpu.py [--peak-pairs 500000] [--regions 2000]
+      [--seed 1] [--fma] [--skip peak,whole,region] [--check]
+
+(1) peak: N pairs of one shape (128x256, 64x128, 256x512) in one call.
+(2) whole workload: generated regions (1-500 reads x 1-40 haplotypes, reads
+    10-151 bp, haplotypes 30-521 bp, ~20 G cells) in ONE call: GPU kernel
+    time (CUDA events, PYPHMM_CUDA_TIMING=1), the native call's time
+    (stats["seconds"]: packing + transfers + kernels) and end-to-end time
+    including Python-side packing.
+(3) per-region: the same regions, one synchronous call each (buffers packed
+    beforehand, so the time is the native call): total, median and p99
+    latency, and per-call overhead = latency - kernel time.
+GCUPS = sum(read length x haplotype length) / seconds / 1e9.
+"""
+import argparse
+import ctypes
+import os
+import sys
+import time
+
+os.environ.setdefault("PYPHMM_CUDA_TIMING", "1")
+if "--fma" in sys.argv:
+    os.environ["PYPHMM_CUDA_FMA"] = "1"
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+import pyphmm  # noqa: E402
+from pyphmm import _native  # noqa: E402
+from pyphmm._pyphmm import ffi, lib  # noqa: E402
+from pyphmm.pairhmm import HaplotypeBatch, ReadBatch, _Packed  # noqa: E402
+
+BASES = np.frombuffer(b"ACGT", np.uint8)
+_kernel_seconds = ctypes.CDLL(_native.library_path()).pyphmm_cuda_last_kernel_seconds
+_kernel_seconds.restype = ctypes.c_double
+
+
+def region(rng, n_reads, n_haps, read_lens, hap_lens):
+    """Haplotypes: variants of one reference; reads: pieces of them with errors."""
+    ref = BASES[rng.integers(0, 4, int(max(hap_lens)) + 1)]
+    haps = []
+    for L in hap_lens:
+        h = ref[:L].copy()
+        v = rng.random(L) < 0.01
+        h[v] = BASES[rng.integers(0, 4, int(v.sum()))]
+        haps.append(h)
+    reads = []
+    for L in read_lens:
+        src = haps[rng.integers(0, n_haps)]
+        if L <= len(src):
+            s = rng.integers(0, len(src) - L + 1)
+            r = src[s:s + L].copy()
+        else:
+            r = BASES[rng.integers(0, 4, L)]
+        e = rng.random(L) < 0.01
+        r[e] = BASES[rng.integers(0, 4, int(e.sum()))]
+        reads.append(r)
+    offs = np.zeros(n_reads + 1, np.int64)
+    np.cumsum(read_lens, out=offs[1:])
+    t = int(offs[-1])
+    rb = ReadBatch(np.concatenate(reads), rng.integers(6, 41, t).astype(np.uint8),
+                   np.full(t, 45, np.uint8), np.full(t, 45, np.uint8), np.full(t, 10, np.uint8), offs)
+    hoffs = np.zeros(n_haps + 1, np.int64)
+    np.cumsum(hap_lens, out=hoffs[1:])
+    return rb, HaplotypeBatch(np.concatenate(haps), hoffs)
+
+
+def realistic(rng, n_regions):
+    """GATK-like active regions: read counts and haplotype counts skewed low,
+    most reads 151 bp (trimmed ones shorter), haplotypes of a region of
+    similar length (one base length 30-521, +-10 bp of indels)."""
+    out = []
+    for _ in range(n_regions):
+        nr = int(np.clip(rng.lognormal(3.5, 1.0), 1, 500))
+        nh = int(np.clip(rng.lognormal(1.4, 0.8), 1, 40))
+        base = int(rng.integers(30, 522))
+        hl = np.clip(base + rng.integers(-10, 11, nh), 30, 521)
+        rl = np.where(rng.random(nr) < 0.7, 151, rng.integers(10, 152, nr))
+        rl = np.minimum(rl, hl.min())  # reads lie within the region's haplotypes
+        out.append(region(rng, nr, nh, rl, hl))
+    return out
+
+
+def cells_of(regions):
+    return sum(int(r.lengths.sum()) * int(h.lengths.sum()) for r, h in regions)
+
+
+def call_packed(packed, opts, out, err, st):
+    rc = lib.pyphmm_pairhmm(packed.c_regions, len(packed.shapes), ffi.from_buffer("double[]", out), opts, st, err)
+    _native.raise_for_status(rc, err)
+
+
+def bench_peak(rng, pairs, shapes):
+    print("== (1) peak: one call of equal shapes ==")
+    for m, n in shapes:
+        n_haps = 100
+        n_reads = pairs // n_haps
+        reg = region(rng, n_reads, n_haps, np.full(n_reads, m), np.full(n_haps, n))
+        packed = _Packed([reg])
+        opts = _native.make_options("cuda")
+        out = np.empty(packed.total)
+        err, st = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *")
+        call_packed(packed, opts, out, err, st)  # warm-up: pools grow here
+        best_k = best_n = 1e9
+        for _ in range(3):
+            call_packed(packed, opts, out, err, st)
+            best_k = min(best_k, _kernel_seconds())
+            best_n = min(best_n, st.seconds)
+        c = packed.cells
+        print(f"{m}x{n}: {packed.total} pairs, {c / 1e9:.2f} G cells: kernels {best_k * 1e3:.2f} ms = "
+              f"{c / best_k / 1e12:.3f} TCUPS; native call {best_n * 1e3:.2f} ms = {c / best_n / 1e12:.3f} TCUPS; "
+              f"double pairs {st.double_pairs}")
+
+
+def bench_whole(regions, check):
+    print("== (2) whole workload: all regions in one call ==")
+    cells = cells_of(regions)
+    pairs = sum(len(r) * len(h) for r, h in regions)
+    pyphmm.compute_regions(regions[:50], backend="cuda")  # warm-up
+    best = None
+    for _ in range(2):
+        st = {}
+        t0 = time.perf_counter()
+        res = pyphmm.compute_regions(regions, backend="cuda", stats=st)
+        e2e = time.perf_counter() - t0
+        k = _kernel_seconds()
+        if best is None or e2e < best[0]:
+            best = (e2e, st, k, res)
+    e2e, st, k, res = best
+    print(f"{len(regions)} regions, {pairs} pairs, {cells / 1e9:.2f} G cells, double pairs {st['double_pairs']}")
+    print(f"GPU kernels: {k:.4f} s = {cells / k / 1e12:.3f} TCUPS")
+    print(f"native call (pack+H2D+kernels+D2H): {st['seconds']:.4f} s = {cells / st['seconds'] / 1e12:.3f} TCUPS")
+    print(f"end-to-end incl. Python packing: {e2e:.4f} s = {cells / e2e / 1e9:.1f} GCUPS")
+    if check:
+        t0 = time.perf_counter()
+        cpu = pyphmm.compute_regions(regions, backend="cpu")
+        tc = time.perf_counter() - t0
+        d = max(float(np.max(np.abs(a - b))) for a, b in zip(res, cpu))
+        fin = all(np.isfinite(a).all() for a in res)
+        print(f"check vs CPU backend ({tc:.2f} s, {cells / tc / 1e9:.1f} GCUPS): max |diff| {d:.3g}, all finite {fin}")
+
+
+def bench_regions(regions):
+    print("== (3) per-region: one synchronous call per region ==")
+    opts = _native.make_options("cuda")
+    packs = [_Packed([r]) for r in regions]
+    outs = [np.empty(p.total) for p in packs]
+    err, st = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *")
+    for p, o in zip(packs[:50], outs):
+        call_packed(p, opts, o, err, st)  # warm-up
+    lat, ker = [], []
+    t0 = time.perf_counter()
+    for p, o in zip(packs, outs):
+        a = time.perf_counter()
+        call_packed(p, opts, o, err, st)
+        lat.append(time.perf_counter() - a)
+        ker.append(_kernel_seconds())
+    total = time.perf_counter() - t0
+    lat, ker = np.array(lat), np.array(ker)
+    cells = cells_of(regions)
+    over = lat - ker
+    print(f"{len(regions)} calls, {cells / 1e9:.2f} G cells: total {total:.3f} s = {cells / total / 1e12:.3f} TCUPS")
+    print(f"latency per call: median {np.median(lat) * 1e6:.1f} us, p99 {np.percentile(lat, 99) * 1e6:.1f} us")
+    print(f"kernel time per call: median {np.median(ker) * 1e6:.1f} us")
+    print(f"overhead (latency - kernels): median {np.median(over) * 1e6:.1f} us, p99 {np.percentile(over, 99) * 1e6:.1f} us")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--peak-pairs", type=int, default=500_000)
+    ap.add_argument("--regions", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--fma", action="store_true", help="contracted multiply-adds (PYPHMM_CUDA_FMA=1)")
+    ap.add_argument("--skip", default="", help="comma list of peak,whole,region")
+    ap.add_argument("--check", action="store_true", help="compare the whole workload with the CPU backend")
+    a = ap.parse_args()
+    info = pyphmm.info()
+    if not info["cuda_usable"]:
+        sys.exit(f"no usable GPU: {info['cuda_status']}")
+    print(f"pyphmm {info['version']} on {info['cuda_status']}; FMA={'on' if a.fma else 'off'}")
+    skip = set(a.skip.split(","))
+    rng = np.random.default_rng(a.seed)
+    if "peak" not in skip:
+        bench_peak(rng, a.peak_pairs, [(128, 256), (64, 128), (256, 512)])
+    if not {"whole", "region"} <= skip:
+        t0 = time.perf_counter()
+        regions = realistic(np.random.default_rng(a.seed + 1), a.regions)
+        print(f"(generated {len(regions)} regions in {time.perf_counter() - t0:.1f} s)")
+        if "whole" not in skip:
+            bench_whole(regions, a.check)
+        if "region" not in skip:
+            bench_regions(regions)
+
+
+if __name__ == "__main__":
+    main()

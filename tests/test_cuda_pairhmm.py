@@ -1,0 +1,294 @@
+"""CUDA PairHMM: agreement with GKL's expected values and with the CPU backend
+(itself checked against GKL elsewhere), edge shapes, threads, fallback.
+
+Skipped where no usable GPU exists. PYPHMM_TEST_GPU_BACKEND=cpu runs the same
+checks with the CPU on both sides (a dry run of the test code itself).
+"""
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import pyphmm
+from pyphmm.pairhmm import HaplotypeBatch, ReadBatch
+
+GPU = os.environ.get("PYPHMM_TEST_GPU_BACKEND", "cuda")
+TOL = 1e-5
+
+pytestmark = pytest.mark.skipif(GPU == "cuda" and not pyphmm.info()["cuda_usable"],
+                                reason="no usable CUDA device: " + pyphmm.info()["cuda_status"])
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BASES = np.frombuffer(b"ACGT", np.uint8)
+
+
+# ----------------------------------------------------------------- generators
+def make_region(rng, n_reads, n_haps, read_len, hap_len, *, n_rate=0.0, mismatch=0.05,
+                qual=(6, 60), other_bytes=False):
+    """Reads sampled from the haplotypes with mismatches, so likelihoods are
+    realistic; read_len/hap_len are (lo, hi) inclusive ranges."""
+    hap_lens = rng.integers(hap_len[0], hap_len[1] + 1, n_haps)
+    ref = BASES[rng.integers(0, 4, int(hap_lens.max()))]
+    haps = []  # haplotypes of a region are variants of one reference, as in GATK
+    for L in hap_lens:
+        h = ref[:L].copy()
+        var = rng.random(L) < 0.02
+        h[var] = BASES[rng.integers(0, 4, int(var.sum()))]
+        haps.append(h)
+    read_lens = rng.integers(read_len[0], read_len[1] + 1, n_reads)
+    reads = []
+    for L in read_lens:
+        src = haps[rng.integers(0, n_haps)]
+        if L <= len(src):
+            start = rng.integers(0, len(src) - L + 1)
+            seq = src[start:start + L].copy()
+        else:
+            seq = BASES[rng.integers(0, 4, L)].copy()
+        flip = rng.random(L) < mismatch
+        seq[flip] = BASES[rng.integers(0, 4, int(flip.sum()))]
+        reads.append(seq)
+    for arrs in (reads, haps):
+        for a in arrs:
+            if n_rate:
+                a[rng.random(len(a)) < n_rate] = ord("N")
+            if other_bytes:
+                a[rng.random(len(a)) < 0.01] = ord("x")
+    lens = np.array([len(r) for r in reads], np.int64)
+    offs = np.zeros(n_reads + 1, np.int64)
+    np.cumsum(lens, out=offs[1:])
+    total = int(offs[-1])
+    rb = ReadBatch(np.concatenate(reads), rng.integers(qual[0], qual[1] + 1, total).astype(np.uint8),
+                   rng.integers(10, 91, total).astype(np.uint8), rng.integers(10, 91, total).astype(np.uint8),
+                   rng.integers(5, 41, total).astype(np.uint8), offs)
+    hoffs = np.zeros(n_haps + 1, np.int64)
+    np.cumsum(hap_lens, out=hoffs[1:])
+    return rb, HaplotypeBatch(np.concatenate(haps), hoffs)
+
+
+def random_workload(seed, target_pairs):
+    """Regions over every read-length bin (<=16 ... >512), N bases, other
+    bytes, and underflow-forcing regions (long reads, many mismatches at high
+    base quality)."""
+    rng = np.random.default_rng(seed)
+    bins = [(1, 16), (17, 32), (33, 64), (65, 128), (129, 256), (257, 512), (513, 800)]
+    regions, pairs = [], 0
+    while pairs < target_pairs:
+        lo, hi = bins[len(regions) % len(bins)]
+        kind = len(regions) % 5
+        nr, nh = int(rng.integers(1, 60)), int(rng.integers(1, 12))
+        if kind == 4:  # float underflow (log10 L < -64), still finite in double
+            r = make_region(rng, nr, nh, (120, 400), (400, 600), mismatch=0.1, qual=(30, 50))
+        else:  # haplotypes at least as long as the reads (the edge tests cover the rest)
+            r = make_region(rng, nr, nh, (lo, hi), (hi, hi + 300), n_rate=0.02 if kind == 1 else 0.0,
+                            mismatch=0.05 if hi <= 256 else 0.01,
+                            other_bytes=kind == 2)
+        regions.append(r)
+        pairs += nr * nh
+    return regions
+
+
+def compare(regions, double=False, backend=GPU, finite=True):
+    st_gpu, st_cpu = {}, {}
+    gpu = pyphmm.compute_regions(regions, backend=backend, double=double, stats=st_gpu)
+    cpu = pyphmm.compute_regions(regions, backend="cpu", double=double, stats=st_cpu)
+    g = np.concatenate([a.ravel() for a in gpu]) if gpu else np.zeros(0)
+    c = np.concatenate([a.ravel() for a in cpu]) if cpu else np.zeros(0)
+    if finite:
+        assert np.all(np.isfinite(g)), "GPU returned inf/NaN"
+    else:  # shapes whose true likelihood is below double's range: same answer as the CPU
+        assert not np.isnan(g).any() and np.array_equal(np.isfinite(g), np.isfinite(c))
+        g, c = g[np.isfinite(c)], c[np.isfinite(c)]
+    diff = float(np.max(np.abs(g - c))) if g.size else 0.0
+    return diff, st_gpu, st_cpu, gpu
+
+
+# ----------------------------------------------------------------- GKL values
+def _testdata(shared_data):
+    rows = []
+    with open(os.path.join(shared_data, "pairhmm-testdata.txt")) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            hap, read, qual, ins, dels, gcp, expected = line.split()
+            q = lambda s, floor=0: np.maximum(np.frombuffer(s.encode(), np.uint8).astype(np.int32) - 33,  # noqa
+                                              floor).astype(np.uint8)
+            rows.append((pyphmm.Read(read, q(qual, 6), q(ins), q(dels), q(gcp)), hap, float(expected)))
+    return rows
+
+
+@pytest.mark.parametrize("double", [False, True])
+def test_gkl_expected_values(shared_data, double):
+    rows = _testdata(shared_data)
+    regions = [([r], [h]) for r, h, _ in rows]
+    st = {}
+    got = pyphmm.compute_regions(regions, backend=GPU, double=double, stats=st)
+    diff = max(abs(float(g[0, 0]) - e) for g, (_, _, e) in zip(got, rows))
+    print(f"\nGKL expected values ({len(rows)} pairs, double={double}): max |diff| = {diff:.3g}")
+    assert st["backend"] == GPU
+    assert diff <= TOL
+
+
+# ----------------------------------------------------------------- GPU vs CPU
+@pytest.fixture(scope="module")
+def workload():
+    return random_workload(7, 100_000)
+
+
+@pytest.mark.parametrize("double", [False, True])
+def test_random_vs_cpu(workload, double):
+    diff, st, _, _ = compare(workload, double)
+    print(f"\nrandom {st['pairs']} pairs, {st['cells'] / 1e9:.2f} G cells, double={double}: "
+          f"max |GPU-CPU| = {diff:.3g}, double pairs {st['double_pairs']}, {st['seconds']:.3f} s")
+    assert st["pairs"] >= 100_000
+    assert st["backend"] == GPU and not st["fell_back"]
+    if not double:
+        assert st["double_pairs"] > 0, "the workload must exercise the double pass"
+    else:
+        assert st["double_pairs"] == st["pairs"]
+    assert diff <= TOL
+
+
+def test_fma_variant_vs_cpu(workload):
+    """PYPHMM_CUDA_FMA=1 (contracted multiply-adds) must stay within 1e-5 too."""
+    if GPU != "cuda":
+        pytest.skip("GPU only")
+    code = ("import sys, numpy as np; sys.path.insert(0, %r); import test_cuda_pairhmm as t;"
+            "w = t.random_workload(7, 100_000); d, st, _, _ = t.compare(w); print('FMA max diff', d, st['pairs']);"
+            "assert d <= t.TOL" % os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYPHMM_CUDA_FMA="1")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    print("\n" + p.stdout.strip())
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+# ----------------------------------------------------------------- edge shapes
+def _read(rng, L, q=(6, 60), src=None, gcp=(5, 40)):
+    """A random read, or (src given) a copy of src's start with 2% mismatches
+    (reads longer than src continue with random bases)."""
+    seq = BASES[rng.integers(0, 4, L)]
+    if src is not None:
+        k = min(L, len(src))
+        seq[:k] = np.frombuffer(src[:k], np.uint8)
+        flip = rng.random(L) < 0.02
+        seq[flip] = BASES[rng.integers(0, 4, int(flip.sum()))]
+    return pyphmm.Read(seq.tobytes(), rng.integers(q[0], q[1] + 1, L), rng.integers(10, 91, L),
+                       rng.integers(10, 91, L), rng.integers(gcp[0], gcp[1] + 1, L))
+
+
+def _hap(rng, L):
+    return BASES[rng.integers(0, 4, L)].tobytes()
+
+
+@pytest.mark.parametrize("double", [False, True])
+def test_edge_shapes(double):
+    rng = np.random.default_rng(3)
+    h300, h50, h1500, h2500, h1100 = (_hap(rng, L) for L in (300, 50, 1500, 2500, 1100))
+    cases = [
+        ([_read(rng, 1)], [_hap(rng, 1)]),                              # 1 x 1
+        ([_read(rng, 1)], [h300]),                                      # read length 1
+        ([_read(rng, 20)], [_hap(rng, 1)]),                             # hap length 1
+        ([_read(rng, 200, src=h50, gcp=(5, 10))], [h50]),               # read longer than hap
+        ([_read(rng, 1200, q=(20, 40), src=h1500)], [h1500]),          # read of 1,000+ bp
+        ([_read(rng, 150, src=h2500[1000:])], [h2500]),                 # hap of 2,000+ bp
+        ([_read(rng, L, src=h1100) for L in (16, 17, 32, 33, 64, 65, 96, 97, 128, 129, 160, 161, 256, 257, 512, 513, 1024)],
+         [h1100[:L] for L in (1, 2, 3, 4, 5, 31, 32, 33, 255, 256, 257, 1025)]),  # bin edges
+    ]
+    for reads, haps in cases:
+        diff, st, _, _ = compare([(reads, haps)], double, finite=False)
+        assert st["backend"] == GPU
+        assert diff <= TOL, (len(reads[0]), len(haps[0]), diff)
+
+
+def test_one_pair_region_and_large_region():
+    rng = np.random.default_rng(11)
+    diff, st, _, _ = compare([([_read(rng, 100)], [_hap(rng, 300)])])
+    assert st["pairs"] == 1 and diff <= TOL
+    big = make_region(rng, 2500, 40, (10, 151), (30, 521))  # one region of 100,000 pairs
+    diff, st, _, _ = compare([big])
+    assert st["pairs"] == 100_000 and diff <= TOL
+
+
+def test_empty_region_list():
+    assert pyphmm.compute_regions([], backend=GPU) == []
+    rng = np.random.default_rng(1)
+    out = pyphmm.compute_regions([([], [_hap(rng, 10)]), ([_read(rng, 5)], [_hap(rng, 7)])], backend=GPU)
+    assert out[0].shape == (0, 1) and out[1].shape == (1, 1) and np.isfinite(out[1]).all()
+
+
+def test_no_inf_for_extreme_underflow():
+    """Every read base mismatching at Q60 against a long haplotype: the float
+    sum is 0, the double pass must answer."""
+    rng = np.random.default_rng(5)
+    L = 60
+    read = pyphmm.Read(b"A" * L, [60] * L, [45] * L, [45] * L, [10] * L)
+    st = {}
+    haps = [b"C" * 400, _hap(rng, 400)]
+    v = pyphmm.compute_likelihoods([read], haps, backend=GPU, stats=st)
+    c = pyphmm.compute_likelihoods([read], haps, backend="cpu")
+    assert np.isfinite(v).all() and st["double_pairs"] >= 1
+    assert np.max(np.abs(v - c)) <= TOL
+
+
+# ----------------------------------------------------------------- threads
+def test_threads_match_serial():
+    rng = np.random.default_rng(21)
+    sets = [[make_region(rng, int(rng.integers(5, 80)), int(rng.integers(1, 20)), (10, 151), (30, 521))
+             for _ in range(12)] for _ in range(8)]
+    serial = [[a.copy() for a in pyphmm.compute_regions(s, backend=GPU)] for s in sets]
+    results = [None] * 8
+    errors = []
+
+    def work(i):
+        try:
+            out = []
+            for _ in range(3):
+                for region in sets[i]:  # per-region calls, interleaved across threads
+                    out.append(pyphmm.compute_likelihoods(*region, backend=GPU))
+            results[i] = out
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i in range(8):
+        for rep in range(3):
+            for k in range(12):
+                np.testing.assert_array_equal(results[i][rep * 12 + k], serial[i][k])
+
+
+# ----------------------------------------------------------------- fallback
+_FALLBACK = """
+import numpy as np, pyphmm, sys
+sys.path.insert(0, {tests!r})
+import test_cuda_pairhmm as t
+rng = np.random.default_rng(2)
+regions = [t.make_region(rng, 30, 5, (10, 151), (30, 521)) for _ in range(3)]
+st = {{}}
+got = pyphmm.compute_regions(regions, backend="auto", stats=st)
+cpu = pyphmm.compute_regions(regions, backend="cpu")
+d = max(float(np.max(np.abs(a - b))) for a, b in zip(got, cpu))
+print("RESULT", st["backend"], st["fell_back"], d)
+"""
+
+
+@pytest.mark.parametrize("env", [{"PYPHMM_DEVICE": "99"}, {"PYPHMM_CUDA_INJECT_FAILURE": "1"}])
+def test_fallback_to_cpu(env):
+    if GPU != "cuda":
+        pytest.skip("GPU only")
+    code = _FALLBACK.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    e = dict(os.environ, PYPHMM_GPU_MIN_CELLS="0", **env)
+    e.pop("PYPHMM_BACKEND", None)
+    p = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    line = [x for x in p.stdout.splitlines() if x.startswith("RESULT")][0].split()
+    assert line[1] == "cpu" and float(line[3]) == 0.0
+    assert "pyphmm:" in p.stderr and ("CPU" in p.stderr), p.stderr
+    if "PYPHMM_CUDA_INJECT_FAILURE" in env:
+        assert line[2] == "True" and "GPU PairHMM failed" in p.stderr
