@@ -6,9 +6,12 @@
 // Unlike GKL, every array is checked before use: null arrays/holders throw
 // NullPointerException, empty reads/haplotypes and quality arrays whose length
 // differs from the read's throw IllegalArgumentException (GKL reads past them).
+#include <dlfcn.h>
 #include <jni.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -249,6 +252,20 @@ JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_initNative(JNIEnv
     if (!lookup_fields(env, read_class, hap_class)) return;
     g_double.store(use_double == JNI_TRUE);
     g_threads.store(max_threads > 0 ? max_threads : 1);
+    // PYPHMM_JNI_TRACE=1: one stderr line proving which library answered
+    // GKL's initNative (used by the library-path entry point's test).
+    static std::atomic<bool> traced{false};
+    const char* trace = std::getenv("PYPHMM_JNI_TRACE");
+    if (trace && *trace && *trace != '0' && !traced.exchange(true)) {
+        Dl_info where;
+        const char* path = dladdr(reinterpret_cast<void*>(&Java_com_intel_gkl_pairhmm_IntelPairHmm_initNative),
+                                  &where) && where.dli_fname ? where.dli_fname : "?";
+        pyphmm_info info;
+        pyphmm_get_info(&info);
+        std::fprintf(stderr, "pyphmm %s: GKL IntelPairHmm.initNative served by %s (double=%d, threads=%d)\n",
+                     info.version, path, use_double == JNI_TRUE, (int)max_threads);
+        std::fflush(stderr);
+    }
 }
 
 JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_computeLikelihoodsNative(JNIEnv* env, jobject,

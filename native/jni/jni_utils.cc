@@ -69,8 +69,9 @@ jstring info_line(JNIEnv* env, const char* what, int threads) {
         std::snprintf(line, sizeof(line), "pyphmm %s: %s on CUDA (%s), CPU fallback for regions under %lld cells",
                       info.version, what, info.device_name, (long long)info.gpu_min_cells);
     } else {
-        std::snprintf(line, sizeof(line), "pyphmm %s: %s on CPU (%d threads, kernel %s)%s%s", info.version, what,
-                      threads > 0 ? threads : info.cpu_threads, info.cpu_kernel,
+        std::snprintf(line, sizeof(line), "pyphmm %s: %s on CPU (%d thread%s, kernel %s)%s%s", info.version, what,
+                      threads > 0 ? threads : info.cpu_threads, (threads > 0 ? threads : info.cpu_threads) == 1 ? "" : "s",
+                      info.cpu_kernel,
                       info.cuda_compiled ? "; no GPU: " : "", info.cuda_compiled ? info.cuda_status : "");
     }
     return env->NewStringUTF(line);
