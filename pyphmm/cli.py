@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     inf = sub.add_parser("info", help="version, backends, GPU")
     inf.add_argument("--json", action="store_true", help="machine-readable output")
     inf.set_defaults(func=cmd_info)
+
+    from . import gatk  # GATK entry points: gatk-jar, gatk-libdir, gatk
+    gatk.add_subcommands(sub)
     return p
 
 
