@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -78,6 +79,21 @@ struct Scratch {
 };
 thread_local Scratch t_scratch;
 
+// PYPHMM_JNI_TRACE=2: time the JNI marshalling (what this layer adds on top
+// of pyphmm_pairhmm), reported by doneNative. Used to pick the copy method.
+int trace_level() {
+    static const int level = [] {
+        const char* v = std::getenv("PYPHMM_JNI_TRACE");
+        return (v && *v) ? std::atoi(v) : 0;
+    }();
+    return level;
+}
+std::atomic<int64_t> g_calls{0}, g_collect_ns{0}, g_copy_ns{0}, g_out_ns{0};
+using Clock = std::chrono::steady_clock;
+int64_t ns_since(Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count();
+}
+
 // Local references for one call, released by PopLocalFrame on every path.
 struct LocalFrame {
     JNIEnv* env;
@@ -104,6 +120,8 @@ void compute(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdoubleArray ou
     }
     if (n_results == 0) return;
 
+    const bool timed = trace_level() >= 2;
+    Clock::time_point t0 = timed ? Clock::now() : Clock::time_point();
     LocalFrame frame(env, 5 * n_reads + n_haps + 16);
     if (!frame.ok) return;  // OutOfMemoryError pending
 
@@ -187,6 +205,7 @@ void compute(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdoubleArray ou
     }
     hap_off[n_haps] = hap_total;
 
+    Clock::time_point t1 = timed ? Clock::now() : Clock::time_point();
     // Pass 2: one packed buffer = results (doubles) + 5 read arrays + haps.
     const size_t results_bytes = static_cast<size_t>(n_results) * sizeof(double);
     const size_t total = results_bytes + 5 * static_cast<size_t>(read_total) + static_cast<size_t>(hap_total);
@@ -212,6 +231,10 @@ void compute(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdoubleArray ou
         if (!copy_bytes(env, arrays[5 * static_cast<size_t>(n_reads) + h], len, section[5] + hap_off[h])) return;
     }
 
+    if (timed) {
+        g_collect_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+        g_copy_ns += ns_since(t1);
+    }
     pyphmm_region region;
     region.num_reads = n_reads;
     region.num_haps = n_haps;
@@ -234,7 +257,12 @@ void compute(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdoubleArray ou
         throw_status(env, rc, err);
         return;
     }
+    Clock::time_point t2 = timed ? Clock::now() : Clock::time_point();
     env->SetDoubleArrayRegion(out, 0, static_cast<jsize>(n_results), results);
+    if (timed) {
+        g_out_ns += ns_since(t2);
+        ++g_calls;
+    }
     t_scratch.trim();
 }
 
@@ -282,6 +310,16 @@ JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_computeLikelihood
 }
 
 JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_doneNative(JNIEnv*, jobject) {
+    if (trace_level() >= 2 && g_calls.load() > 0) {
+        double n = static_cast<double>(g_calls.load());
+        std::fprintf(stderr,
+                     "pyphmm JNI: %lld calls; per call: collect+check %.2f us, copy in (%s) %.2f us, "
+                     "results out %.2f us\n",
+                     (long long)g_calls.load(), g_collect_ns.load() / n / 1e3,
+                     copy_mode() == CopyMode::kCritical ? "critical" : "region", g_copy_ns.load() / n / 1e3,
+                     g_out_ns.load() / n / 1e3);
+        std::fflush(stderr);
+    }
     // Nothing process-wide to free (GKL frees its tables here; pyphmm's live
     // for the process). Release this thread's scratch buffer.
     t_scratch.bytes.clear();
