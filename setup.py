@@ -175,12 +175,25 @@ class NativeBuild:
         return out
 
 
+def build_gatk_jar(lib, pkg_dir):
+    """pyphmm-gatk.jar (GKL-named shim classes + libpyphmm.so) when a JDK and
+    GATK's native-bindings jar are present; skipped with a note otherwise."""
+    bindings = os.environ.get("GATK_NATIVE_BINDINGS_JAR", "/usr/share/java/gatk-native-bindings.jar")
+    if not (shutil.which("javac") and shutil.which("jar") and os.path.exists(bindings)):
+        log("GATK shim jar: skipped (needs javac, jar and gatk-native-bindings.jar)")
+        return None
+    out = os.path.join(pkg_dir, "pyphmm-gatk.jar")
+    subprocess.check_call(["bash", os.path.join(ROOT, "java_shim", "build.sh"), lib, out, bindings])
+    return out
+
+
 class BuildExt(build_ext):
     """Builds libpyphmm.so before the cffi extension that links against it."""
 
     def run(self):
         pkg_dir = os.path.join(ROOT, "pyphmm") if self.inplace else os.path.join(self.build_lib, "pyphmm")
         lib = NativeBuild(self.build_temp).build(pkg_dir)
+        build_gatk_jar(lib, pkg_dir)
         for ext in self.extensions:
             ext.library_dirs.append(os.path.dirname(lib))
         super().run()
@@ -194,7 +207,7 @@ setup(
         os.path.join(ROOT, "README.md")) else "",
     long_description_content_type="text/markdown",
     packages=["pyphmm"],
-    package_data={"pyphmm": ["data/*.in", LIBNAME]},
+    package_data={"pyphmm": ["data/*.in", LIBNAME, "pyphmm-gatk.jar"]},
     python_requires=">=3.9",
     install_requires=["cffi>=1.15", "numpy>=1.21"],
     setup_requires=["cffi>=1.15"],

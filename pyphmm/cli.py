@@ -129,8 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     inf.add_argument("--json", action="store_true", help="machine-readable output")
     inf.set_defaults(func=cmd_info)
 
+    from . import gatk  # GATK entry points: gatk-jar, gatk-libdir, gatk
     from .sw import add_align_parser  # Smith-Waterman: pyphmm align (handler in sw.py)
     add_align_parser(sub)
+    gatk.add_subcommands(sub)
     return p
 
 

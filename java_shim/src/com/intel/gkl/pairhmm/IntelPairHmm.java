@@ -1,0 +1,177 @@
+/*
+ * pyphmm's stand-in for GKL's IntelPairHmm. Placed before GATK on the class
+ * path, it makes GATK's native PairHMM (AVX_LOGLESS_CACHING[_OMP],
+ * FASTEST_AVAILABLE) run pyphmm: GPU when one is usable, else pyphmm's CPU
+ * kernels. Public behaviour follows GKL's class; natives are GKL's symbols,
+ * exported by libpyphmm.so.
+ *
+ * The shim ships exactly three classes (this one, IntelPairHmmOMP and
+ * IntelSmithWaterman), so its helpers are private members here.
+ */
+package com.intel.gkl.pairhmm;
+
+import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
+import java.util.zip.CRC32;
+
+import org.broadinstitute.gatk.nativebindings.pairhmm.HaplotypeDataHolder;
+import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeArguments;
+import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeBinding;
+import org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder;
+
+public class IntelPairHmm implements PairHMMNativeBinding {
+    private static final String RESOURCE = "/pyphmm/libpyphmm.so";
+    private static boolean libraryLoaded = false;
+    private static boolean announced = false;
+
+    boolean useOmp = false;
+
+    public IntelPairHmm() {
+    }
+
+    /** Loads libpyphmm.so; false (never an exception) when it cannot. */
+    @Override
+    public synchronized boolean load(File tmpDir) {
+        return loadLibrary(tmpDir);
+    }
+
+    @Override
+    public void initialize(PairHMMNativeArguments args) {
+        if (args == null) {
+            args = new PairHMMNativeArguments();
+            args.useDoublePrecision = false;
+            args.maxNumberOfThreads = 1;
+        }
+        int threads = Math.max(1, args.maxNumberOfThreads);
+        if (useOmp) {
+            threads = Math.min(threads, Runtime.getRuntime().availableProcessors());
+        }
+        initNative(ReadDataHolder.class, HaplotypeDataHolder.class, args.useDoublePrecision, threads);
+        synchronized (IntelPairHmm.class) {
+            if (!announced) {
+                announced = true;
+                System.err.println(pyphmmInfoNative(threads));
+            }
+        }
+    }
+
+    @Override
+    public void computeLikelihoods(ReadDataHolder[] readDataArray, HaplotypeDataHolder[] haplotypeDataArray,
+                                   double[] likelihoodArray)
+            throws NullPointerException, OutOfMemoryError, IllegalArgumentException {
+        if (readDataArray == null || haplotypeDataArray == null || likelihoodArray == null) {
+            throw new NullPointerException("Input is null");
+        }
+        try {
+            computeLikelihoodsNative(readDataArray, haplotypeDataArray, likelihoodArray);
+        } catch (OutOfMemoryError e) {
+            OutOfMemoryError oom = new OutOfMemoryError("Memory allocation failed: " + e.getMessage());
+            oom.initCause(e);
+            throw oom;
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("Ran into invalid argument issue: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void done() {
+        doneNative();
+    }
+
+    // ---- loading libpyphmm.so -------------------------------------------
+    // Order: $PYPHMM_LIBRARY, the copy inside this jar (extracted under
+    // tmpDir or java.io.tmpdir into a directory named by its CRC, so every
+    // class and process shares one file), then java.library.path.
+    static synchronized boolean loadLibrary(File tmpDir) {
+        if (libraryLoaded) {
+            return true;
+        }
+        try {
+            String explicit = System.getenv("PYPHMM_LIBRARY");
+            if (explicit != null && !explicit.isEmpty()) {
+                System.load(new File(explicit).getAbsolutePath());
+            } else {
+                File extracted = extractLibrary(tmpDir);
+                if (extracted != null) {
+                    System.load(extracted.getAbsolutePath());
+                } else {
+                    System.loadLibrary("pyphmm");
+                }
+            }
+            libraryLoaded = true;
+            return true;
+        } catch (IOException | UnsatisfiedLinkError | SecurityException e) {
+            System.err.println("pyphmm: cannot load libpyphmm.so: " + e);
+            return false;
+        }
+    }
+
+    private static File extractLibrary(File tmpDir) throws IOException {
+        InputStream in = IntelPairHmm.class.getResourceAsStream(RESOURCE);
+        if (in == null) {
+            return null;
+        }
+        byte[] bytes;
+        try {
+            ByteArrayOutputStream buf = new ByteArrayOutputStream(1 << 22);
+            byte[] chunk = new byte[1 << 16];
+            int n;
+            while ((n = in.read(chunk)) > 0) {
+                buf.write(chunk, 0, n);
+            }
+            bytes = buf.toByteArray();
+        } finally {
+            in.close();
+        }
+        CRC32 crc = new CRC32();
+        crc.update(bytes, 0, bytes.length);
+        File base = tmpDir != null ? tmpDir : new File(System.getProperty("java.io.tmpdir"));
+        String user = System.getProperty("user.name", "user").replaceAll("[^A-Za-z0-9_.-]", "_");
+        File dir = new File(base, "pyphmm-" + user + "-" + Long.toHexString(crc.getValue()));
+        File lib = new File(dir, "libpyphmm.so");
+        if (lib.isFile() && lib.length() == bytes.length && sameCrc(lib, crc.getValue())) {
+            return lib;
+        }
+        if (!dir.isDirectory() && !dir.mkdirs() && !dir.isDirectory()) {
+            throw new IOException("cannot create " + dir);
+        }
+        File tmp = File.createTempFile("libpyphmm", ".so.part", dir);
+        try {
+            FileOutputStream out = new FileOutputStream(tmp);
+            try {
+                out.write(bytes);
+            } finally {
+                out.close();
+            }
+            Files.move(tmp.toPath(), lib.toPath(), StandardCopyOption.ATOMIC_MOVE,
+                       StandardCopyOption.REPLACE_EXISTING);
+        } finally {
+            tmp.delete();
+        }
+        return lib;
+    }
+
+    private static boolean sameCrc(File f, long expected) throws IOException {
+        CRC32 crc = new CRC32();
+        byte[] b = Files.readAllBytes(f.toPath());
+        crc.update(b, 0, b.length);
+        return crc.getValue() == expected;
+    }
+
+    // ---- GKL's natives (symbols fixed by this class name) ----------------
+    private static native void initNative(Class<?> readDataHolderClass, Class<?> haplotypeDataHolderClass,
+                                          boolean doublePrecision, int maxThreads);
+
+    private native void computeLikelihoodsNative(Object[] readDataArray, Object[] haplotypeDataArray,
+                                                 double[] likelihoodArray);
+
+    private native void doneNative();
+
+    // pyphmm's banner: version, backend, GPU or CPU threads.
+    private static native String pyphmmInfoNative(int threads);
+}

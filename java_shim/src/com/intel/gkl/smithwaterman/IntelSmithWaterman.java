@@ -1,0 +1,140 @@
+/*
+ * pyphmm's stand-in for GKL's IntelSmithWaterman: GATK's native
+ * Smith-Waterman binding backed by libpyphmm.so. Checks follow GKL's class;
+ * load() returns false when this pyphmm build cannot align (GATK then uses
+ * its Java aligner).
+ */
+package com.intel.gkl.smithwaterman;
+
+import java.io.File;
+import java.lang.reflect.Method;
+
+import org.broadinstitute.gatk.nativebindings.smithwaterman.SWAlignerNativeBinding;
+import org.broadinstitute.gatk.nativebindings.smithwaterman.SWNativeAlignerResult;
+import org.broadinstitute.gatk.nativebindings.smithwaterman.SWOverhangStrategy;
+import org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters;
+
+public class IntelSmithWaterman implements SWAlignerNativeBinding {
+    private static final int MAX_SW_SEQUENCE_LENGTH = 32767;
+    private static final int MAXIMUM_SW_MATCH_VALUE = 64 * 1024;
+    private static boolean announced = false;
+
+    public IntelSmithWaterman() {
+    }
+
+    @Override
+    public synchronized boolean load(File tmpDir) {
+        if (!loadLibrary(tmpDir)) {
+            return false;
+        }
+        String problem = pyphmmSwStatusNative();
+        synchronized (IntelSmithWaterman.class) {
+            if (!announced) {
+                announced = true;
+                System.err.println(problem == null ? pyphmmInfoNative(1)
+                        : "pyphmm: Smith-Waterman unavailable (" + problem + "); not loading");
+            }
+        }
+        if (problem != null) {
+            return false;
+        }
+        initNative();
+        return true;
+    }
+
+    // The library loader lives on IntelPairHmm (same jar, same class loader),
+    // reached reflectively so that this class needs no public helper there.
+    private static boolean loadLibrary(File tmpDir) {
+        try {
+            Class<?> c = Class.forName("com.intel.gkl.pairhmm.IntelPairHmm", true,
+                                       IntelSmithWaterman.class.getClassLoader());
+            Method m = c.getDeclaredMethod("loadLibrary", File.class);
+            m.setAccessible(true);
+            return (Boolean) m.invoke(null, tmpDir);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            System.err.println("pyphmm: cannot load libpyphmm.so: " + e);
+            return false;
+        }
+    }
+
+    @Override
+    public SWNativeAlignerResult align(byte[] refArray, byte[] altArray, SWParameters parameters,
+                                       SWOverhangStrategy overhangStrategy)
+            throws NullPointerException, OutOfMemoryError, IllegalArgumentException {
+        if (refArray == null) {
+            throw new NullPointerException("Reference data array is null.");
+        }
+        if (altArray == null) {
+            throw new NullPointerException("Alternate data array is null.");
+        }
+        if (parameters == null) {
+            throw new NullPointerException("Parameter structure is null.");
+        }
+        if (overhangStrategy == null) {
+            throw new NullPointerException("OverhangStrategy is null.");
+        }
+        if (refArray.length <= 0 || altArray.length <= 0) {
+            throw new IllegalArgumentException("Cannot align empty sequences");
+        }
+        byte strategy = getStrategy(overhangStrategy);
+        if (refArray.length > MAX_SW_SEQUENCE_LENGTH || altArray.length > MAX_SW_SEQUENCE_LENGTH) {
+            throw new IllegalArgumentException(
+                    String.format("Sequences exceed maximum length of %d bytes", MAX_SW_SEQUENCE_LENGTH));
+        }
+        if (parameters.getMatchValue() > MAXIMUM_SW_MATCH_VALUE) {
+            throw new IllegalArgumentException(
+                    String.format("Match value parameter exceed maximum value of %d", MAXIMUM_SW_MATCH_VALUE));
+        }
+        if (strategy < 9 || strategy > 12) {
+            throw new IllegalArgumentException("Strategy is invalid.");
+        }
+        byte[] cigarArray = new byte[2 * Integer.max(refArray.length, altArray.length)];
+        int offset;
+        try {
+            offset = alignNative(refArray, altArray, cigarArray, parameters.getMatchValue(),
+                                 parameters.getMismatchPenalty(), parameters.getGapOpenPenalty(),
+                                 parameters.getGapExtendPenalty(), strategy);
+        } catch (OutOfMemoryError e) {
+            OutOfMemoryError oom = new OutOfMemoryError("Memory allocation failed: " + e.getMessage());
+            oom.initCause(e);
+            throw oom;
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("Ran into invalid argument issue: " + e.getMessage(), e);
+        }
+        return new SWNativeAlignerResult(new String(cigarArray, java.nio.charset.StandardCharsets.UTF_8).trim(),
+                                         offset);
+    }
+
+    /** GKL's byte code for a strategy (no enum switch: it would add a class). */
+    public byte getStrategy(SWOverhangStrategy strategy) {
+        if (strategy == SWOverhangStrategy.SOFTCLIP) {
+            return 9;
+        }
+        if (strategy == SWOverhangStrategy.INDEL) {
+            return 10;
+        }
+        if (strategy == SWOverhangStrategy.LEADING_INDEL) {
+            return 11;
+        }
+        if (strategy == SWOverhangStrategy.IGNORE) {
+            return 12;
+        }
+        return 0;
+    }
+
+    @Override
+    public void close() {
+        doneNative();
+    }
+
+    private static native void initNative();
+
+    private static native int alignNative(byte[] refArray, byte[] altArray, byte[] cigarArray, int match,
+                                          int mismatch, int open, int extend, byte strategy);
+
+    private static native void doneNative();
+
+    private static native String pyphmmInfoNative(int threads);
+
+    private static native String pyphmmSwStatusNative();
+}

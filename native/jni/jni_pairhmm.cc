@@ -1,0 +1,336 @@
+// GKL's JNI entry points for com.intel.gkl.pairhmm.IntelPairHmm (and its
+// subclass IntelPairHmmOMP, which declares no natives of its own), backed by
+// pyphmm_pairhmm. Behaviour follows GKL: initNative caches the holder field
+// IDs and the precision/thread settings process-wide; computeLikelihoodsNative
+// computes every read against every haplotype into out[r * nHaps + h].
+// Unlike GKL, every array is checked before use: null arrays/holders throw
+// NullPointerException, empty reads/haplotypes and quality arrays whose length
+// differs from the read's throw IllegalArgumentException (GKL reads past them).
+#include <dlfcn.h>
+#include <jni.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "jni/jni_utils.h"
+#include "pyphmm.h"
+
+using namespace pyphmm::jni;
+
+namespace {
+
+struct HolderFields {
+    jfieldID read_bases, read_quals, ins_gop, del_gop, gcp, hap_bases;
+};
+
+std::mutex g_fields_mutex;
+std::atomic<const HolderFields*> g_fields{nullptr};
+std::atomic<bool> g_double{false};
+std::atomic<int> g_threads{1};
+
+const char* const kReadFieldNames[5] = {"readBases", "readQuals", "insertionGOP", "deletionGOP", "overallGCP"};
+
+// Looks the holder fields up on the given classes; publishes them once.
+const HolderFields* lookup_fields(JNIEnv* env, jclass read_class, jclass hap_class) {
+    HolderFields f;
+    jfieldID* read_ids[5] = {&f.read_bases, &f.read_quals, &f.ins_gop, &f.del_gop, &f.gcp};
+    for (int i = 0; i < 5; ++i) {
+        *read_ids[i] = env->GetFieldID(read_class, kReadFieldNames[i], "[B");
+        if (!*read_ids[i]) return nullptr;  // NoSuchFieldError pending
+    }
+    f.hap_bases = env->GetFieldID(hap_class, "haplotypeBases", "[B");
+    if (!f.hap_bases) return nullptr;
+    std::lock_guard<std::mutex> lock(g_fields_mutex);
+    const HolderFields* cur = g_fields.load();
+    if (cur && !std::memcmp(cur, &f, sizeof(f))) return cur;
+    // Field IDs stay valid while the classes are loaded; an old table is
+    // leaked (a few bytes) because another thread may still be reading it.
+    const HolderFields* fresh = new HolderFields(f);
+    g_fields.store(fresh);
+    return fresh;
+}
+
+// Per-thread scratch: one packed buffer per call, reused across calls so a
+// GATK thread does not pay an allocation per active region.
+struct Scratch {
+    std::vector<unsigned char> bytes;
+    unsigned char* get(size_t n) {
+        if (bytes.size() < n) {
+            bytes.clear();
+            bytes.shrink_to_fit();
+            bytes.resize(n);
+        }
+        return bytes.data();
+    }
+    void trim() {
+        if (bytes.size() > (64u << 20)) {
+            bytes.clear();
+            bytes.shrink_to_fit();
+        }
+    }
+};
+thread_local Scratch t_scratch;
+
+// PYPHMM_JNI_TRACE=2: time the JNI marshalling (what this layer adds on top
+// of pyphmm_pairhmm), reported by doneNative. Used to pick the copy method.
+int trace_level() {
+    static const int level = [] {
+        const char* v = std::getenv("PYPHMM_JNI_TRACE");
+        return (v && *v) ? std::atoi(v) : 0;
+    }();
+    return level;
+}
+std::atomic<int64_t> g_calls{0}, g_collect_ns{0}, g_copy_ns{0}, g_out_ns{0};
+using Clock = std::chrono::steady_clock;
+int64_t ns_since(Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count();
+}
+
+// Local references for one call, released by PopLocalFrame on every path.
+struct LocalFrame {
+    JNIEnv* env;
+    bool ok;
+    LocalFrame(JNIEnv* e, jint n) : env(e), ok(e->PushLocalFrame(n) == 0) {}
+    ~LocalFrame() {
+        if (ok) env->PopLocalFrame(nullptr);
+    }
+};
+
+void compute(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdoubleArray out) {
+    if (!reads || !haps || !out) {
+        throw_java(env, "java/lang/NullPointerException", "Input is null");
+        return;
+    }
+    const jsize n_reads = env->GetArrayLength(reads);
+    const jsize n_haps = env->GetArrayLength(haps);
+    const int64_t n_results = static_cast<int64_t>(n_reads) * n_haps;
+    if (env->GetArrayLength(out) < n_results) {
+        throw_java(env, "java/lang/IllegalArgumentException",
+                   "output array holds %d values, %d reads x %d haplotypes need %lld", env->GetArrayLength(out),
+                   n_reads, n_haps, (long long)n_results);
+        return;
+    }
+    if (n_results == 0) return;
+
+    const bool timed = trace_level() >= 2;
+    Clock::time_point t0 = timed ? Clock::now() : Clock::time_point();
+    LocalFrame frame(env, 5 * n_reads + n_haps + 16);
+    if (!frame.ok) return;  // OutOfMemoryError pending
+
+    const HolderFields* f = g_fields.load();
+    if (!f) {  // computeLikelihoods before initialize: find the fields now
+        jobject r0 = env->GetObjectArrayElement(reads, 0);
+        jobject h0 = env->GetObjectArrayElement(haps, 0);
+        if (!r0 || !h0) {
+            throw_java(env, "java/lang/NullPointerException", "%s holder 0 is null", r0 ? "haplotype" : "read");
+            return;
+        }
+        if (!(f = lookup_fields(env, env->GetObjectClass(r0), env->GetObjectClass(h0)))) return;
+    }
+    const jfieldID read_ids[5] = {f->read_bases, f->read_quals, f->ins_gop, f->del_gop, f->gcp};
+
+    // Pass 1: collect and check every array, sum the lengths.
+    std::vector<jbyteArray> arrays;
+    std::vector<int64_t> offsets;
+    try {
+        arrays.resize(5 * static_cast<size_t>(n_reads) + n_haps);
+        offsets.resize(static_cast<size_t>(n_reads) + n_haps + 2);
+    } catch (const std::bad_alloc&) {
+        throw_java(env, "java/lang/OutOfMemoryError", "pyphmm: out of memory packing a region");
+        return;
+    }
+    int64_t read_total = 0, hap_total = 0;
+    int64_t* read_off = offsets.data();
+    int64_t* hap_off = offsets.data() + n_reads + 1;
+    for (jsize r = 0; r < n_reads; ++r) {
+        jobject holder = env->GetObjectArrayElement(reads, r);
+        if (!holder) {
+            throw_java(env, "java/lang/NullPointerException", "read holder %d is null", r);
+            return;
+        }
+        jsize len = 0;
+        for (int k = 0; k < 5; ++k) {
+            jbyteArray a = static_cast<jbyteArray>(env->GetObjectField(holder, read_ids[k]));
+            if (!a) {
+                throw_java(env, "java/lang/NullPointerException", "read %d: %s is null", r, kReadFieldNames[k]);
+                return;
+            }
+            jsize n = env->GetArrayLength(a);
+            if (k == 0) {
+                if (n == 0) {
+                    throw_java(env, "java/lang/IllegalArgumentException", "read %d is empty", r);
+                    return;
+                }
+                len = n;
+            } else if (n != len) {
+                throw_java(env, "java/lang/IllegalArgumentException", "read %d: %s has %d values for %d bases", r,
+                           kReadFieldNames[k], n, len);
+                return;
+            }
+            arrays[5 * static_cast<size_t>(r) + k] = a;
+        }
+        env->DeleteLocalRef(holder);
+        read_off[r] = read_total;
+        read_total += len;
+    }
+    read_off[n_reads] = read_total;
+    for (jsize h = 0; h < n_haps; ++h) {
+        jobject holder = env->GetObjectArrayElement(haps, h);
+        if (!holder) {
+            throw_java(env, "java/lang/NullPointerException", "haplotype holder %d is null", h);
+            return;
+        }
+        jbyteArray a = static_cast<jbyteArray>(env->GetObjectField(holder, f->hap_bases));
+        if (!a) {
+            throw_java(env, "java/lang/NullPointerException", "haplotype %d: haplotypeBases is null", h);
+            return;
+        }
+        jsize n = env->GetArrayLength(a);
+        if (n == 0) {
+            throw_java(env, "java/lang/IllegalArgumentException", "haplotype %d is empty", h);
+            return;
+        }
+        env->DeleteLocalRef(holder);
+        arrays[5 * static_cast<size_t>(n_reads) + h] = a;
+        hap_off[h] = hap_total;
+        hap_total += n;
+    }
+    hap_off[n_haps] = hap_total;
+
+    Clock::time_point t1 = timed ? Clock::now() : Clock::time_point();
+    // Pass 2: one packed buffer = results (doubles) + 5 read arrays + haps.
+    const size_t results_bytes = static_cast<size_t>(n_results) * sizeof(double);
+    const size_t total = results_bytes + 5 * static_cast<size_t>(read_total) + static_cast<size_t>(hap_total);
+    unsigned char* buf;
+    try {
+        buf = t_scratch.get(total);
+    } catch (const std::bad_alloc&) {
+        throw_java(env, "java/lang/OutOfMemoryError", "pyphmm: cannot allocate %zu bytes for a region", total);
+        return;
+    }
+    double* results = reinterpret_cast<double*>(buf);
+    uint8_t* section[6];
+    section[0] = buf + results_bytes;
+    for (int k = 1; k < 5; ++k) section[k] = section[k - 1] + read_total;
+    section[5] = section[4] + read_total;
+    for (jsize r = 0; r < n_reads; ++r) {
+        jsize len = static_cast<jsize>(read_off[r + 1] - read_off[r]);
+        for (int k = 0; k < 5; ++k)
+            if (!copy_bytes(env, arrays[5 * static_cast<size_t>(r) + k], len, section[k] + read_off[r])) return;
+    }
+    for (jsize h = 0; h < n_haps; ++h) {
+        jsize len = static_cast<jsize>(hap_off[h + 1] - hap_off[h]);
+        if (!copy_bytes(env, arrays[5 * static_cast<size_t>(n_reads) + h], len, section[5] + hap_off[h])) return;
+    }
+
+    if (timed) {
+        g_collect_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+        g_copy_ns += ns_since(t1);
+    }
+    pyphmm_region region;
+    region.num_reads = n_reads;
+    region.num_haps = n_haps;
+    region.read_bases = section[0];
+    region.read_quals = section[1];
+    region.read_ins = section[2];
+    region.read_dels = section[3];
+    region.read_gcp = section[4];
+    region.read_offsets = read_off;
+    region.hap_bases = section[5];
+    region.hap_offsets = hap_off;
+    pyphmm_options opts;
+    opts.backend = PYPHMM_BACKEND_AUTO;
+    opts.threads = g_threads.load(std::memory_order_relaxed);
+    opts.double_precision = g_double.load(std::memory_order_relaxed) ? 1 : 0;
+    opts.device = -1;
+    pyphmm_error err;
+    int rc = pyphmm_pairhmm(&region, 1, results, &opts, nullptr, &err);
+    if (rc != PYPHMM_OK) {
+        throw_status(env, rc, err);
+        return;
+    }
+    Clock::time_point t2 = timed ? Clock::now() : Clock::time_point();
+    env->SetDoubleArrayRegion(out, 0, static_cast<jsize>(n_results), results);
+    if (timed) {
+        g_out_ns += ns_since(t2);
+        ++g_calls;
+    }
+    t_scratch.trim();
+}
+
+}  // namespace
+
+extern "C" {
+
+JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_initNative(JNIEnv* env, jclass, jclass read_class,
+                                                                          jclass hap_class, jboolean use_double,
+                                                                          jint max_threads) {
+    if (!read_class || !hap_class) {
+        throw_java(env, "java/lang/NullPointerException", "holder class is null");
+        return;
+    }
+    if (!lookup_fields(env, read_class, hap_class)) return;
+    g_double.store(use_double == JNI_TRUE);
+    g_threads.store(max_threads > 0 ? max_threads : 1);
+    // PYPHMM_JNI_TRACE=1: one stderr line proving which library answered
+    // GKL's initNative (used by the library-path entry point's test).
+    static std::atomic<bool> traced{false};
+    const char* trace = std::getenv("PYPHMM_JNI_TRACE");
+    if (trace && *trace && *trace != '0' && !traced.exchange(true)) {
+        Dl_info where;
+        const char* path = dladdr(reinterpret_cast<void*>(&Java_com_intel_gkl_pairhmm_IntelPairHmm_initNative),
+                                  &where) && where.dli_fname ? where.dli_fname : "?";
+        pyphmm_info info;
+        pyphmm_get_info(&info);
+        std::fprintf(stderr, "pyphmm %s: GKL IntelPairHmm.initNative served by %s (double=%d, threads=%d)\n",
+                     info.version, path, use_double == JNI_TRUE, (int)max_threads);
+        std::fflush(stderr);
+    }
+}
+
+JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_computeLikelihoodsNative(JNIEnv* env, jobject,
+                                                                                        jobjectArray reads,
+                                                                                        jobjectArray haps,
+                                                                                        jdoubleArray out) {
+    try {
+        compute(env, reads, haps, out);
+    } catch (const std::bad_alloc&) {
+        throw_java(env, "java/lang/OutOfMemoryError", "pyphmm: out of memory");
+    } catch (...) {
+        throw_java(env, "java/lang/RuntimeException", "pyphmm: internal error in computeLikelihoods");
+    }
+}
+
+JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_doneNative(JNIEnv*, jobject) {
+    if (trace_level() >= 2 && g_calls.load() > 0) {
+        double n = static_cast<double>(g_calls.load());
+        std::fprintf(stderr,
+                     "pyphmm JNI: %lld calls; per call: collect+check %.2f us, copy in (%s) %.2f us, "
+                     "results out %.2f us\n",
+                     (long long)g_calls.load(), g_collect_ns.load() / n / 1e3,
+                     copy_mode() == CopyMode::kCritical ? "critical" : "region", g_copy_ns.load() / n / 1e3,
+                     g_out_ns.load() / n / 1e3);
+        std::fflush(stderr);
+    }
+    // Nothing process-wide to free (GKL frees its tables here; pyphmm's live
+    // for the process). Release this thread's scratch buffer.
+    t_scratch.bytes.clear();
+    t_scratch.bytes.shrink_to_fit();
+}
+
+// Shim-only: the one-line banner the shim logs, e.g.
+// "pyphmm 0.1.0: PairHMM on CPU (16 threads, kernel avx2)".
+JNIEXPORT jstring JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_pyphmmInfoNative(JNIEnv* env, jclass,
+                                                                                   jint threads) {
+    return info_line(env, "PairHMM", threads);
+}
+
+}  // extern "C"

@@ -1,0 +1,137 @@
+// GKL's JNI entry points for com.intel.gkl.smithwaterman.IntelSmithWaterman,
+// backed by pyphmm_sw_align with a batch of one. alignNative returns the
+// alignment offset and writes the CIGAR into cigarOut (NUL-padded, as the
+// Java side trims it); bad input throws instead of crashing.
+#include <jni.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "jni/jni_utils.h"
+#include "pyphmm.h"
+
+using namespace pyphmm::jni;
+
+namespace {
+
+thread_local std::vector<unsigned char> t_buf;
+
+jint align(JNIEnv* env, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, jint match, jint mismatch,
+           jint open, jint extend, jbyte strategy) {
+    if (!ref || !alt || !cigar_out) {
+        throw_java(env, "java/lang/NullPointerException", "%s is null",
+                   !ref ? "reference" : (!alt ? "alternate" : "CIGAR output array"));
+        return -1;
+    }
+    const jsize lr = env->GetArrayLength(ref), la = env->GetArrayLength(alt), lc = env->GetArrayLength(cigar_out);
+    if (lr <= 0 || la <= 0) {
+        throw_java(env, "java/lang/IllegalArgumentException", "Cannot align empty sequences");
+        return -1;
+    }
+    if (lr > PYPHMM_SW_MAX_LENGTH || la > PYPHMM_SW_MAX_LENGTH) {
+        throw_java(env, "java/lang/IllegalArgumentException", "Sequences exceed maximum length of %d bytes",
+                   PYPHMM_SW_MAX_LENGTH);
+        return -1;
+    }
+    if (strategy < PYPHMM_SW_SOFTCLIP || strategy > PYPHMM_SW_IGNORE) {
+        throw_java(env, "java/lang/IllegalArgumentException", "Strategy %d is invalid", (int)strategy);
+        return -1;
+    }
+    if (lc <= 0) {
+        throw_java(env, "java/lang/IllegalArgumentException", "CIGAR output array is empty");
+        return -1;
+    }
+    // One packed buffer: ref | alt | CIGAR (ABI bound, at least lc bytes).
+    const size_t cigar_cap = std::max<size_t>(2 * (static_cast<size_t>(lr) + la) + 1, static_cast<size_t>(lc));
+    const size_t total = static_cast<size_t>(lr) + la + cigar_cap;
+    if (t_buf.size() < total) t_buf.resize(total);
+    uint8_t* r = t_buf.data();
+    uint8_t* a = r + lr;
+    char* cigar = reinterpret_cast<char*>(a + la);
+    if (!copy_bytes(env, ref, lr, r) || !copy_bytes(env, alt, la, a)) return -1;
+
+    const int64_t ref_off[2] = {0, lr}, alt_off[2] = {0, la}, cigar_off[2] = {0, static_cast<int64_t>(cigar_cap)};
+    const pyphmm_sw_params params = {match, mismatch, open, extend};
+    const int8_t strat = strategy;
+    pyphmm_sw_batch batch;
+    batch.num_pairs = 1;
+    batch.ref = r;
+    batch.ref_offsets = ref_off;
+    batch.alt = a;
+    batch.alt_offsets = alt_off;
+    batch.params = &params;
+    batch.strategies = &strat;
+    batch.per_pair = 0;
+    pyphmm_options opts = {PYPHMM_BACKEND_CPU, 1, 0, -1};  // one pair: the CPU answers fastest
+    int32_t offset = 0;
+    pyphmm_error err;
+    cigar[0] = '\0';
+    int rc = pyphmm_sw_align(&batch, cigar, cigar_off, &offset, &opts, nullptr, &err);
+    if (rc != PYPHMM_OK) {
+        throw_status(env, rc, err);
+        return -1;
+    }
+    size_t n = strnlen(cigar, cigar_cap);
+    if (n > static_cast<size_t>(lc)) {
+        throw_java(env, "java/lang/IllegalArgumentException", "CIGAR of %zu characters does not fit in %d bytes", n,
+                   lc);
+        return -1;
+    }
+    std::memset(cigar + n, 0, static_cast<size_t>(lc) - n);
+    env->SetByteArrayRegion(cigar_out, 0, lc, reinterpret_cast<const jbyte*>(cigar));
+    if (t_buf.size() > (16u << 20)) {
+        t_buf.clear();
+        t_buf.shrink_to_fit();
+    }
+    return offset;
+}
+
+}  // namespace
+
+extern "C" {
+
+JNIEXPORT void JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_initNative(JNIEnv*, jclass) {}
+
+JNIEXPORT jint JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_alignNative(
+    JNIEnv* env, jclass, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, jint match, jint mismatch,
+    jint open, jint extend, jbyte strategy) {
+    try {
+        return align(env, ref, alt, cigar_out, match, mismatch, open, extend, strategy);
+    } catch (const std::bad_alloc&) {
+        throw_java(env, "java/lang/OutOfMemoryError", "pyphmm: out of memory");
+    } catch (...) {
+        throw_java(env, "java/lang/RuntimeException", "pyphmm: internal error in align");
+    }
+    return -1;
+}
+
+JNIEXPORT void JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_doneNative(JNIEnv*, jclass) {}
+
+// Shim-only helpers: the banner, and whether this build's Smith-Waterman
+// backend answers at all (null when it does, else the reason), so load() can
+// return false and GATK falls back to its Java aligner.
+JNIEXPORT jstring JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_pyphmmInfoNative(JNIEnv* env, jclass,
+                                                                                               jint threads) {
+    return info_line(env, "Smith-Waterman", threads);
+}
+
+JNIEXPORT jstring JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_pyphmmSwStatusNative(JNIEnv* env,
+                                                                                                   jclass) {
+    const uint8_t seq[1] = {'A'};
+    const int64_t off[2] = {0, 1}, cigar_off[2] = {0, 8};
+    const pyphmm_sw_params params = {3, -1, -4, -3};
+    const int8_t strat = PYPHMM_SW_SOFTCLIP;
+    pyphmm_sw_batch batch = {1, seq, off, seq, off, &params, &strat, 0};
+    char cigar[8];
+    int32_t offset = 0;
+    pyphmm_options opts = {PYPHMM_BACKEND_CPU, 1, 0, -1};
+    pyphmm_error err;
+    int rc = pyphmm_sw_align(&batch, cigar, cigar_off, &offset, &opts, nullptr, &err);
+    if (rc == PYPHMM_OK) return nullptr;
+    return env->NewStringUTF(err.message[0] ? err.message : "Smith-Waterman unavailable");
+}
+
+}  // extern "C"

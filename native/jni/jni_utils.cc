@@ -1,0 +1,81 @@
+#include "jni/jni_utils.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace pyphmm {
+namespace jni {
+
+bool throw_java(JNIEnv* env, const char* cls, const char* fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (env->ExceptionCheck()) return false;  // keep the first exception
+    jclass c = env->FindClass(cls);
+    if (c) {
+        env->ThrowNew(c, msg);
+        env->DeleteLocalRef(c);
+    }
+    return false;
+}
+
+void throw_status(JNIEnv* env, int code, const pyphmm_error& err) {
+    const char* cls = "java/lang/RuntimeException";
+    switch (code) {
+        case PYPHMM_E_INVALID: cls = "java/lang/IllegalArgumentException"; break;
+        case PYPHMM_E_NOMEM: cls = "java/lang/OutOfMemoryError"; break;
+        case PYPHMM_E_UNAVAILABLE: cls = "java/lang/UnsupportedOperationException"; break;
+        default: break;
+    }
+    throw_java(env, cls, "pyphmm: %s", err.message[0] ? err.message : "error");
+}
+
+CopyMode copy_mode() {
+    static const CopyMode mode = [] {
+        const char* v = std::getenv("PYPHMM_JNI_COPY");
+        return (v && !std::strcmp(v, "critical")) ? CopyMode::kCritical : CopyMode::kRegion;
+    }();
+    return mode;
+}
+
+bool copy_bytes(JNIEnv* env, jbyteArray arr, jsize len, uint8_t* dst) {
+    if (len == 0) return true;
+    if (copy_mode() == CopyMode::kRegion) {
+        env->GetByteArrayRegion(arr, 0, len, reinterpret_cast<jbyte*>(dst));
+        return !env->ExceptionCheck();
+    }
+    void* p = env->GetPrimitiveArrayCritical(arr, nullptr);
+    if (!p) {
+        if (!env->ExceptionCheck()) throw_java(env, "java/lang/OutOfMemoryError", "pyphmm: cannot pin array");
+        return false;
+    }
+    std::memcpy(dst, p, static_cast<size_t>(len));
+    env->ReleasePrimitiveArrayCritical(arr, p, JNI_ABORT);
+    return true;
+}
+
+jstring info_line(JNIEnv* env, const char* what, int threads) {
+    pyphmm_info info;
+    pyphmm_get_info(&info);
+    char line[768];
+    const char* forced = std::getenv("PYPHMM_BACKEND");
+    bool cpu_only = !info.cuda_usable || (forced && !std::strcmp(forced, "cpu"));
+    if (!cpu_only) {
+        std::snprintf(line, sizeof(line), "pyphmm %s: %s on CUDA (%s), CPU fallback for regions under %lld cells",
+                      info.version, what, info.device_name, (long long)info.gpu_min_cells);
+    } else {
+        std::snprintf(line, sizeof(line), "pyphmm %s: %s on CPU (%d thread%s, kernel %s)%s%s", info.version, what,
+                      threads > 0 ? threads : info.cpu_threads, (threads > 0 ? threads : info.cpu_threads) == 1 ? "" : "s",
+                      info.cpu_kernel,
+                      info.cuda_compiled ? "; no GPU: " : "", info.cuda_compiled ? info.cuda_status : "");
+    }
+    return env->NewStringUTF(line);
+}
+
+}  // namespace jni
+}  // namespace pyphmm
