@@ -85,3 +85,30 @@ def test_kernel_matches_gkl(kernel, tmp_path, gkl_jvm):
         assert got.shape == expected.shape
         assert np.isfinite(got).all()
         assert np.abs(got - expected).max() <= 1e-5, (kernel, double)
+
+
+IDENTITY_CHILD = """
+import numpy as np, pyphmm
+rng = np.random.default_rng(5)
+hap = rng.choice(list(b"ACGTN"), 333).astype(np.uint8).tobytes()
+reads = []
+for _ in range(32):
+    m = int(rng.integers(1, 152)); s = int(rng.integers(0, 333 - m))
+    reads.append(pyphmm.Read(hap[s:s + m], rng.integers(6, 60, m), rng.integers(10, 90, m),
+                             rng.integers(10, 90, m), rng.integers(5, 40, m)))
+for double in (False, True):
+    # 32 pairs fill whole lane-per-pair groups; one pair alone runs on the stripe kernel.
+    grouped = pyphmm.compute_likelihoods(reads, [hap], backend="cpu", double=double)[:, 0]
+    single = np.array([pyphmm.compute_likelihoods([r], [hap], backend="cpu", double=double)[0, 0]
+                       for r in reads])
+    assert np.array_equal(grouped, single), (double, np.abs(grouped - single).max())
+"""
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_stripe_kernel_equals_group_kernel(kernel):
+    """A pair's result must not depend on which CPU kernel computed it."""
+    if not cpu_supports(kernel):
+        pytest.skip(f"this CPU cannot run the {kernel} kernel")
+    env = dict(os.environ, PYPHMM_CPU_KERNEL=kernel)
+    subprocess.run([sys.executable, "-c", IDENTITY_CHILD], env=env, check=True)

@@ -90,6 +90,9 @@ struct Kernel {
         std::vector<Row> rows;
         std::vector<IV> hap;        // haplotype bases as one-hot bits, one lane per pair
         std::vector<V> M, X, Y;     // one row of the matrices, columns 0..n_max
+        // forward_one: the last row of the previous stripe, and haplotype bits
+        std::vector<T> edge_m, edge_x, edge_y;
+        std::vector<I> hap_bits;
     };
 
 #define PYPHMM_INLINE __attribute__((always_inline)) static inline
@@ -207,6 +210,105 @@ struct Kernel {
         for (int l = 0; l < count; ++l) sums[l] = total[l];
     }
 
+    // Lane l takes prev[l-1]; lane 0 takes `in` (a one-lane shift along rows).
+    PYPHMM_INLINE vec shift_in(vec prev, T in) {
+        return __builtin_shuffle(prev, vec{} + in, shift_mask());
+    }
+    PYPHMM_INLINE ivec shift_in(ivec prev, I in) {
+        return __builtin_shuffle(prev, ivec{} + in, shift_mask());
+    }
+    PYPHMM_INLINE ivec shift_mask() {
+        ivec mask;
+        mask[0] = W;                       // first element of the second operand
+        for (int l = 1; l < W; ++l) mask[l] = l - 1;
+        return mask;
+    }
+
+    // One pair with its W lanes spread over W consecutive read rows (a
+    // stripe), as GKL does: at step t lane l computes row i0+l, column t-l,
+    // so every lane's inputs are its own previous step (left) or its upper
+    // neighbour's previous two steps (up, diagonal), moved down one lane by
+    // shift_in; the stripe's first row takes them from the previous stripe's
+    // last row (edge_*). Used for pairs that would leave a lane-per-pair
+    // group mostly empty: small GATK regions are latency-bound on them.
+    // Arithmetic and summation order are those of forward(), so results are
+    // identical whichever kernel a pair runs on.
+    PYPHMM_INLINE T forward_one(const Pair& p, Scratch& s) {
+        const PairhmmTables<T>& tb = table();
+        const int m = p.m, n = p.n;
+        s.edge_m.assign(n + 1, T(0));
+        s.edge_x.assign(n + 1, T(0));
+        s.edge_y.assign(n + 1, tb.initial_constant / static_cast<T>(n));   // row 0
+        s.hap_bits.resize(n + W + 1);
+        for (int j = 1; j <= n; ++j) s.hap_bits[j] = base_bits(p.hap[j - 1]);
+        for (int j = n + 1; j <= n + W; ++j) s.hap_bits[j] = 0;
+        ivec lane;
+        for (int l = 0; l < W; ++l) lane[l] = l;
+        vec sum_m{}, sum_x{};
+        for (int i0 = 0; i0 < m; i0 += W) {
+            vec mm, gm, mx, xx, my, yy, em, ex;
+            ivec rbits;
+            for (int l = 0; l < W; ++l) {
+                int r = std::min(i0 + l, m - 1);   // rows past the read repeat its last row
+                int q = p.quals[r] & kQualMask, ins = p.ins[r] & kQualMask;
+                int del = p.dels[r] & kQualMask, c = p.gcp[r] & kQualMask;
+                mm[l] = tb.match_to_match[mm_index(ins, del)];
+                gm[l] = T(1) - tb.ph2pr[c];
+                mx[l] = tb.ph2pr[ins];
+                xx[l] = tb.ph2pr[c];
+                my[l] = tb.ph2pr[del];
+                yy[l] = tb.ph2pr[c];
+                T err = tb.ph2pr[q];
+                em[l] = T(1) - err;
+                ex[l] = err / T(3);
+                rbits[l] = base_bits(p.read[r]);
+            }
+            const bool last_stripe = i0 + W >= m;
+            const ivec last_row = lane == isplat(m - 1 - i0);   // the lane holding row m
+            vec m_prev{}, x_prev{}, y_prev{};
+            vec m_up = shift_in(vec{}, s.edge_m[0]), x_up = shift_in(vec{}, s.edge_x[0]);
+            vec y_up = shift_in(vec{}, s.edge_y[0]);
+            ivec hap{};
+            for (int t = 1; t <= n + W - 1; ++t) {
+                const bool in_hap = t <= n;
+                vec m_diag = m_up, x_diag = x_up, y_diag = y_up;
+                m_up = shift_in(m_prev, in_hap ? s.edge_m[t] : T(0));
+                x_up = shift_in(x_prev, in_hap ? s.edge_x[t] : T(0));
+                y_up = shift_in(y_prev, in_hap ? s.edge_y[t] : T(0));
+                hap = shift_in(hap, s.hap_bits[t]);
+                vec e = select(match_mask(hap, rbits), em, ex);
+                vec m_new = e * ((mm * m_diag + gm * x_diag) + gm * y_diag);
+                vec x_new = mx * m_up + xx * x_up;
+                vec y_new = my * m_prev + yy * y_prev;
+                if (t < W || t > n) {
+                    // Filling or draining: lanes outside columns 1..n hold
+                    // column-0 zeros (or values nobody reads).
+                    ivec col = isplat(t) - lane;
+                    ivec inside = (col >= isplat(1)) & (col <= isplat(n));
+                    m_new = select(inside, m_new, vec{});
+                    x_new = select(inside, x_new, vec{});
+                    y_new = select(inside, y_new, vec{});
+                }
+                if (last_stripe) {
+                    sum_m += select(last_row, m_new, vec{});
+                    sum_x += select(last_row, x_new, vec{});
+                } else {
+                    int j = t - (W - 1);   // column of the stripe's last row
+                    if (j >= 0) {
+                        s.edge_m[j] = m_new[W - 1];
+                        s.edge_x[j] = x_new[W - 1];
+                        s.edge_y[j] = y_new[W - 1];
+                    }
+                }
+                m_prev = m_new;
+                x_prev = x_new;
+                y_prev = y_new;
+            }
+        }
+        vec total = sum_m + sum_x;
+        return total[(m - 1) % W];
+    }
+
     static const PairhmmTables<T>& table() { return tables<T>(); }
 };
 
@@ -214,6 +316,8 @@ struct Kernel {
 // always_inline, so each instance is compiled for its own target.
 typedef void (*ForwardFloat)(const Pair* const*, int, float*);
 typedef void (*ForwardDouble)(const Pair* const*, int, double*);
+typedef float (*ForwardOneFloat)(const Pair&);
+typedef double (*ForwardOneDouble)(const Pair&);
 
 #define PYPHMM_DEFINE_FORWARD(suffix, bytes, target_attr)                                   \
     target_attr void forward_float_##suffix(const Pair* const* lanes, int count, float* sums) { \
@@ -223,6 +327,14 @@ typedef void (*ForwardDouble)(const Pair* const*, int, double*);
     target_attr void forward_double_##suffix(const Pair* const* lanes, int count, double* sums) { \
         static thread_local Kernel<double, bytes>::Scratch scratch;                          \
         Kernel<double, bytes>::forward(lanes, count, sums, scratch);                         \
+    }                                                                                        \
+    target_attr float forward_one_float_##suffix(const Pair& p) {                            \
+        static thread_local Kernel<float, bytes>::Scratch scratch;                           \
+        return Kernel<float, bytes>::forward_one(p, scratch);                                \
+    }                                                                                        \
+    target_attr double forward_one_double_##suffix(const Pair& p) {                          \
+        static thread_local Kernel<double, bytes>::Scratch scratch;                          \
+        return Kernel<double, bytes>::forward_one(p, scratch);                               \
     }
 
 PYPHMM_DEFINE_FORWARD(avx512, 64, __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))))
@@ -234,15 +346,21 @@ struct KernelChoice {
     int vector_bytes;   // lanes per group: vector_bytes / sizeof(T)
     ForwardFloat f;
     ForwardDouble d;
+    ForwardOneFloat one_f;
+    ForwardOneDouble one_d;
 };
 
 // The best kernel this CPU runs, or the one PYPHMM_CPU_KERNEL names (for
 // tests and comparisons; a kernel the CPU cannot run is refused with a note).
 const KernelChoice& kernel_choice() {
     static const KernelChoice choice = [] {
-        const KernelChoice avx512{"avx512", 64, forward_float_avx512, forward_double_avx512};
-        const KernelChoice avx2{"avx2", 32, forward_float_avx2, forward_double_avx2};
-        const KernelChoice portable{"portable", 16, forward_float_portable, forward_double_portable};
+#define PYPHMM_CHOICE(name, bytes) \
+    KernelChoice{#name, bytes, forward_float_##name, forward_double_##name, forward_one_float_##name, \
+                 forward_one_double_##name}
+        const KernelChoice avx512 = PYPHMM_CHOICE(avx512, 64);
+        const KernelChoice avx2 = PYPHMM_CHOICE(avx2, 32);
+        const KernelChoice portable = PYPHMM_CHOICE(portable, 16);
+#undef PYPHMM_CHOICE
         __builtin_cpu_init();
         bool has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
@@ -294,20 +412,48 @@ std::vector<Pair> collect_pairs(const pyphmm_region* regions, int64_t num_region
     return pairs;
 }
 
-// Runs `forward` over `order` in groups of W lanes, in parallel; calls
-// done(pair, raw_sum) for every pair.
-template <typename T, typename Forward, typename Done>
+// Whether the last, partial group (pairs [first, end) of `order`) is
+// cheaper as single pairs on the stripe kernel than as one padded group.
+// Costs are in vector steps; a stripe step costs about 1.6 group steps
+// (its dependency chain runs through a lane shift), measured on AVX-512 and
+// AVX2 with 100-150 bp reads x 300-500 bp haplotypes.
+bool remainder_as_singles(const std::vector<const Pair*>& order, size_t first, int W) {
+    double singles = 0;
+    int m_max = 0, n_max = 0;
+    for (size_t i = first; i < order.size(); ++i) {
+        const Pair& p = *order[i];
+        m_max = std::max(m_max, p.m);
+        n_max = std::max(n_max, p.n);
+        singles += 1.6 * ((p.m + W - 1) / W) * static_cast<double>(p.n + W - 1);
+    }
+    return singles < static_cast<double>(m_max) * n_max;
+}
+
+// Runs the kernels over `order` in parallel and calls done(pair, raw_sum)
+// for every pair: full groups of W pairs go to the lane-per-pair kernel; the
+// remainder (fewer than W pairs, e.g. a whole small region) either forms one
+// padded group or runs pair by pair on the stripe kernel, whichever is cheaper.
+template <typename T, typename Forward, typename ForwardOne, typename Done>
 void run_groups(const std::vector<const Pair*>& order, int vector_bytes, int threads, Forward forward,
-                Done done) {
+                ForwardOne forward_one, Done done) {
     const int W = vector_bytes / static_cast<int>(sizeof(T));
-    int64_t groups = (static_cast<int64_t>(order.size()) + W - 1) / W;
-    parallel_for(groups, threads, [&](int64_t g) {
+    int64_t groups = static_cast<int64_t>(order.size()) / W;
+    int64_t singles = static_cast<int64_t>(order.size()) - groups * W;
+    if (singles > 0 && !remainder_as_singles(order, groups * W, W)) {
+        ++groups;   // the remainder becomes one padded group
+        singles = 0;
+    }
+    parallel_for(groups + singles, threads, [&](int64_t task) {
         FlushToZero ftz;
-        int64_t first = g * W;
-        int count = static_cast<int>(std::min<int64_t>(W, order.size() - first));
+        if (task >= groups) {
+            const Pair& p = *order[groups * W + (task - groups)];
+            done(p, forward_one(p));
+            return;
+        }
         T sums[kMaxLanes];
-        forward(&order[first], count, sums);
-        for (int l = 0; l < count; ++l) done(*order[first + l], sums[l]);
+        int count = static_cast<int>(std::min<int64_t>(W, order.size() - task * W));
+        forward(&order[task * W], count, sums);
+        for (int l = 0; l < count; ++l) done(*order[task * W + l], sums[l]);
     });
 }
 
@@ -336,7 +482,7 @@ int cpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, 
     } else {
         const float log10_ic = tables_float().log10_initial_constant;
         std::vector<char> underflow(pairs.size(), 0);
-        run_groups<float>(order, kernel_choice().vector_bytes, threads, kernel_choice().f, [&](const Pair& p, float sum) {
+        run_groups<float>(order, kernel_choice().vector_bytes, threads, kernel_choice().f, kernel_choice().one_f, [&](const Pair& p, float sum) {
             if (sum < kMinAcceptedFloat) {
                 underflow[&p - pairs.data()] = 1;
             } else {
@@ -348,7 +494,7 @@ int cpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, 
             if (underflow[i]) redo.push_back(&pairs[i]);
     }
     const double log10_icd = tables_double().log10_initial_constant;
-    run_groups<double>(redo, kernel_choice().vector_bytes, threads, kernel_choice().d, [&](const Pair& p, double sum) {
+    run_groups<double>(redo, kernel_choice().vector_bytes, threads, kernel_choice().d, kernel_choice().one_d, [&](const Pair& p, double sum) {
         out[p.out] = std::log10(sum) - log10_icd;
     });
 
