@@ -141,12 +141,44 @@ int default_threads(const pyphmm_options* o) {
 
 using namespace pyphmm;
 
+namespace {
+
+// Runs the GPU path; if it fails, says so on stderr and recomputes the call
+// on the CPU (a GPU problem must never lose a GATK run).
+template <typename Gpu, typename Cpu>
+int gpu_else_cpu(const char* what, pyphmm_stats* stats, Gpu gpu, Cpu cpu) {
+    pyphmm_error gpu_error;
+    clear_error(&gpu_error);
+    if (gpu(&gpu_error) == PYPHMM_OK) return PYPHMM_OK;
+    std::fprintf(stderr, "pyphmm: warning: GPU %s failed (%s); computing this call on the CPU\n", what,
+                 gpu_error.message);
+    int rc = cpu();
+    if (stats) stats->fell_back = 1;
+    return rc;
+}
+
+// Entry-point body wrapper: no C++ exception crosses the C ABI.
+template <typename Body>
+int guarded(pyphmm_error* error, Body body) {
+    try {
+        return body();
+    } catch (const std::bad_alloc&) {
+        return set_error(error, PYPHMM_E_NOMEM, "out of host memory");
+    } catch (const std::exception& e) {
+        return set_error(error, PYPHMM_E_INTERNAL, "internal error: %s", e.what());
+    } catch (...) {
+        return set_error(error, PYPHMM_E_INTERNAL, "internal error");
+    }
+}
+
+}  // namespace
+
 extern "C" int pyphmm_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
                               const pyphmm_options* options, pyphmm_stats* stats,
                               pyphmm_error* error) {
     clear_error(error);
     fill_stats(stats);
-    try {
+    return guarded(error, [&]() -> int {
         if (int rc = check_options(options, error)) return rc;
         if (num_regions < 0)
             return set_error(error, PYPHMM_E_INVALID, "negative region count %lld", (long long)num_regions);
@@ -163,25 +195,12 @@ extern "C" int pyphmm_pairhmm(const pyphmm_region* regions, int64_t num_regions,
         bool dbl = options && options->double_precision;
         int backend = resolve_backend(options, cells, error);
         if (backend < 0) return -backend;
-        if (backend == PYPHMM_BACKEND_CUDA) {
-            pyphmm_error gpu_error;
-            clear_error(&gpu_error);
-            int rc = cuda_pairhmm(regions, num_regions, out, dbl, stats, &gpu_error);
-            if (rc == PYPHMM_OK) return PYPHMM_OK;
-            std::fprintf(stderr, "pyphmm: warning: GPU PairHMM failed (%s); computing this call on the CPU\n",
-                         gpu_error.message);
-            int cpu_rc = cpu_pairhmm(regions, num_regions, out, default_threads(options), dbl, stats);
-            if (stats) stats->fell_back = 1;
-            return cpu_rc;
-        }
-        return cpu_pairhmm(regions, num_regions, out, default_threads(options), dbl, stats);
-    } catch (const std::bad_alloc&) {
-        return set_error(error, PYPHMM_E_NOMEM, "out of host memory");
-    } catch (const std::exception& e) {
-        return set_error(error, PYPHMM_E_INTERNAL, "internal error: %s", e.what());
-    } catch (...) {
-        return set_error(error, PYPHMM_E_INTERNAL, "internal error");
-    }
+        auto cpu = [&] { return cpu_pairhmm(regions, num_regions, out, default_threads(options), dbl, stats); };
+        if (backend != PYPHMM_BACKEND_CUDA) return cpu();
+        return gpu_else_cpu("PairHMM", stats, [&](pyphmm_error* e) {
+            return cuda_pairhmm(regions, num_regions, out, dbl, stats, e);
+        }, cpu);
+    });
 }
 
 extern "C" int pyphmm_sw_align(const pyphmm_sw_batch* batch, char* cigars, const int64_t* cigar_offsets,
@@ -189,7 +208,7 @@ extern "C" int pyphmm_sw_align(const pyphmm_sw_batch* batch, char* cigars, const
                                pyphmm_stats* stats, pyphmm_error* error) {
     clear_error(error);
     fill_stats(stats);
-    try {
+    return guarded(error, [&]() -> int {
         if (int rc = check_options(options, error)) return rc;
         if (int rc = check_sw_batch(batch, cigars, cigar_offsets, alignment_offsets, error)) return rc;
         if (batch->num_pairs == 0) return PYPHMM_OK;
@@ -203,28 +222,15 @@ extern "C" int pyphmm_sw_align(const pyphmm_sw_batch* batch, char* cigars, const
                           ? PYPHMM_BACKEND_CPU
                           : resolve_backend(options, cells, error);
         if (backend < 0) return -backend;
-        if (backend == PYPHMM_BACKEND_CUDA) {
-            pyphmm_error gpu_error;
-            clear_error(&gpu_error);
-            int rc = cuda_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, stats, &gpu_error);
-            if (rc == PYPHMM_OK) return PYPHMM_OK;
-            std::fprintf(stderr,
-                         "pyphmm: warning: GPU Smith-Waterman failed (%s); computing this call on the CPU\n",
-                         gpu_error.message);
-            int cpu_rc = cpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, default_threads(options),
-                                      stats, error);
-            if (stats) stats->fell_back = 1;
-            return cpu_rc;
-        }
-        return cpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, default_threads(options),
-                            stats, error);
-    } catch (const std::bad_alloc&) {
-        return set_error(error, PYPHMM_E_NOMEM, "out of host memory");
-    } catch (const std::exception& e) {
-        return set_error(error, PYPHMM_E_INTERNAL, "internal error: %s", e.what());
-    } catch (...) {
-        return set_error(error, PYPHMM_E_INTERNAL, "internal error");
-    }
+        auto cpu = [&] {
+            return cpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, default_threads(options),
+                                stats, error);
+        };
+        if (backend != PYPHMM_BACKEND_CUDA) return cpu();
+        return gpu_else_cpu("Smith-Waterman", stats, [&](pyphmm_error* e) {
+            return cuda_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, stats, e);
+        }, cpu);
+    });
 }
 
 extern "C" void pyphmm_get_info(pyphmm_info* info) {
