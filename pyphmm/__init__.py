@@ -14,12 +14,11 @@ from .pairhmm import (HaplotypeBatch, Read, ReadBatch, compute_likelihoods,
                       compute_regions)
 from . import sw
 from .sw import (ALIGNMENT_TO_BEST_HAPLOTYPE, NEW_SW_PARAMETERS, ORIGINAL_DEFAULT, STANDARD_NGS,
-                 OverhangStrategy, SWParameters, align_batch)
-from .sw import align as sw_align
+                 OverhangStrategy, SWParameters, align, align_batch)
 
 __all__ = [
     "__version__", "info", "BackendUnavailableError",
     "Read", "ReadBatch", "HaplotypeBatch", "compute_likelihoods", "compute_regions",
-    "sw", "sw_align", "align_batch", "SWParameters", "OverhangStrategy", "ORIGINAL_DEFAULT",
+    "sw", "align", "align_batch", "SWParameters", "OverhangStrategy", "ORIGINAL_DEFAULT",
     "STANDARD_NGS", "NEW_SW_PARAMETERS", "ALIGNMENT_TO_BEST_HAPLOTYPE",
 ]

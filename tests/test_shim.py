@@ -4,8 +4,8 @@
   IntelPairHmm in the same JVM, driven with GATK's exact call sequence;
 - the library-path entry point: GKL's own classes, USE_LIBRARY_PATH=1 and
   java.library.path = a `pyphmm gatk-libdir` directory, in a subprocess JVM;
-- Smith-Waterman through the shim vs GKL (fails until the SW backend lands:
-  the shim's load() returns false while pyphmm_sw_align is unavailable);
+- Smith-Waterman through the shim vs GKL (GKL's known deviations checked
+  against the literal GATK-rules reference, tests/oracle/sw_reference.py);
 - error paths, concurrency, the CLI entry points.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 
 from oracle import gkl as gkl_oracle
 from oracle import shim
-import sw_java_rules
+from oracle import sw_reference
 
 REPO = shim.REPO
 N_REGIONS = 300
@@ -222,24 +222,11 @@ def _sw_objects(jpype):
     return ours, gkl
 
 
-def test_sw_java_rules_reproduce_gatk_vectors(shared_data):
-    """The literal reference used below agrees with GATK's own unit vectors."""
-    with open(os.path.join(shared_data, "sw-gatk-cases.tsv")) as f:
-        rows = [ln.rstrip("\n").split("\t") for ln in f if ln.strip() and not ln.startswith("#")]
-    assert rows
-    for ref, alt, params, strategy, offset, cigar in rows:
-        p = [int(x) for x in params.split(",")]
-        got = sw_java_rules.align(ref.encode(), alt.encode(), *p, sw_java_rules.STRATEGIES[strategy])
-        assert got == (cigar, int(offset)), (ref, alt, params, strategy)
-
-
 @pytest.mark.parametrize("strategy", ["SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE"])
 def test_sw_shim_matches_gkl(gkl_jvm, strategy):
-    """>= 2,000 pairs per strategy. FAILS until the Smith-Waterman backend
-    merges: the shim's load() returns false while pyphmm_sw_align reports
-    "not implemented". GKL/GATK-Java deviations (SPEC 4: IGNORE with a
-    trailing overhang) must match the literal Java rules, and nothing else
-    may differ."""
+    """>= 2,000 pairs per strategy. GKL/GATK-Java deviations (SPEC 4: IGNORE
+    with a trailing overhang) must match the literal Java rules, and nothing
+    else may differ."""
     jpype = gkl_jvm
     ours, gkl = _sw_objects(jpype)
     assert gkl.load(None), "GKL Smith-Waterman did not load"
@@ -248,7 +235,7 @@ def test_sw_shim_matches_gkl(gkl_jvm, strategy):
     SWStrategy = shim.shim_class("org.broadinstitute.gatk.nativebindings.smithwaterman.SWOverhangStrategy")
     GParameters = jpype.JClass("org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters")
     GStrategy = jpype.JClass("org.broadinstitute.gatk.nativebindings.smithwaterman.SWOverhangStrategy")
-    code = sw_java_rules.STRATEGIES[strategy]
+    code = {"SOFTCLIP": 9, "INDEL": 10, "LEADING_INDEL": 11, "IGNORE": 12}[strategy]  # GKL's codes
     deviations, unexplained = 0, []
     for k, (ref, alt, p) in enumerate(_sw_pairs(2000, seed=code)):
         jref, jalt = jpype.JArray(jpype.JByte)(ref), jpype.JArray(jpype.JByte)(alt)
@@ -257,7 +244,7 @@ def test_sw_shim_matches_gkl(gkl_jvm, strategy):
         got, peer = (str(a.cigar), int(a.alignment_offset)), (str(b.cigar), int(b.alignment_offset))
         if got == peer:
             continue
-        java = sw_java_rules.align(ref, alt, *p, code)
+        java = sw_reference.align(ref, alt, p, strategy)
         if got == java and strategy == "IGNORE" and peer[0].endswith("S"):
             deviations += 1  # known GKL 0.8.10 deviation, pyphmm follows GATK's Java
         else:

@@ -219,7 +219,7 @@ def test_presets_and_names():
     assert sw.OverhangStrategy.parse("Leading_Indel") is sw.OverhangStrategy.LEADING_INDEL
     assert sw.OverhangStrategy.parse(12) is sw.OverhangStrategy.IGNORE
     assert pyphmm.OverhangStrategy is sw.OverhangStrategy
-    assert pyphmm.sw_align("AAACCCCC", "CCCCCGGG", params=pyphmm.ORIGINAL_DEFAULT) == ("5M3S", 3)
+    assert pyphmm.align("AAACCCCC", "CCCCCGGG", params=pyphmm.ORIGINAL_DEFAULT) == ("5M3S", 3)
     assert sw.align(b"AAACCCCC", np.frombuffer(b"CCCCC", np.uint8), params="original_default",
                     overhang=sw.OverhangStrategy.INDEL) == ("3D5M", 0)
 
