@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
@@ -71,11 +70,7 @@ class _Progress:
 
 def cmd_likelihoods(args) -> int:
     progress = _Progress()
-    out_path = args.output
-    to_stdout = out_path == "-"
-    tmp_path = None if to_stdout else f"{out_path}.partial"
-    out = sys.stdout if to_stdout else open(tmp_path, "w", encoding="ascii", newline="\n")
-    try:
+    with io.atomic_output(args.output) as out:
         for chunk in _chunks(io.read_records(args.input)):
             stats = {}
             results = compute_regions(chunk, double=args.double, backend=args.backend,
@@ -83,14 +78,6 @@ def cmd_likelihoods(args) -> int:
             for res in results:
                 out.write(io.format_record(res))
             progress.add(len(chunk), stats)
-    except BaseException:
-        if not to_stdout:
-            out.close()
-            os.unlink(tmp_path)
-        raise
-    if not to_stdout:
-        out.close()
-        os.replace(tmp_path, out_path)
     print(progress.summary(), file=sys.stderr)
     return 0
 

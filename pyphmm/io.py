@@ -13,7 +13,9 @@ Files are read line by line, so inputs larger than memory stream through.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from typing import IO, Iterator, Tuple, Union
 
 import numpy as np
@@ -27,6 +29,26 @@ def _open(source: PathOrFile, mode: str):
     if hasattr(source, "read" if "r" in mode else "write"):
         return source, False
     return open(source, mode, encoding="ascii", newline="\n"), True
+
+
+@contextlib.contextmanager
+def atomic_output(path: str):
+    """Yields a text file for PATH ("-": stdout) that appears only when
+    complete: written as PATH.partial, renamed on success, removed on error,
+    so a failed run never leaves a truncated file that looks finished."""
+    if path == "-":
+        yield sys.stdout
+        return
+    tmp = f"{path}.partial"
+    f = open(tmp, "w", encoding="ascii", newline="\n")
+    try:
+        yield f
+    except BaseException:
+        f.close()
+        os.unlink(tmp)
+        raise
+    f.close()
+    os.replace(tmp, path)
 
 
 class RecordError(ValueError):

@@ -13,7 +13,6 @@ also what Intel GKL's native aligner returns except for a rare IGNORE case
 from __future__ import annotations
 
 import enum
-import os
 import sys
 import threading
 import time
@@ -22,6 +21,7 @@ from typing import NamedTuple, Sequence, Union
 import numpy as np
 
 from . import _native
+from .io import atomic_output
 from ._pyphmm import ffi, lib
 
 MAX_LENGTH = lib.PYPHMM_SW_MAX_LENGTH
@@ -299,13 +299,10 @@ def cmd_align(args) -> int:
     else:
         params = parse_params(args.preset or "ORIGINAL_DEFAULT")
     overhang = OverhangStrategy.parse(args.overhang)
-    to_stdout = args.output == "-"
-    tmp = None if to_stdout else f"{args.output}.partial"
-    out = sys.stdout if to_stdout else open(tmp, "w", encoding="ascii", newline="\n")
     start = time.perf_counter()
     total = cells = 0
-    try:
-        refs, alts = [], []
+    refs, alts = [], []
+    with atomic_output(args.output) as out:
 
         def flush():
             nonlocal cells
@@ -325,14 +322,6 @@ def cmd_align(args) -> int:
                 flush()
         if refs:
             flush()
-    except BaseException:
-        if not to_stdout:
-            out.close()
-            os.unlink(tmp)
-        raise
-    if not to_stdout:
-        out.close()
-        os.replace(tmp, args.output)
     print(f"pyphmm: {total} alignments, {cells} cells, {time.perf_counter() - start:.3f} s", file=sys.stderr)
     return 0
 
