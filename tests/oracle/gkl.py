@@ -7,7 +7,6 @@ tests), never on this class path.
 """
 from __future__ import annotations
 
-import glob
 import os
 
 import numpy as np
