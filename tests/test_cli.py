@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import pyphmm
+from oracle import child_env
 from pyphmm import io
 from pyphmm.samples import sample_path
 
@@ -16,10 +17,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(*args, **kw):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-m", "pyphmm", *args], capture_output=True, text=True,
-                          env=env, timeout=120, **kw)
+                          env=child_env(ROOT), timeout=120, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import numpy as np
 import pyphmm
 from pyphmm import io
 
+from oracle import child_env
 from helpers import ROOT, gen_regions, generate
 
 
@@ -59,7 +60,7 @@ def test_underflow_regions_need_double():
 
 def test_cli_writes_a_record_file(tmp_path):
     out = tmp_path / "g.in"
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = child_env(ROOT)
     p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen_regions.py"), "--regions", "5",
                         "--seed", "2", "--underflow", "1", "--odd-rate", "0.5", "--output", str(out)],
                        capture_output=True, text=True, env=env, timeout=120)

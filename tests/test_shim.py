@@ -21,6 +21,8 @@ import zipfile
 import numpy as np
 import pytest
 
+from oracle import child_env
+
 from oracle import gkl as gkl_oracle
 from oracle import shim
 from oracle import sw_reference
@@ -165,9 +167,9 @@ LIBPATH_DRIVER = textwrap.dedent("""
 def test_library_path_entry_point_runs_pyphmm_under_gkl_classes(gkl_jvm, tmp_path, omp, double):
     libdir = tmp_path / "gkl-libs"
     cli = subprocess.run([sys.executable, "-m", "pyphmm", "gatk-libdir", str(libdir)], capture_output=True,
-                         text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+                         text=True, cwd=REPO, env=child_env(REPO))
     assert cli.returncode == 0, cli.stderr
-    env = dict(os.environ, USE_LIBRARY_PATH="1", PYPHMM_JNI_TRACE="1", PYTHONPATH=REPO)
+    env = child_env(REPO, USE_LIBRARY_PATH="1", PYPHMM_JNI_TRACE="1")
     code = LIBPATH_DRIVER.format(tests=os.path.dirname(os.path.abspath(__file__)), libdir=str(libdir), omp=omp,
                                  double=double)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
@@ -307,7 +309,7 @@ def fake_gatk_jar(tmp_path_factory):
 
 def _pyphmm(*args, env=None):
     return subprocess.run([sys.executable, "-m", "pyphmm", *args], capture_output=True, text=True, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=REPO, **(env or {})))
+                          env=child_env(REPO, **(env or {})))
 
 
 def test_cli_gatk_jar_and_libdir(tmp_path):
@@ -335,7 +337,7 @@ def test_gatk_runner_puts_shim_first(fake_gatk_jar, runner):
         p = _pyphmm("gatk", "--gatk-jar", fake_gatk_jar, "--", *gatk_args)
     else:
         p = subprocess.run([os.path.join(REPO, "scripts", "gatk-gpu"), "--", *gatk_args], capture_output=True,
-                           text=True, env=dict(os.environ, GATK_LOCAL_JAR=fake_gatk_jar, PYTHONPATH=REPO))
+                           text=True, env=child_env(REPO, GATK_LOCAL_JAR=fake_gatk_jar))
     assert p.returncode == 0, p.stderr
     assert "pyphmm-gatk.jar" in p.stdout, p.stdout
     assert f"args {'|'.join(gatk_args)}" in p.stdout

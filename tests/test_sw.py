@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import pytest
 
+from oracle import child_env
+
 import pyphmm
 from pyphmm import sw
 from pyphmm._pyphmm import ffi, lib
@@ -185,7 +187,7 @@ def test_simd_paths_agree():
             "for s in ('SOFTCLIP', 'INDEL', 'LEADING_INDEL', 'IGNORE')))))")
     outs = set()
     for isa in ("sse", "avx2", "avx512"):
-        env = dict(os.environ, PYPHMM_SW_ISA=isa, PYTHONHASHSEED="0", PYTHONPATH=ROOT)
+        env = child_env(ROOT, PYPHMM_SW_ISA=isa, PYTHONHASHSEED="0")
         outs.add(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True,
                                 capture_output=True, text=True).stdout)
     assert len(outs) == 1
@@ -315,7 +317,7 @@ def test_c_abi_rejects_bad_input():
 # ---- CLI -----------------------------------------------------------------------------
 
 def _cli(*args):
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = child_env(ROOT)
     return subprocess.run([sys.executable, "-m", "pyphmm", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True)
 
