@@ -2,7 +2,7 @@
 """GPU PairHMM benchmark: peak shapes, a realistic whole workload, per-region calls.
 
   python3 scripts/bench_pairhmm_gpu.py [--peak-pairs 500000] [--regions 2000]
-      [--seed 1] [--fma] [--skip peak,whole,region] [--check]
+      [--seed 1] [--arith fast|exact] [--skip peak,whole,region] [--check]
 
 (1) peak: N pairs of one shape (128x256, 64x128, 256x512) in one call.
 (2) whole workload: generated regions (1-500 reads x 1-40 haplotypes, reads
@@ -22,8 +22,9 @@ import sys
 import time
 
 os.environ.setdefault("PYPHMM_CUDA_TIMING", "1")
-if "--fma" in sys.argv:
-    os.environ["PYPHMM_CUDA_FMA"] = "1"
+for _i, _a in enumerate(sys.argv):  # must be set before the library loads
+    if _a.startswith("--arith"):
+        os.environ["PYPHMM_CUDA_ARITH"] = _a.split("=", 1)[1] if "=" in _a else sys.argv[_i + 1]
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
@@ -173,14 +174,15 @@ def main():
     ap.add_argument("--peak-pairs", type=int, default=500_000)
     ap.add_argument("--regions", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--fma", action="store_true", help="contracted multiply-adds (PYPHMM_CUDA_FMA=1)")
+    ap.add_argument("--arith", choices=["fast", "exact"], default="fast",
+                    help="float arithmetic of the kernels (PYPHMM_CUDA_ARITH)")
     ap.add_argument("--skip", default="", help="comma list of peak,whole,region")
     ap.add_argument("--check", action="store_true", help="compare the whole workload with the CPU backend")
     a = ap.parse_args()
     info = pyphmm.info()
     if not info["cuda_usable"]:
         sys.exit(f"no usable GPU: {info['cuda_status']}")
-    print(f"pyphmm {info['version']} on {info['cuda_status']}; FMA={'on' if a.fma else 'off'}")
+    print(f"pyphmm {info['version']} on {info['cuda_status']}; arithmetic {os.environ.get('PYPHMM_CUDA_ARITH', 'fast')}")
     skip = set(a.skip.split(","))
     rng = np.random.default_rng(a.seed)
     if "peak" not in skip:

@@ -27,9 +27,11 @@ BASES = np.frombuffer(b"ACGT", np.uint8)
 
 # ----------------------------------------------------------------- generators
 def make_region(rng, n_reads, n_haps, read_len, hap_len, *, n_rate=0.0, mismatch=0.05,
-                qual=(6, 60), other_bytes=False):
+                qual=(6, 60), other_bytes=False, uniform=False, indel_q=(10, 90)):
     """Reads sampled from the haplotypes with mismatches, so likelihoods are
-    realistic; read_len/hap_len are (lo, hi) inclusive ranges."""
+    realistic; read_len/hap_len are (lo, hi) inclusive ranges. uniform: one
+    insertion, deletion and gap quality per read (as GATK's data has; the GPU
+    runs such reads in its 'uniform' kernels)."""
     hap_lens = rng.integers(hap_len[0], hap_len[1] + 1, n_haps)
     ref = BASES[rng.integers(0, 4, int(hap_lens.max()))]
     haps = []  # haplotypes of a region are variants of one reference, as in GATK
@@ -42,8 +44,8 @@ def make_region(rng, n_reads, n_haps, read_len, hap_len, *, n_rate=0.0, mismatch
     reads = []
     for L in read_lens:
         src = haps[rng.integers(0, n_haps)]
-        if L <= len(src):
-            start = rng.integers(0, len(src) - L + 1)
+        if L <= len(src):  # within every haplotype where possible (overhangs can underflow double)
+            start = rng.integers(0, (hap_lens.min() if L <= hap_lens.min() else len(src)) - L + 1)
             seq = src[start:start + L].copy()
         else:
             seq = BASES[rng.integers(0, 4, L)].copy()
@@ -60,9 +62,13 @@ def make_region(rng, n_reads, n_haps, read_len, hap_len, *, n_rate=0.0, mismatch
     offs = np.zeros(n_reads + 1, np.int64)
     np.cumsum(lens, out=offs[1:])
     total = int(offs[-1])
+    def trans(lo, hi):  # per row, or one value per read
+        if not uniform:
+            return rng.integers(lo, hi, total).astype(np.uint8)
+        return np.repeat(rng.integers(lo, hi, n_reads), lens).astype(np.uint8)
     rb = ReadBatch(np.concatenate(reads), rng.integers(qual[0], qual[1] + 1, total).astype(np.uint8),
-                   rng.integers(10, 91, total).astype(np.uint8), rng.integers(10, 91, total).astype(np.uint8),
-                   rng.integers(5, 41, total).astype(np.uint8), offs)
+                   trans(indel_q[0], indel_q[1] + 1), trans(indel_q[0], indel_q[1] + 1),
+                   trans(5, 41) if not uniform else trans(8, 13), offs)
     hoffs = np.zeros(n_haps + 1, np.int64)
     np.cumsum(hap_lens, out=hoffs[1:])
     return rb, HaplotypeBatch(np.concatenate(haps), hoffs)
@@ -79,12 +85,15 @@ def random_workload(seed, target_pairs):
         lo, hi = bins[len(regions) % len(bins)]
         kind = len(regions) % 5
         nr, nh = int(rng.integers(1, 60)), int(rng.integers(1, 12))
+        uniform = len(regions) % 3 == 0
         if kind == 4:  # float underflow (log10 L < -64), still finite in double
-            r = make_region(rng, nr, nh, (120, 400), (400, 600), mismatch=0.1, qual=(30, 50))
+            r = make_region(rng, nr, nh, (120, 400), (400, 600), mismatch=0.1, qual=(30, 50), uniform=uniform)
         else:  # haplotypes at least as long as the reads (the edge tests cover the rest)
             r = make_region(rng, nr, nh, (lo, hi), (hi, hi + 300), n_rate=0.02 if kind == 1 else 0.0,
                             mismatch=0.05 if hi <= 256 else 0.01,
-                            other_bytes=kind == 2)
+                            other_bytes=kind == 2, uniform=uniform,
+                            qual=(6, 60) if hi <= 256 else (6, 40),  # long reads: keep L > 1e-308
+                            indel_q=(10, 90) if hi <= 256 else (40, 90))
         regions.append(r)
         pairs += nr * nh
     return regions
@@ -151,17 +160,43 @@ def test_random_vs_cpu(workload, double):
     assert diff <= TOL
 
 
-def test_fma_variant_vs_cpu(workload):
-    """PYPHMM_CUDA_FMA=1 (contracted multiply-adds) must stay within 1e-5 too."""
+def test_exact_arithmetic_vs_gkl_and_cpu(shared_data):
+    """PYPHMM_CUDA_ARITH=exact (GKL's operation order, no FMA) meets the same
+    contract as the default fast arithmetic: GKL's values and the CPU's."""
     if GPU != "cuda":
         pytest.skip("GPU only")
-    code = ("import sys, numpy as np; sys.path.insert(0, %r); import test_cuda_pairhmm as t;"
-            "w = t.random_workload(7, 100_000); d, st, _, _ = t.compare(w); print('FMA max diff', d, st['pairs']);"
-            "assert d <= t.TOL" % os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYPHMM_CUDA_FMA="1")
+    code = ("import sys; sys.path.insert(0, %r); import test_cuda_pairhmm as t;"
+            "t.test_gkl_expected_values(%r, False); w = t.random_workload(7, 100_000);"
+            "d, st, _, _ = t.compare(w); print('exact: max |GPU-CPU|', d, st['pairs']); assert d <= t.TOL"
+            % (os.path.dirname(os.path.abspath(__file__)), shared_data))
+    env = dict(os.environ, PYPHMM_CUDA_ARITH="exact")
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     print("\n" + p.stdout.strip())
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_gap_continuation_quality_zero():
+    """gcp quality 0 makes gm = 0, which the fast arithmetic cannot factor
+    out: those pairs must be redone in double, and still agree with the CPU."""
+    rng = np.random.default_rng(11)
+    regions = []
+    for k in range(40):
+        rb, hb = make_region(rng, 20, 4, (30, 151), (160, 300))
+        gcp = rb.gcp.copy()
+        gcp[rng.random(gcp.size) < (0.02 if k % 2 else 0.0)] = 0
+        gcp[rb.offsets[:-1]] = 10  # gm = 0 in a read's first row makes every path 0 (-inf, GKL too)
+        regions.append((ReadBatch(rb.bases, rb.quals, rb.ins, rb.dels, gcp, rb.offsets), hb))
+    diff, st, _, _ = compare(regions)
+    print(f"\ngcp=0 regions: max |GPU-CPU| = {diff:.3g}, double pairs {st['double_pairs']}")
+    assert st["backend"] == GPU and not st["fell_back"]
+    assert diff <= TOL
+    # A read whose every gcp is 0 (uniform kernels): no path survives row 1, so
+    # the likelihood is log10(0) = -inf, as GKL returns; the GPU must agree.
+    rb, hb = make_region(rng, 10, 3, (30, 151), (160, 300), uniform=True)
+    zero = ReadBatch(rb.bases, rb.quals, rb.ins, rb.dels, np.zeros_like(rb.gcp), rb.offsets)
+    diff, st, _, got = compare([(zero, hb), (rb, hb)], finite=False)
+    assert np.isneginf(got[0]).all() and np.isfinite(got[1]).all()
+    assert diff <= TOL
 
 
 # ----------------------------------------------------------------- edge shapes

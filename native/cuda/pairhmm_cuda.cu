@@ -36,6 +36,7 @@
 
 #include "../common/errors.h"
 #include "../common/tables.h"
+#include "../common/thread_pool.h"
 #include "cuda_backend.h"
 #include "pairhmm_kernels.cuh"
 
@@ -76,6 +77,15 @@ bool env_flag(const char* name) {
     return v && *v && std::strcmp(v, "0") != 0;
 }
 
+// PYPHMM_CUDA_ARITH=exact|fast (see pairhmm_kernels.cuh); default fast.
+bool arith_is_fast() {
+    const char* v = std::getenv("PYPHMM_CUDA_ARITH");
+    if (!v || !*v || std::strcmp(v, "fast") == 0) return true;
+    if (std::strcmp(v, "exact") == 0) return false;
+    std::fprintf(stderr, "pyphmm: ignoring PYPHMM_CUDA_ARITH=%s (expected exact or fast); using fast\n", v);
+    return true;
+}
+
 // ---------------------------------------------------------------- device tables
 struct DeviceTables {
     DevTables<float> f;
@@ -111,14 +121,16 @@ cudaError_t upload_tables() {
 }
 
 // ---------------------------------------------------------------- kernels
-template <typename T, int P, int K, bool STRIPED, bool FMA>
+template <typename T, int P, int K, bool STRIPED, bool FAST, bool UNIFORM = false>
 struct Kern {
-    static void* fn() { return reinterpret_cast<void*>(&cudak::pairhmm_kernel<T, P, K, STRIPED, FMA, kBlock>); }
+    static void* fn() {
+        return reinterpret_cast<void*>(&cudak::pairhmm_kernel<T, P, K, STRIPED, FAST, UNIFORM, kBlock>);
+    }
     static int max_blocks_per_sm() {
         static const int v = [] {
             int b = 0;
             if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &b, cudak::pairhmm_kernel<T, P, K, STRIPED, FMA, kBlock>, kBlock, 0) != cudaSuccess ||
+                    &b, cudak::pairhmm_kernel<T, P, K, STRIPED, FAST, UNIFORM, kBlock>, kBlock, 0) != cudaSuccess ||
                 b < 1) {
                 cudaGetLastError();
                 b = 1;
@@ -130,7 +142,7 @@ struct Kern {
     // Groups a persistent launch uses (striped kernels need one scratch slot each).
     static int persistent_blocks() { return max_blocks_per_sm() * g_num_sms; }
     static int launch(const KernelArgs<T>& a, int blocks, cudaStream_t s) {
-        cudak::pairhmm_kernel<T, P, K, STRIPED, FMA, kBlock><<<blocks, kBlock, 0, s>>>(a);
+        cudak::pairhmm_kernel<T, P, K, STRIPED, FAST, UNIFORM, kBlock><<<blocks, kBlock, 0, s>>>(a);
         return 0;
     }
 };
@@ -147,24 +159,42 @@ constexpr BinSpec kFloatBinSpec[kFloatBins] = {{16, 4, 4},   {32, 4, 8},   {64, 
 constexpr int kFusedBins = 7;  // bins 0..6 run in one fused launch (pairhmm_fused_kernel)
 constexpr int kDoubleBins = 4;
 constexpr BinSpec kDoubleBinSpec[kDoubleBins] = {{16, 4, 4}, {32, 8, 4}, {64, 16, 4}, {INT32_MAX, 32, 4}};
-constexpr int kNumBins = kFloatBins;  // max of both
+// Fast-arithmetic float pairs whose read has one insertion, deletion and gap
+// quality for all rows (GATK's usual data) go to the UNIFORM kernels, which
+// hold those constants as scalars (fewer registers, more warps per SM): bin
+// b + kFloatBins for the non-striped float bins b.
+constexpr int kUniformBins = kFloatBins - 1;
+constexpr int kNumBins = kFloatBins + kUniformBins;
 
-int bin_of(int m, bool dbl) {
+int bin_of(int m, bool dbl, bool uniform) {
     const BinSpec* spec = dbl ? kDoubleBinSpec : kFloatBinSpec;
     int nb = dbl ? kDoubleBins : kFloatBins;
     for (int b = 0; b < nb - 1; ++b)
-        if (m <= spec[b].max_rows) return b;
+        if (m <= spec[b].max_rows) return uniform ? b + kFloatBins : b;
     return nb - 1;
+}
+
+// Whether every row of a read has the same insertion, deletion and gap
+// continuation quality.
+bool uniform_transitions(const pyphmm_region& g, int64_t ro, int m) {
+    const uint8_t i0 = g.read_ins[ro] & 127, d0 = g.read_dels[ro] & 127, c0 = g.read_gcp[ro] & 127;
+    for (int i = 1; i < m; ++i)
+        if ((g.read_ins[ro + i] & 127) != i0 || (g.read_dels[ro + i] & 127) != d0 ||
+            (g.read_gcp[ro + i] & 127) != c0)
+            return false;
+    return true;
 }
 
 int groups_grid(int64_t count, int P) { return static_cast<int>((count + (kBlock / P) - 1) / (kBlock / P)); }
 
-// Float pass: bins 0..6 in one fused launch, the long-read bins on their own.
-template <bool FMA>
+// Float pass of one kind (UNIFORM or not): bins 0..6 in one fused launch,
+// the long-read bins on their own. `bin_start`/`bin_count` point at that
+// kind's bins.
+template <bool FAST, bool UNIFORM>
 void launch_float(KernelArgs<float> a, const int64_t* bin_start, const int64_t* bin_count, cudaStream_t s,
                   pyphmm_error* err) {
-    if (bin_count[8]) {
-        typedef Kern<float, 32, 8, true, FMA> G;
+    if (!UNIFORM && bin_count[8]) {
+        typedef Kern<float, 32, 8, true, FAST> G;
         a.first = static_cast<int>(bin_start[8]);
         a.count = static_cast<int>(bin_count[8]);
         G::launch(a, std::min(groups_grid(a.count, 32), G::persistent_blocks()), s);
@@ -173,7 +203,7 @@ void launch_float(KernelArgs<float> a, const int64_t* bin_start, const int64_t* 
     if (bin_count[7]) {
         a.first = static_cast<int>(bin_start[7]);
         a.count = static_cast<int>(bin_count[7]);
-        Kern<float, 32, 16, false, FMA>::launch(a, groups_grid(a.count, 32), s);
+        Kern<float, 32, 16, false, FAST, UNIFORM>::launch(a, groups_grid(a.count, 32), s);
         CK(cudaGetLastError());
     }
     cudak::FusedPlan plan{};
@@ -189,7 +219,7 @@ void launch_float(KernelArgs<float> a, const int64_t* bin_start, const int64_t* 
     }
     plan.block_start[plan.nb] = blocks;
     if (plan.nb) {
-        cudak::pairhmm_fused_kernel<FMA, kBlock><<<blocks, kBlock, 0, s>>>(a, plan);
+        cudak::pairhmm_fused_kernel<FAST, UNIFORM, kBlock><<<blocks, kBlock, 0, s>>>(a, plan);
         CK(cudaGetLastError());
     }
 }
@@ -206,8 +236,8 @@ void launch_double_bin(int b, KernelArgs<double> a, int blocks_cap, cudaStream_t
     }
 }
 
-int float_general_blocks(bool fma) {
-    return fma ? Kern<float, 32, 8, true, true>::persistent_blocks()
+int float_general_blocks(bool fast) {
+    return fast ? Kern<float, 32, 8, true, true>::persistent_blocks()
                : Kern<float, 32, 8, true, false>::persistent_blocks();
 }
 
@@ -336,70 +366,103 @@ Layout layout_of(const Chunk& c) {
     return L;
 }
 
+// Where one piece's data goes in the chunk's buffer: its first read element,
+// first haplotype byte and, per bin, its first descriptor.
+struct PieceCursor {
+    int64_t rpos = 0, hpos = 0;
+    int64_t bin[kNumBins] = {};
+};
+
+// Packs one piece: its haplotypes (base masks, zero-padded), its reads and
+// one descriptor per (read, haplotype) into its bins. Returns the longest
+// haplotype.
+int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor cur, bool dbl, bool uni,
+               PairDesc* desc, uint32_t* relem, uint8_t* hbytes) {
+    int mn = 1;
+    std::vector<uint32_t> hoff(g.num_haps), hlen(g.num_haps);
+    for (int32_t h = 0; h < g.num_haps; ++h) {
+        const uint8_t* src = g.hap_bases + g.hap_offsets[h];
+        const int64_t n = g.hap_offsets[h + 1] - g.hap_offsets[h];
+        hoff[h] = static_cast<uint32_t>(cur.hpos);
+        hlen[h] = static_cast<uint32_t>(n);
+        uint8_t* dst = hbytes + cur.hpos;
+        for (int64_t j = 0; j < n; ++j) dst[j] = g_masks.v[src[j]];
+        std::memset(dst + n, 0, hap_stride(n) - n);
+        cur.hpos += hap_stride(n);
+        mn = std::max<int>(mn, static_cast<int>(n));
+    }
+    for (int32_t r = p.r0; r < p.r1; ++r) {
+        const int64_t ro = g.read_offsets[r];
+        const int m = static_cast<int>(g.read_offsets[r + 1] - ro);
+        uint32_t* dst = relem + cur.rpos;
+        for (int i = 0; i < m; ++i)
+            dst[i] = cudak::pack_read_elem(g_masks.v[g.read_bases[ro + i]], g.read_quals[ro + i] & 127,
+                                           g.read_ins[ro + i] & 127, g.read_dels[ro + i] & 127,
+                                           g.read_gcp[ro + i] & 127);
+        int64_t& slot = cur.bin[bin_of(m, dbl, uni && uniform_transitions(g, ro, m))];
+        for (int32_t h = 0; h < g.num_haps; ++h) {
+            PairDesc& d = desc[slot++];
+            d.roff = static_cast<uint32_t>(cur.rpos);
+            d.hoff = hoff[h];
+            d.m = m;
+            d.n = static_cast<int32_t>(hlen[h]);
+            d.out = static_cast<int32_t>(out++);
+        }
+        cur.rpos += m;
+    }
+    return mn;
+}
+
 // Fills the pinned input buffer; returns per-bin [start, count) and the
-// longest haplotype.
-void pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, bool dbl, char* buf,
+// longest haplotype. Pass 1 sizes every piece (so each knows where its data
+// goes); pass 2 packs the pieces in parallel (whole workloads have thousands).
+void pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, bool dbl, bool uni, char* buf,
                 int64_t bin_start[kNumBins], int64_t bin_count[kNumBins], int* max_n) {
     std::memset(buf, 0, 16);
     PairDesc* desc = reinterpret_cast<PairDesc*>(buf + L.desc_off);
     uint32_t* relem = reinterpret_cast<uint32_t*>(buf + L.read_off);
     uint8_t* hbytes = reinterpret_cast<uint8_t*>(buf + L.hap_off);
-    for (int b = 0; b < kNumBins; ++b) bin_count[b] = 0;
-    // pass 1: bin sizes
-    for (const Piece& p : c.pieces) {
+    const int64_t np = static_cast<int64_t>(c.pieces.size());
+    std::vector<PieceCursor> cur(np);
+    PieceCursor total;  // running sums: element, byte and per-bin pair counts
+    for (int64_t k = 0; k < np; ++k) {
+        const Piece& p = c.pieces[k];
         const pyphmm_region& g = regions[p.region];
+        cur[k] = total;
+        for (int32_t h = 0; h < g.num_haps; ++h) total.hpos += hap_stride(g.hap_offsets[h + 1] - g.hap_offsets[h]);
         for (int32_t r = p.r0; r < p.r1; ++r) {
-            int m = static_cast<int>(g.read_offsets[r + 1] - g.read_offsets[r]);
-            bin_count[bin_of(m, dbl)] += g.num_haps;
+            const int64_t m = g.read_offsets[r + 1] - g.read_offsets[r];
+            total.rpos += m;
+            const bool u = uni && uniform_transitions(g, g.read_offsets[r], static_cast<int>(m));
+            total.bin[bin_of(static_cast<int>(m), dbl, u)] += g.num_haps;
         }
     }
-    int64_t cursor[kNumBins];
     int64_t acc = 0;
     for (int b = 0; b < kNumBins; ++b) {
-        bin_start[b] = cursor[b] = acc;
-        acc += bin_count[b];
+        bin_start[b] = acc;
+        bin_count[b] = total.bin[b];
+        acc += total.bin[b];
     }
-    // pass 2: haplotypes, reads, descriptors
-    int64_t rpos = 0, hpos = 0;
-    int mn = 1;
-    std::vector<uint32_t> hoff, hlen;
-    for (const Piece& p : c.pieces) {
-        const pyphmm_region& g = regions[p.region];
-        hoff.resize(g.num_haps);
-        hlen.resize(g.num_haps);
-        for (int32_t h = 0; h < g.num_haps; ++h) {
-            const uint8_t* src = g.hap_bases + g.hap_offsets[h];
-            int64_t n = g.hap_offsets[h + 1] - g.hap_offsets[h];
-            hoff[h] = static_cast<uint32_t>(hpos);
-            hlen[h] = static_cast<uint32_t>(n);
-            uint8_t* dst = hbytes + hpos;
-            for (int64_t j = 0; j < n; ++j) dst[j] = g_masks.v[src[j]];
-            std::memset(dst + n, 0, hap_stride(n) - n);
-            hpos += hap_stride(n);
-            mn = std::max<int>(mn, static_cast<int>(n));
+    for (PieceCursor& pc : cur)
+        for (int b = 0; b < kNumBins; ++b) pc.bin[b] += bin_start[b];
+    std::vector<int> longest(np, 1);
+    std::atomic<bool> no_memory{false};
+    auto pack_one = [&](int64_t k) {  // parallel_for's fn must not throw
+        const Piece& p = c.pieces[k];
+        try {
+            longest[k] = pack_piece(regions[p.region], p, p.out_first - c.out_first, cur[k], dbl, uni, desc, relem,
+                                    hbytes);
+        } catch (const std::bad_alloc&) {
+            no_memory = true;
         }
-        int64_t out = p.out_first - c.out_first;
-        for (int32_t r = p.r0; r < p.r1; ++r) {
-            int64_t ro = g.read_offsets[r];
-            int m = static_cast<int>(g.read_offsets[r + 1] - ro);
-            uint32_t* dst = relem + rpos;
-            for (int i = 0; i < m; ++i)
-                dst[i] = cudak::pack_read_elem(g_masks.v[g.read_bases[ro + i]], g.read_quals[ro + i] & 127,
-                                               g.read_ins[ro + i] & 127, g.read_dels[ro + i] & 127,
-                                               g.read_gcp[ro + i] & 127);
-            int64_t& cur = cursor[bin_of(m, dbl)];
-            for (int32_t h = 0; h < g.num_haps; ++h) {
-                PairDesc& d = desc[cur++];
-                d.roff = static_cast<uint32_t>(rpos);
-                d.hoff = hoff[h];
-                d.m = m;
-                d.n = static_cast<int32_t>(hlen[h]);
-                d.out = static_cast<int32_t>(out++);
-            }
-            rpos += m;
-        }
-    }
-    *max_n = mn;
+    };
+    // Per-region calls (one piece) stay on the calling thread.
+    if (np > 1 && c.pairs >= 4096)
+        parallel_for(np, 0, pack_one);
+    else
+        for (int64_t k = 0; k < np; ++k) pack_one(k);
+    if (no_memory) throw std::bad_alloc();
+    *max_n = *std::max_element(longest.begin(), longest.end());
 }
 
 // Cuts the work into chunks: region pieces, bounded by pair count, bytes and cells.
@@ -453,7 +516,7 @@ std::vector<Chunk> plan_chunks(const pyphmm_region* regions, int64_t num_regions
 // ---------------------------------------------------------------- execution
 struct CallState {
     bool dbl;
-    bool fma;
+    bool fast;
     bool timing;
     int64_t double_pairs = 0;
     cudaEvent_t first = nullptr;
@@ -505,7 +568,7 @@ void run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, double* ou
     s.dout.ensure(L.out_bytes, err);
     int64_t bin_start[kNumBins], bin_count[kNumBins];
     int max_n = 1;
-    pack_chunk(regions, c, L, st.dbl, s.hin.p, bin_start, bin_count, &max_n);
+    pack_chunk(regions, c, L, st.dbl, !st.dbl && st.fast, s.hin.p, bin_start, bin_count, &max_n);
 
     char* din = static_cast<char*>(s.din.p);
     char* dout = static_cast<char*>(s.dout.p);
@@ -520,7 +583,7 @@ void run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, double* ou
     // Scratch for the striped kernels: one slot of 3 rows per resident group.
     const int stride = static_cast<int>(round_up(max_n + 2, 32));
     const int dbl_blocks = DoubleGeneral::persistent_blocks();
-    const int float_blocks = float_general_blocks(st.fma);
+    const int float_blocks = float_general_blocks(st.fast);
     size_t scratch_bytes = std::max(static_cast<size_t>(dbl_blocks) * (kBlock / 32) * 3 * stride * sizeof(double),
                                     static_cast<size_t>(float_blocks) * (kBlock / 32) * 3 * stride * sizeof(float));
     s.dscratch.ensure(scratch_bytes, err);
@@ -542,10 +605,12 @@ void run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, double* ou
         a.under_count = counter;
         a.scratch = static_cast<float*>(s.dscratch.p);
         a.scratch_stride = stride;
-        if (st.fma)
-            launch_float<true>(a, bin_start, bin_count, s.stream, err);
-        else
-            launch_float<false>(a, bin_start, bin_count, s.stream, err);
+        if (st.fast) {
+            launch_float<true, false>(a, bin_start, bin_count, s.stream, err);
+            launch_float<true, true>(a, bin_start + kFloatBins, bin_count + kFloatBins, s.stream, err);
+        } else {
+            launch_float<false, false>(a, bin_start, bin_count, s.stream, err);
+        }
         KernelArgs<double> d{};
         d.pairs = pairs;
         d.count_ptr = counter;
@@ -673,7 +738,7 @@ int cuda_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
     if (!probe.usable) return set_error(err, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", probe.status);
     static const bool inject = env_flag("PYPHMM_CUDA_INJECT_FAILURE");
     if (inject) return set_error(err, PYPHMM_E_INTERNAL, "injected failure (PYPHMM_CUDA_INJECT_FAILURE)");
-    static const bool fma = env_flag("PYPHMM_CUDA_FMA");
+    static const bool fast = arith_is_fast();
     static const bool timing = env_flag("PYPHMM_CUDA_TIMING");
 
     int64_t total_pairs = 0, total_cells = 0;
@@ -684,7 +749,7 @@ int cuda_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
             total_cells += (g.read_offsets[g.num_reads] - g.read_offsets[0]) *
                            (g.hap_offsets[g.num_haps] - g.hap_offsets[0]);
     }
-    CallState st{double_precision, fma, timing};
+    CallState st{double_precision, fast, timing};
     if (total_pairs > 0) {
         Context* ctx = nullptr;
         try {

@@ -19,11 +19,17 @@
 // P*K rows; the last lane stores the stripe's last row (M, X, Y per column)
 // in a per-group scratch slot and lane 0 of the next stripe reads it back.
 //
-// Arithmetic follows GKL's operation order exactly:
-//   M = e * ((mm*M' + gm*X') + gm*Y'),  X = mx*M^ + xx*X^,  Y = my*M< + yy*Y<
-// The default float path uses __fmul_rn/__fadd_rn so nvcc cannot contract to
-// FMA and every rounding equals the CPU backend's (and GKL's); the FMA
-// variant is an opt-in (PYPHMM_CUDA_FMA=1) for throughput.
+// Two float arithmetics (the FAST template flag; PYPHMM_CUDA_ARITH picks):
+//  exact: GKL's operation order, every product and sum rounded on its own
+//    (__fmul_rn/__fadd_rn, so nvcc cannot contract), bit-equal to the CPU
+//    backend's arithmetic:
+//      M = e * ((mm*M' + gm*X') + gm*Y'),  X = mx*M^ + xx*X^,  Y = my*M< + yy*Y<
+//  fast (default): fused multiply-adds and gm factored out of M,
+//      M = (e*gm) * ((mm/gm)*M' + (X' + Y')),
+//    9 instead of 12 floating-point instructions per cell. The per-row
+//    constants are rounded once each, so results stay within ~1e-6 (log10)
+//    of GKL's; the GPU tests hold both modes to GKL's 1e-5 contract.
+// The double pass always uses the exact arithmetic.
 #pragma once
 #include <cstdint>
 
@@ -75,7 +81,7 @@ struct KernelArgs {
     int scratch_stride;
 };
 
-template <typename T, bool FMA>
+template <typename T, bool FAST>
 struct Arith;
 
 template <>
@@ -116,13 +122,13 @@ __device__ __forceinline__ double tdiv<double>(double a, double b) { return __dd
 // rows at column j-1, `n*` receive column j; (dM,dX,dY) is the row above at
 // column j-1 and (uM,uX) at column j. Callers alternate two register sets
 // for o/n (and for d/u), so no value is ever copied between steps.
-template <typename T, int K, bool FMA>
+template <typename T, int K, bool FAST>
 __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], const T (&mx)[K], const T (&my)[K],
                                           const T (&cc)[K], const T (&em)[K], const T (&ex)[K],
                                           const uint32_t (&rmask)[(K + 7) / 8], uint32_t h, T dM, T dX, T dY,
                                           T uM, T uX, const T (&oM)[K], const T (&oX)[K], const T (&oY)[K],
                                           T (&nM)[K], T (&nX)[K], T (&nY)[K]) {
-    typedef Arith<T, FMA> A;
+    typedef Arith<T, FAST> A;
     const uint32_t hrep = h * 0x11111111u;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -130,17 +136,51 @@ __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], co
         const T am = k == 0 ? uM : nM[k - 1], ax = k == 0 ? uX : nX[k - 1];
         const bool match = (rmask[k / 8] & hrep & (0xfu << (4 * (k % 8)))) != 0u;
         const T e = match ? em[k] : ex[k];
-        nM[k] = A::mul(e, A::madd(gm[k], py, A::madd(mm[k], pm, A::mul(gm[k], px))));
+        if (FAST)  // factored (see forward_pair's setup): mm = mm/gm, em/ex = e*gm
+            nM[k] = A::mul(e, A::madd(mm[k], pm, px + py));
+        else
+            nM[k] = A::mul(e, A::madd(gm[k], py, A::madd(mm[k], pm, A::mul(gm[k], px))));
         nX[k] = A::madd(mx[k], am, A::mul(cc[k], ax));
         nY[k] = A::madd(my[k], oM[k], A::mul(cc[k], oY[k]));
     }
 }
 
+// Transition constants of one read row (GKL's tables).
+template <typename T>
+struct RowConsts {
+    T mm, gm, mx, my, cc;
+};
+
+// In FAST mode gm is factored out of M's sum: e*(mm*M + gm*X + gm*Y) =
+// (e*gm) * ((mm/gm)*M + (X + Y)), so mm holds mm/gm and the caller scales the
+// emissions by gm. gm == 0 (gap-continuation quality 0) cannot be factored:
+// such a row sets `unfactorable` and the pair is redone in double.
+template <typename T, bool FAST>
+__device__ __forceinline__ RowConsts<T> row_consts(const KernelArgs<T>& a, uint32_t e, bool& unfactorable) {
+    const int ins = (e >> 11) & 127, del = (e >> 18) & 127, c = e >> 25;
+    const int lo = ins < del ? ins : del, hi = ins < del ? del : ins;
+    RowConsts<T> r;
+    r.mm = __ldg(a.tab.mm + hi * (hi + 1) / 2 + lo);
+    r.cc = __ldg(a.tab.ph2pr + c);
+    r.gm = T(1) - r.cc;
+    r.mx = __ldg(a.tab.ph2pr + ins);
+    r.my = __ldg(a.tab.ph2pr + del);
+    if (FAST) {
+        if (r.gm == T(0)) {
+            unfactorable = true;
+            r.mm = T(0);
+        } else {
+            r.mm = tdiv<T>(r.mm, r.gm);
+        }
+    }
+    return r;
+}
+
 // The forward algorithm for one pair by one group. Returns the raw sum
 // (meaningful in lane P-1 only).
-template <typename T, int P, int K, bool STRIPED, bool FMA>
+template <typename T, int P, int K, bool STRIPED, bool FAST, bool UNIFORM>
 __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min,
-                                          int steps, int t, T* scratch) {
+                                          int steps, int t, T* scratch, bool& unfactorable) {
     static_assert(!STRIPED || P == 32, "striped kernels use one group per warp");
     constexpr unsigned gmask = 0xffffffffu;  // every lane of the warp runs the same steps
     constexpr int R = P * K;
@@ -153,6 +193,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
     const uint32_t* rd = a.reads + d.roff;
     const int ss = a.scratch_stride;
     T sum_m = T(0), sum_x = T(0);
+    unfactorable = false;
 
     for (int stripe = 0; stripe < nstripes; ++stripe) {
         T mm[K], gm[K], mx[K], my[K], cc[K], em[K], ex[K];
@@ -160,28 +201,47 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         uint32_t rmask[NMASKW];
 #pragma unroll
         for (int w = 0; w < NMASKW; ++w) rmask[w] = 0;
+        // UNIFORM pairs (the host checked that every row of the read has the
+        // same insertion, deletion and gap-continuation quality, as in GATK's
+        // usual data) take the transition constants from row 0 as scalars:
+        // the arrays below then hold one value, which the compiler keeps in
+        // one register, so only the emissions and cc stay per row. (Padding
+        // rows need only e = 0 and cc = 1 to reproduce row 0: M = e*(...) = 0,
+        // X = mx*0 + cc*0 = 0, Y = my*0 + 1*Y.)
+        RowConsts<T> u{};
+        if (UNIFORM) u = row_consts<T, FAST>(a, __ldg(rd), unfactorable);
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int row = stripe * R + t * K + k - pad;  // 0-based read row; < 0: padding
             Ma[k] = Xa[k] = T(0);
+            if (UNIFORM) {
+                mm[k] = u.mm;
+                gm[k] = u.gm;
+                mx[k] = u.mx;
+                my[k] = u.my;
+            }
             if (row < 0) {
-                mm[k] = gm[k] = mx[k] = my[k] = T(0);
+                if (!UNIFORM) mm[k] = gm[k] = mx[k] = my[k] = T(0);
                 cc[k] = T(1);
                 em[k] = ex[k] = T(0);
                 Ya[k] = ic_n;
             } else {
                 const uint32_t e = __ldg(rd + row);
-                const int q = (e >> 4) & 127, ins = (e >> 11) & 127, del = (e >> 18) & 127, c = e >> 25;
-                const int lo = ins < del ? ins : del, hi = ins < del ? del : ins;
-                mm[k] = __ldg(a.tab.mm + hi * (hi + 1) / 2 + lo);
-                const T pc = __ldg(a.tab.ph2pr + c);
-                gm[k] = T(1) - pc;
-                cc[k] = pc;
-                mx[k] = __ldg(a.tab.ph2pr + ins);
-                my[k] = __ldg(a.tab.ph2pr + del);
-                const T err = __ldg(a.tab.ph2pr + q);
+                const RowConsts<T> c = UNIFORM ? u : row_consts<T, FAST>(a, e, unfactorable);
+                if (!UNIFORM) {
+                    mm[k] = c.mm;
+                    gm[k] = c.gm;
+                    mx[k] = c.mx;
+                    my[k] = c.my;
+                }
+                cc[k] = c.cc;
+                const T err = __ldg(a.tab.ph2pr + ((e >> 4) & 127));
                 em[k] = T(1) - err;
                 ex[k] = tdiv<T>(err, T(3));
+                if (FAST) {  // e*gm (see row_consts)
+                    em[k] = em[k] * c.gm;
+                    ex[k] = ex[k] * c.gm;
+                }
                 rmask[k / 8] |= (e & 15u) << (4 * (k % 8));
                 Ya[k] = T(0);
             }
@@ -237,7 +297,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         if (t == 0) h = (word >> (8 * (B))) & 0xffu;                                                        \
         const int j = s0 + (B) - t + 1;                                                                     \
         if (!(CHECK) || static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                      \
-            lane_step<T, K, FMA>(mm, gm, mx, my, cc, em, ex, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, \
+            lane_step<T, K, FAST>(mm, gm, mx, my, cc, em, ex, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, \
                                  NY);                                                                       \
             if (t == P - 1) {                                                                               \
                 if (last_stripe) {                                                                          \
@@ -299,16 +359,23 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
 #undef PYPHMM_STEP
         if (STRIPED) __syncwarp();
     }
+    // A pair is unfactorable if any lane of its group found a gm == 0 row.
+    if (FAST) {
+        const unsigned lanes = __ballot_sync(gmask, unfactorable);
+        const unsigned group = P == 32 ? 0xffffffffu : ((1u << P) - 1u) << ((threadIdx.x & 31) & ~(P - 1));
+        unfactorable = (lanes & group) != 0u;
+    }
     return sum_m + sum_x;
 }
 
 template <typename T>
-__device__ __forceinline__ void store_result(const KernelArgs<T>& a, int pi, const PairDesc& d, T sum);
+__device__ __forceinline__ void store_result(const KernelArgs<T>& a, int pi, const PairDesc& d, T sum,
+                                             bool redo);
 
 template <>
 __device__ __forceinline__ void store_result<float>(const KernelArgs<float>& a, int pi, const PairDesc& d,
-                                                    float sum) {
-    if (sum < 1e-28f) {  // GKL's underflow guard: redo this pair in double
+                                                    float sum, bool redo) {
+    if (sum < 1e-28f || redo) {  // GKL's underflow guard: redo this pair in double
         a.under_list[atomicAdd(a.under_count, 1)] = pi;
         return;
     }
@@ -320,7 +387,7 @@ __device__ __forceinline__ void store_result<float>(const KernelArgs<float>& a, 
 
 template <>
 __device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a, int, const PairDesc& d,
-                                                     double sum) {
+                                                     double sum, bool) {
     a.out[d.out] = log10(sum) - a.tab.log10_ic;
 }
 
@@ -328,7 +395,7 @@ __device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a
 // listed ones), `nblocks` blocks of which this is block `block`. Groups of a
 // warp take consecutive pairs and run the warp's longest step count, so all
 // shuffles are full-warp and converged.
-template <typename T, int P, int K, bool STRIPED, bool FMA, int BLOCK>
+template <typename T, int P, int K, bool STRIPED, bool FAST, bool UNIFORM, int BLOCK>
 __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int nblocks) {
     constexpr int G = 32 / P;  // groups per warp
     const int lane = threadIdx.x & 31;
@@ -348,14 +415,23 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
         const int n_act = valid ? d.n : 0;
         const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
         const int n_min = __reduce_min_sync(0xffffffffu, n_act);
-        const T sum = forward_pair<T, P, K, STRIPED, FMA>(a, d, n_act, n_min, steps, t, scratch);
-        if (valid && t == P - 1) store_result<T>(a, pi, d, sum);
+        bool redo = false;
+        const T sum = forward_pair<T, P, K, STRIPED, FAST, UNIFORM>(a, d, n_act, n_min, steps, t, scratch, redo);
+        if (valid && t == P - 1) store_result<T>(a, pi, d, sum, redo);
     }
 }
 
-template <typename T, int P, int K, bool STRIPED, bool FMA, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) pairhmm_kernel(KernelArgs<T> a) {
-    run_bin<T, P, K, STRIPED, FMA, BLOCK>(a, blockIdx.x, gridDim.x);
+// Blocks per SM the register allocation must allow. The uniform kernels fit
+// more warps without spilling when asked to (checked with ptxas -v: no spill
+// stores); the others keep ptxas's own choice.
+template <bool UNIFORM, int K>
+constexpr int min_blocks() {
+    return UNIFORM ? (K <= 10 ? 4 : 3) : 1;
+}
+
+template <typename T, int P, int K, bool STRIPED, bool FAST, bool UNIFORM, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, K>())) pairhmm_kernel(KernelArgs<T> a) {
+    run_bin<T, P, K, STRIPED, FAST, UNIFORM, BLOCK>(a, blockIdx.x, gridDim.x);
 }
 
 // Several short-read bins in ONE launch: block ranges map to bins, so bins
@@ -370,12 +446,9 @@ struct FusedPlan {
 };
 
 // The float bins with K <= 10; bin numbers are the host's kFloatBinSpec indices.
-#ifndef PYPHMM_FUSED_MIN_BLOCKS
-#define PYPHMM_FUSED_MIN_BLOCKS 1
-#endif
-template <bool FMA, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, PYPHMM_FUSED_MIN_BLOCKS) pairhmm_fused_kernel(KernelArgs<float> a,
-                                                                                      FusedPlan plan) {
+template <bool FAST, bool UNIFORM, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, 10>())) pairhmm_fused_kernel(KernelArgs<float> a,
+                                                                                         FusedPlan plan) {
     int i = 0;
     while (i + 1 < plan.nb && static_cast<int>(blockIdx.x) >= plan.block_start[i + 1]) ++i;
     a.first = plan.first[i];
@@ -383,13 +456,13 @@ __global__ void __launch_bounds__(BLOCK, PYPHMM_FUSED_MIN_BLOCKS) pairhmm_fused_
     const int block = blockIdx.x - plan.block_start[i];
     const int nblocks = plan.block_start[i + 1] - plan.block_start[i];
     switch (plan.bin[i]) {
-        case 0: run_bin<float, 4, 4, false, FMA, BLOCK>(a, block, nblocks); break;
-        case 1: run_bin<float, 4, 8, false, FMA, BLOCK>(a, block, nblocks); break;
-        case 2: run_bin<float, 8, 8, false, FMA, BLOCK>(a, block, nblocks); break;
-        case 3: run_bin<float, 16, 6, false, FMA, BLOCK>(a, block, nblocks); break;
-        case 4: run_bin<float, 16, 8, false, FMA, BLOCK>(a, block, nblocks); break;
-        case 5: run_bin<float, 16, 10, false, FMA, BLOCK>(a, block, nblocks); break;
-        case 6: run_bin<float, 32, 8, false, FMA, BLOCK>(a, block, nblocks); break;
+        case 0: run_bin<float, 4, 4, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 1: run_bin<float, 4, 8, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 2: run_bin<float, 8, 8, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 3: run_bin<float, 16, 6, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 4: run_bin<float, 16, 8, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 5: run_bin<float, 16, 10, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 6: run_bin<float, 32, 8, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
         default: break;
     }
 }
