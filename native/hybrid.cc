@@ -14,10 +14,11 @@
 // two cores. PYPHMM_HYBRID_GPU_THREADS changes the count.
 //
 // A CPU worker takes its next claim only if, at the rates seen so far in the
-// call (calibration's until then), it would finish it before the GPU
-// finishes everything still unclaimed or in flight. So the CPU never holds
-// the last regions while the GPU idles, and where it is too slow to help it
-// takes nothing: the call is then as fast as the GPU alone.
+// call (calibration's until then), it would finish it before GPU and CPU
+// workers together finish everything still unclaimed or in flight. So the
+// CPU never holds the last regions while the GPU idles (the tail is at most
+// part of one small claim), and where it is too slow to help it takes
+// nothing: the call is then as fast as the GPU alone.
 //
 // Results go straight to each region's slice of the caller's output. If the
 // GPU fails, one warning is printed and the CPU computes the failed batch
@@ -40,6 +41,7 @@ namespace pyphmm {
 
 namespace {
 
+constexpr int kDefaultGpuThreads = 2;                // see the top of this file
 constexpr int64_t kCpuClaimCells = 2'000'000;        // ~1 ms on one core: small claims balance well
 constexpr int64_t kMinGpuBatch = 32'000'000;         // below this a GPU call is mostly fixed cost
 constexpr int64_t kMaxGpuBatch = 512'000'000;        // a few hundred us of kernels on an H100
@@ -104,6 +106,7 @@ struct Hybrid {
     bool dbl;
     int threads;                     // for the CPU recompute after a GPU failure
     int gpu_threads;
+    int cpu_workers;
     std::vector<int64_t> order;      // region indices by ascending cells
     std::vector<int64_t> prefix;     // prefix[i] = cells of order[0, i)
     std::vector<int64_t> out_first;  // output offset of region k
@@ -180,15 +183,17 @@ void run_on_cpu(Hybrid& h, int64_t first, int64_t last, int threads) {
 }
 
 // Next claim from the small end: regions up to kCpuClaimCells (at least one),
-// if one thread finishes them before the GPU would finish the rest.
+// if one thread finishes them before everyone together finishes the rest.
 int64_t pick_small(const Hybrid& h, int64_t lo, int64_t hi) {
     const int64_t* p = h.prefix.data();
     int64_t nlo = std::upper_bound(p + lo + 1, p + hi + 1, p[lo] + kCpuClaimCells) - p - 1;
     nlo = std::max(nlo, lo + 1);
     if (h.gpu_failed.load(std::memory_order_relaxed)) return nlo;
-    double cpu_s = h.cells_of(lo, nlo) / h.cpu_thread_rate();
-    double gpu_s = (h.cells_of(nlo, hi) + h.gpu_inflight.load(std::memory_order_relaxed)) / h.gpu_rate();
-    return cpu_s <= gpu_s ? nlo : lo;
+    const double cpu_rate = h.cpu_thread_rate();
+    double claim_s = h.cells_of(lo, nlo) / cpu_rate;
+    double rest_s = (h.cells_of(nlo, hi) + h.gpu_inflight.load(std::memory_order_relaxed)) /
+                    (h.gpu_rate() + h.cpu_workers * cpu_rate);
+    return claim_s <= rest_s ? nlo : lo;
 }
 
 // Next GPU batch from the large end: about unclaimed / (4 x drivers) cells,
@@ -245,9 +250,14 @@ void gpu_driver(Hybrid& h) {
 
 }  // namespace
 
+// Read at every call (unlike the other variables) so a benchmark can compare
+// driver counts in one process; anything but 1..64 means the default.
 int hybrid_gpu_threads() {
-    static const int v = static_cast<int>(std::min<int64_t>(64, std::max<int64_t>(1, env_int("PYPHMM_HYBRID_GPU_THREADS", 2))));
-    return v;
+    const char* v = std::getenv("PYPHMM_HYBRID_GPU_THREADS");
+    if (!v || !*v) return kDefaultGpuThreads;
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    return (*end == '\0' && n >= 1 && n <= 64) ? static_cast<int>(n) : kDefaultGpuThreads;
 }
 
 bool hybrid_wanted(const pyphmm_options* o, int64_t num_regions) {
@@ -268,7 +278,7 @@ int hybrid_pairhmm(const pyphmm_region* regions, int64_t num_regions, const int6
     h.gpu_threads = std::min(hybrid_gpu_threads(), h.threads);
     h.prior_gpu_rate = cal.ran ? cal.gpu_rate : kPriorGpuRate;
     h.prior_cpu_rate = cal.ran ? cal.cpu_rate / cal.cpu_threads : kPriorCpuThreadRate;
-    const int cpu_threads = h.threads - h.gpu_threads;
+    h.cpu_workers = h.threads - h.gpu_threads;
     parallel_for(h.threads, h.threads, [&](int64_t i) {
         if (i < h.gpu_threads)
             gpu_driver(h);
@@ -285,7 +295,7 @@ int hybrid_pairhmm(const pyphmm_region* regions, int64_t num_regions, const int6
         stats->cpu_cells = h.cpu_cells;
         stats->hybrid = 1;
         stats->hybrid_gpu_threads = h.gpu_threads;
-        stats->hybrid_cpu_threads = cpu_threads;
+        stats->hybrid_cpu_threads = h.cpu_workers;
         stats->seconds = std::chrono::duration<double>(Clock::now() - h.start).count();
     }
     return PYPHMM_OK;

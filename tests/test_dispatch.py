@@ -70,7 +70,8 @@ def cells(r):
 
 
 # The child: computes `mode` under the environment it was started with and
-# prints one JSON line.
+# prints one JSON line. same_gpu compares with the GPU backend within 1e-9
+# (GPU and CPU differ by ~1e-6, so it still says which side computed it).
 CHILD = r"""
 import json, sys
 import numpy as np
@@ -88,14 +89,14 @@ if mode == "per_call":
         got = pyphmm.compute_likelihoods(reads, haps, stats=st, **kwargs)
         out["calls"].append(dict(st, cells_region=t.cells(regions[k]),
                                  same_cpu=bool(np.array_equal(got, cpu[k])),
-                                 same_gpu=bool(np.allclose(got, gpu[k], rtol=0, atol=1e-12)),
+                                 same_gpu=bool(np.allclose(got, gpu[k], rtol=0, atol=1e-9)),
                                  diff_cpu=float(np.max(np.abs(got - cpu[k])))))
 else:
     st = {{}}
     got = pyphmm.compute_regions(regions, stats=st, **kwargs)
     out["stats"] = st
     out["same_cpu"] = [bool(np.array_equal(a, b)) for a, b in zip(got, cpu)]
-    out["same_gpu"] = [bool(np.allclose(a, b, rtol=0, atol=1e-12)) for a, b in zip(got, gpu)]
+    out["same_gpu"] = [bool(np.allclose(a, b, rtol=0, atol=1e-9)) for a, b in zip(got, gpu)]
     out["diff_cpu"] = max(float(np.max(np.abs(a - b))) for a, b in zip(got, cpu))
     out["total_cells"] = sum(t.cells(r) for r in regions)
 print("RESULT " + json.dumps(out))
@@ -267,7 +268,7 @@ def test_fake_gpu_fails_midway():
     assert st["gpu_regions"] > 0, "the first batch succeeds: the failure is mid-way"
     assert st["gpu_regions"] + st["cpu_regions"] == 40
     assert all(out["same_cpu"])
-    assert err.count("GPU PairHMM failed") == 1, err
+    assert err.count("the CPU computes the remaining regions") == 1, err
 
 
 def test_one_thread_hybrid_is_gpu_only():
@@ -328,4 +329,4 @@ def test_gpu_hybrid_failure_falls_back():
     st = out["stats"]
     assert st["hybrid"] and st["fell_back"] and st["gpu_regions"] == 0 and st["cpu_regions"] == 40
     assert all(out["same_cpu"])
-    assert err.count("GPU PairHMM failed") == 1, err
+    assert err.count("the CPU computes the remaining regions") == 1, err
