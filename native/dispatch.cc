@@ -10,6 +10,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "common/errors.h"
 #include "common/thread_pool.h"
@@ -27,13 +28,11 @@ namespace pyphmm {
 
 namespace {
 
-// Regions with fewer cells than this run on the CPU under AUTO, because the
-// fixed cost of a GPU call would dominate. PYPHMM_GPU_MIN_CELLS overrides.
-constexpr int64_t kDefaultGpuMinCells = 2'000'000;
-
 // Smith-Waterman batches with fewer pairs than this stay on the CPU under
 // AUTO whatever their cell count: one block per pair needs many pairs.
 constexpr int64_t kSwGpuMinPairs = 256;
+
+}  // namespace
 
 int64_t env_int(const char* name, int64_t fallback) {
     const char* v = std::getenv(name);
@@ -46,6 +45,8 @@ int64_t env_int(const char* name, int64_t fallback) {
     }
     return x;
 }
+
+namespace {
 
 // PYPHMM_BACKEND=cpu|cuda|auto, read once; anything else is reported once.
 int env_backend() {
@@ -106,14 +107,13 @@ void warn_once(std::atomic<bool>& flag, const char* what) {
 
 }  // namespace
 
-int64_t gpu_min_cells() {
-    static const int64_t v = env_int("PYPHMM_GPU_MIN_CELLS", kDefaultGpuMinCells);
-    return v;
+int requested_backend(const pyphmm_options* o) {
+    int asked = o ? o->backend : PYPHMM_BACKEND_AUTO;
+    return asked == PYPHMM_BACKEND_AUTO ? env_backend() : asked;
 }
 
-int resolve_backend(const pyphmm_options* o, int64_t cells, pyphmm_error* err) {
-    int asked = o ? o->backend : PYPHMM_BACKEND_AUTO;
-    if (asked == PYPHMM_BACKEND_AUTO) asked = env_backend();
+int resolve_backend(const pyphmm_options* o, int64_t cells, int64_t min_cells, bool gpu_ok, pyphmm_error* err) {
+    int asked = requested_backend(o);
     const CudaProbe& cuda = cuda_probe();
     if (asked == PYPHMM_BACKEND_CPU) return PYPHMM_BACKEND_CPU;
     if (asked == PYPHMM_BACKEND_CUDA) {
@@ -122,7 +122,7 @@ int resolve_backend(const pyphmm_options* o, int64_t cells, pyphmm_error* err) {
                               cuda.status);
         return PYPHMM_BACKEND_CUDA;
     }
-    if (!cuda.usable) {
+    if (!gpu_ok) {
         static std::atomic<bool> said{false};
         if (cuda.compiled) {
             std::string line = std::string("CUDA unavailable (") + cuda.status + "), using the CPU backend";
@@ -130,7 +130,40 @@ int resolve_backend(const pyphmm_options* o, int64_t cells, pyphmm_error* err) {
         }
         return PYPHMM_BACKEND_CPU;
     }
-    return cells >= gpu_min_cells() ? PYPHMM_BACKEND_CUDA : PYPHMM_BACKEND_CPU;
+    return cells >= min_cells ? PYPHMM_BACKEND_CUDA : PYPHMM_BACKEND_CPU;
+}
+
+namespace {
+
+// PYPHMM_TEST_FAKE_GPU: 0 unset, 1 a CPU stand-in for the GPU, 2 the same
+// failing every second call (see dispatch.h).
+int fake_gpu() {
+    static const int v = [] {
+        const char* e = std::getenv("PYPHMM_TEST_FAKE_GPU");
+        if (!e || !*e || !std::strcmp(e, "0")) return 0;
+        return std::strcmp(e, "fail") ? 1 : 2;
+    }();
+    return v;
+}
+
+}  // namespace
+
+bool gpu_usable() { return fake_gpu() || cuda_probe().usable; }
+
+int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, bool dbl, pyphmm_stats* stats,
+                pyphmm_error* err) {
+    if (!fake_gpu()) return cuda_pairhmm(regions, num_regions, out, dbl, stats, err);
+    static std::atomic<int64_t> calls{0};
+    if (fake_gpu() == 2 && calls.fetch_add(1) % 2 == 1)
+        return set_error(err, PYPHMM_E_INTERNAL, "injected failure (PYPHMM_TEST_FAKE_GPU=fail)");
+    int rc = cpu_pairhmm(regions, num_regions, out, 1, dbl, stats);
+    if (stats) stats->backend_used = PYPHMM_BACKEND_CUDA;
+    return rc;
+}
+
+bool debug_dispatch() {
+    static const bool v = env_int("PYPHMM_DEBUG_DISPATCH", 0) != 0;
+    return v;
 }
 
 int default_threads(const pyphmm_options* o) {
@@ -173,6 +206,53 @@ int guarded(pyphmm_error* error, Body body) {
 
 }  // namespace
 
+namespace {
+
+// Records on which side a call that did not share its regions ran.
+void count_sides(pyphmm_stats* st, int64_t regions, int64_t cells) {
+    bool gpu = st->backend_used == PYPHMM_BACKEND_CUDA;
+    (gpu ? st->gpu_regions : st->cpu_regions) = regions;
+    (gpu ? st->gpu_cells : st->cpu_cells) = cells;
+}
+
+void print_dispatch(const pyphmm_stats& st, int64_t regions, int64_t cells, int64_t min_cells) {
+    std::fprintf(stderr,
+                 "pyphmm: dispatch: %lld regions, %lld cells (threshold %lld): GPU %lld regions / %lld cells, "
+                 "CPU %lld regions / %lld cells%s%s; %.3f ms\n",
+                 (long long)regions, (long long)cells, (long long)min_cells, (long long)st.gpu_regions,
+                 (long long)st.gpu_cells, (long long)st.cpu_regions, (long long)st.cpu_cells,
+                 st.hybrid ? "; hybrid" : "", st.fell_back ? "; GPU failed" : "", st.seconds * 1e3);
+}
+
+// A validated PairHMM call: per-call threshold, whole-workload sharing, or
+// one backend with the GPU->CPU fallback.
+int pairhmm_call(const pyphmm_region* regions, int64_t n, const std::vector<int64_t>& region_cells, int64_t cells,
+                 double* out, const pyphmm_options* options, pyphmm_stats* st, pyphmm_error* error) {
+    const bool dbl = options && options->double_precision;
+    const int threads = default_threads(options);
+    // Only AUTO with a GPU needs the threshold (the first such call calibrates it).
+    const bool gpu_ok = gpu_usable();
+    const int64_t min_cells =
+        requested_backend(options) == PYPHMM_BACKEND_AUTO && gpu_ok ? gpu_min_cells(threads, nullptr) : 0;
+    int backend = resolve_backend(options, cells, min_cells, gpu_ok, error);
+    if (backend < 0) return -backend;
+    int rc;
+    if (backend == PYPHMM_BACKEND_CUDA && hybrid_wanted(options, n)) {
+        rc = hybrid_pairhmm(regions, n, region_cells.data(), out, options, st);
+    } else {
+        auto cpu = [&] { return cpu_pairhmm(regions, n, out, threads, dbl, st); };
+        rc = backend != PYPHMM_BACKEND_CUDA
+                 ? cpu()
+                 : gpu_else_cpu("PairHMM", st,
+                                [&](pyphmm_error* e) { return gpu_pairhmm(regions, n, out, dbl, st, e); }, cpu);
+        count_sides(st, n, cells);
+    }
+    if (debug_dispatch()) print_dispatch(*st, n, cells, min_cells);
+    return rc;
+}
+
+}  // namespace
+
 extern "C" int pyphmm_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
                               const pyphmm_options* options, pyphmm_stats* stats,
                               pyphmm_error* error) {
@@ -185,21 +265,22 @@ extern "C" int pyphmm_pairhmm(const pyphmm_region* regions, int64_t num_regions,
         if (num_regions > 0 && !regions)
             return set_error(error, PYPHMM_E_INVALID, "regions is NULL");
         int64_t cells = 0, results = 0;
+        std::vector<int64_t> region_cells(num_regions, 0);
         for (int64_t k = 0; k < num_regions; ++k) {
-            if (int rc = check_region(regions[k], k, &cells, error)) return rc;
+            if (int rc = check_region(regions[k], k, &region_cells[k], error)) return rc;
+            cells += region_cells[k];
             results += static_cast<int64_t>(regions[k].num_reads) * regions[k].num_haps;
         }
         if (results > 0 && !out) return set_error(error, PYPHMM_E_INVALID, "output buffer is NULL");
         if (results == 0) return PYPHMM_OK;
 
-        bool dbl = options && options->double_precision;
-        int backend = resolve_backend(options, cells, error);
-        if (backend < 0) return -backend;
-        auto cpu = [&] { return cpu_pairhmm(regions, num_regions, out, default_threads(options), dbl, stats); };
-        if (backend != PYPHMM_BACKEND_CUDA) return cpu();
-        return gpu_else_cpu("PairHMM", stats, [&](pyphmm_error* e) {
-            return cuda_pairhmm(regions, num_regions, out, dbl, stats, e);
-        }, cpu);
+        pyphmm_stats local;
+        pyphmm_stats* st = stats ? stats : &local;
+        fill_stats(st);
+        int rc = pairhmm_call(regions, num_regions, region_cells, cells, out, options, st, error);
+        st->pairs = results;
+        st->cells = cells;
+        return rc;
     });
 }
 
@@ -220,7 +301,7 @@ extern "C" int pyphmm_sw_align(const pyphmm_sw_batch* batch, char* cigars, const
         // one-pair calls are latency-bound); large batches do.
         int backend = (batch->num_pairs < kSwGpuMinPairs && (!options || options->backend == PYPHMM_BACKEND_AUTO))
                           ? PYPHMM_BACKEND_CPU
-                          : resolve_backend(options, cells, error);
+                          : resolve_backend(options, cells, fixed_gpu_min_cells(), cuda_probe().usable, error);
         if (backend < 0) return -backend;
         auto cpu = [&] {
             return cpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, default_threads(options),
@@ -250,5 +331,15 @@ extern "C" void pyphmm_get_info(pyphmm_info* info) {
     info->jni_compiled = 1;
 #endif
     std::snprintf(info->cpu_kernel, sizeof(info->cpu_kernel), "%s", cpu_pairhmm_kernel_name());
-    info->gpu_min_cells = gpu_min_cells();
+    int source = PYPHMM_THRESHOLD_DEFAULT;
+    info->gpu_min_cells = gpu_min_cells(info->cpu_threads, &source);
+    info->gpu_min_cells_source = source;
+    if (source == PYPHMM_THRESHOLD_CALIBRATED) {
+        const Calibration& c = calibration();
+        info->calib_gpu_call_us = c.gpu_call_s * 1e6;
+        info->calib_gpu_gcups = c.gpu_rate / 1e9;
+        info->calib_cpu_gcups = c.cpu_rate / 1e9;
+    }
+    info->hybrid = hybrid_wanted(nullptr, 2);
+    info->hybrid_gpu_threads = hybrid_gpu_threads();
 }

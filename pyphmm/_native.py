@@ -12,6 +12,9 @@ from ._pyphmm import ffi, lib
 BACKENDS = {"auto": lib.PYPHMM_BACKEND_AUTO, "cpu": lib.PYPHMM_BACKEND_CPU,
             "cuda": lib.PYPHMM_BACKEND_CUDA}
 BACKEND_NAMES = {v: k for k, v in BACKENDS.items()}
+HYBRID = {None: lib.PYPHMM_HYBRID_DEFAULT, True: lib.PYPHMM_HYBRID_ON, False: lib.PYPHMM_HYBRID_OFF}
+THRESHOLD_SOURCES = {lib.PYPHMM_THRESHOLD_DEFAULT: "default", lib.PYPHMM_THRESHOLD_CALIBRATED: "calibrated",
+                     lib.PYPHMM_THRESHOLD_ENV: "env"}
 
 
 class BackendUnavailableError(RuntimeError):
@@ -31,8 +34,12 @@ def raise_for_status(code: int, error) -> None:
     raise RuntimeError(f"pyphmm internal error: {message}")
 
 
-def make_options(backend: str = "auto", threads: int | None = None, double: bool = False):
-    """Validates Python-level options and returns a pyphmm_options*."""
+def make_options(backend: str = "auto", threads: int | None = None, double: bool = False,
+                 hybrid: bool | None = None):
+    """Validates Python-level options and returns a pyphmm_options*.
+
+    ``hybrid``: None follows PYPHMM_HYBRID (on when unset); True/False turn
+    whole-workload GPU+CPU sharing on or off for this call."""
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {sorted(BACKENDS)}, not {backend!r}")
     if threads is not None:
@@ -40,11 +47,14 @@ def make_options(backend: str = "auto", threads: int | None = None, double: bool
             raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
         if threads < 1:
             raise ValueError(f"threads must be >= 1, not {threads}")
+    if hybrid is not None and not isinstance(hybrid, bool):
+        raise TypeError(f"hybrid must be True, False or None, not {type(hybrid).__name__}")
     opts = ffi.new("pyphmm_options *")
     opts.backend = BACKENDS[backend]
     opts.threads = threads or 0
     opts.double_precision = 1 if double else 0
     opts.device = -1
+    opts.hybrid = HYBRID[hybrid]
     return opts
 
 
@@ -56,11 +66,24 @@ def stats_dict(stats) -> dict:
         "backend": BACKEND_NAMES.get(stats.backend_used, "none"),
         "fell_back": bool(stats.fell_back),
         "seconds": stats.seconds,
+        # where the regions ran: a call under "auto" may use both sides
+        "gpu_regions": stats.gpu_regions,
+        "gpu_cells": stats.gpu_cells,
+        "cpu_regions": stats.cpu_regions,
+        "cpu_cells": stats.cpu_cells,
+        "hybrid": bool(stats.hybrid),
+        "hybrid_gpu_threads": stats.hybrid_gpu_threads,
+        "hybrid_cpu_threads": stats.hybrid_cpu_threads,
     }
 
 
 def info() -> dict:
-    """Version, backends and devices of the loaded native library."""
+    """Version, backends and devices of the loaded native library, and the
+    dispatch policy: the per-call GPU threshold (``gpu_min_cells``, at
+    ``cpu_threads`` threads) and where it came from (``calibrated`` at first
+    use, ``env`` for PYPHMM_GPU_MIN_CELLS, or ``default``), and whether
+    whole-workload calls share GPU and CPU (``hybrid``). On a GPU machine the
+    first call runs the threshold's calibration (a few milliseconds)."""
     i = ffi.new("pyphmm_info *")
     lib.pyphmm_get_info(i)
     s = lambda field: ffi.string(field).decode("utf-8", "replace")  # noqa: E731
@@ -78,6 +101,12 @@ def info() -> dict:
         "cpu_threads": i.cpu_threads,
         "cpu_kernel": s(i.cpu_kernel),
         "gpu_min_cells": i.gpu_min_cells,
+        "gpu_min_cells_source": THRESHOLD_SOURCES.get(i.gpu_min_cells_source, "default"),
+        "calibration": ({"gpu_call_us": i.calib_gpu_call_us, "gpu_gcups": i.calib_gpu_gcups,
+                         "cpu_gcups": i.calib_cpu_gcups}
+                        if i.gpu_min_cells_source == lib.PYPHMM_THRESHOLD_CALIBRATED else None),
+        "hybrid": bool(i.hybrid),
+        "hybrid_gpu_threads": i.hybrid_gpu_threads,
         "jni_compiled": bool(i.jni_compiled),
         "library": library_path(),
     }

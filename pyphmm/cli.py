@@ -82,6 +82,26 @@ def cmd_likelihoods(args) -> int:
     return 0
 
 
+def _threshold_line(inf) -> str:
+    line = (f"calls under {inf['gpu_min_cells']} cells run on the CPU under auto "
+            f"(at {inf['cpu_threads']} CPU threads; ")
+    cal = inf["calibration"]
+    if inf["gpu_min_cells_source"] == "calibrated":
+        return line + (f"calibrated: GPU call {cal['gpu_call_us']:.1f} us + {cal['gpu_gcups']:.1f} GCUPS, "
+                       f"CPU {cal['cpu_gcups']:.2f} GCUPS)")
+    if inf["gpu_min_cells_source"] == "env":
+        return line + "from PYPHMM_GPU_MIN_CELLS)"
+    return line + ("default" + ("" if inf["cuda_usable"] else ", no GPU") + ")")
+
+
+def _hybrid_line(inf) -> str:
+    if not inf["hybrid"]:
+        return "one backend per call" + ("" if inf["cuda_usable"] else " (no GPU)")
+    workers = max(0, inf["cpu_threads"] - inf["hybrid_gpu_threads"])
+    return (f"GPU ({inf['hybrid_gpu_threads']} driver threads, largest regions) and "
+            f"{workers} CPU threads (smallest regions) share calls of several regions under auto")
+
+
 def cmd_info(args) -> int:
     inf = _native.info()
     if args.json:
@@ -93,7 +113,8 @@ def cmd_info(args) -> int:
     print(f"backends: {', '.join(inf['backends'])}")
     print(f"gpu: {cuda}")
     print(f"cpu: {inf['cpu_threads']} threads, PairHMM kernel {inf['cpu_kernel']}")
-    print(f"dispatch: regions under {inf['gpu_min_cells']} cells run on the CPU under auto")
+    print(f"dispatch: {_threshold_line(inf)}")
+    print(f"whole workloads: {_hybrid_line(inf)}")
     print(f"GKL JNI entry points: {'yes' if inf['jni_compiled'] else 'no (built without a JDK)'}")
     print(f"library: {inf['library']}")
     return 0

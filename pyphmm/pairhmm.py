@@ -252,16 +252,25 @@ class _Packed:
 
 
 def compute_regions(regions: Iterable, *, double: bool = False, backend: str = "auto",
-                    threads: int | None = None, stats: dict | None = None) -> list:
+                    threads: int | None = None, stats: dict | None = None,
+                    hybrid: bool | None = None) -> list:
     """Likelihoods for many regions in one native call (whole-workload mode).
 
     ``regions`` is an iterable of ``(reads, haplotypes)`` pairs, each accepted
     in any form ``compute_likelihoods`` takes. Returns one (R, H) float64
     array per region. All regions are packed together so a GPU sees the whole
     batch at once. If ``stats`` is a dict it receives what the call did
-    (pairs, cells, double_pairs, backend, fell_back, seconds).
+    (pairs, cells, double_pairs, backend, fell_back, seconds, and regions and
+    cells per side: gpu_regions, gpu_cells, cpu_regions, cpu_cells, hybrid).
+
+    Under ``backend="auto"`` with a usable GPU and several regions, GPU and
+    CPU threads share the regions (the GPU takes the largest, the CPU threads
+    the smallest, as long as that finishes sooner than the GPU alone);
+    ``hybrid=False`` (or PYPHMM_HYBRID=0) keeps the whole call on the GPU,
+    ``hybrid=True`` asks for sharing whatever PYPHMM_HYBRID says.
+    ``backend="cuda"`` is always GPU only, ``"cpu"`` CPU only.
     """
-    opts = _native.make_options(backend, threads, double)
+    opts = _native.make_options(backend, threads, double, hybrid)
     packed = _Packed(list(regions))
     out = np.empty(packed.total, dtype=np.float64)
     err = ffi.new("pyphmm_error *")

@@ -2,7 +2,7 @@
 """GPU PairHMM benchmark: peak shapes, a realistic whole workload, per-region calls.
 
   python3 scripts/bench_pairhmm_gpu.py [--peak-pairs 500000] [--regions 2000]
-      [--seed 1] [--arith fast|exact] [--skip peak,whole,region] [--check]
+      [--seed 1] [--arith fast|exact] [--skip peak,whole,region,dispatch] [--check]
 
 (1) peak: N pairs of one shape (128x256, 64x128, 256x512) in one call.
 (2) whole workload: generated regions (1-500 reads x 1-40 haplotypes, reads
@@ -13,6 +13,14 @@
 (3) per-region: the same regions, one synchronous call each (buffers packed
     beforehand, so the time is the native call): total, median and p99
     latency, and per-call overhead = latency - kernel time.
+(4) dispatch: the same regions under each policy, buffers packed beforehand
+    (times are the native call): the whole workload in one call GPU only
+    (backend="cuda"), hybrid (auto: GPU drivers take the largest regions, CPU
+    threads the smallest), hybrid with GPU drivers only (threads = drivers,
+    no CPU workers: what two packing threads alone give) and CPU only; then
+    one call per region CPU only, GPU only and auto (the per-call threshold,
+    calibrated at first use or PYPHMM_GPU_MIN_CELLS). Each line: seconds,
+    GCUPS, where the regions ran.
 GCUPS = sum(read length x haplotype length) / seconds / 1e9.
 """
 import argparse
@@ -169,6 +177,82 @@ def bench_regions(regions):
     print(f"overhead (latency - kernels): median {np.median(over) * 1e6:.1f} us, p99 {np.percentile(over, 99) * 1e6:.1f} us")
 
 
+def best_native(packed, opts, out, reps):
+    """Best wall time of reps native calls (after one warm-up) and its stats."""
+    err, st = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *")
+    call_packed(packed, opts, out, err, st)
+    best = None
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        call_packed(packed, opts, out, err, st)
+        dt = time.perf_counter() - t0
+        if best is None or dt < best[0]:
+            best = (dt, _native.stats_dict(st))
+    return best
+
+
+def sides(st):
+    g, c = st["gpu_regions"], st["cpu_regions"]
+    return (f"GPU {g} regions / {st['gpu_cells'] / 1e9:.2f} G cells, CPU {c} regions / "
+            f"{st['cpu_cells'] / 1e9:.2f} G cells" + ("; GPU FAILED" if st["fell_back"] else ""))
+
+
+def bench_dispatch(regions, reps, driver_counts):
+    print("== (4) dispatch: whole workload and per-region calls, by policy ==")
+    inf = pyphmm.info()  # runs the threshold calibration (first use)
+    cal = inf["calibration"]
+    how = (f"calibrated: GPU call {cal['gpu_call_us']:.1f} us + {cal['gpu_gcups']:.1f} GCUPS, CPU "
+           f"{cal['cpu_gcups']:.2f} GCUPS" if cal else inf["gpu_min_cells_source"])
+    print(f"threshold {inf['gpu_min_cells']} cells ({how}); {inf['cpu_threads']} CPU threads; "
+          f"hybrid {inf['hybrid']} with {inf['hybrid_gpu_threads']} GPU driver threads")
+    packed = _Packed(regions)
+    cells = packed.cells
+    drivers = inf["hybrid_gpu_threads"]
+    ref = np.empty(packed.total)
+    whole = [("GPU only (backend=cuda, one call)", _native.make_options("cuda"), reps),
+             ("hybrid GPU+CPU (auto)", _native.make_options("auto", hybrid=True), reps),
+             (f"hybrid, GPU drivers only (threads={drivers})", _native.make_options("auto", drivers, hybrid=True),
+              reps),
+             ("CPU only", _native.make_options("cpu"), 1)]
+    # PYPHMM_HYBRID_GPU_THREADS is read at each call: the same hybrid call
+    # with other driver counts.
+    whole += [(f"hybrid GPU+CPU (auto), {d} GPU drivers", _native.make_options("auto", hybrid=True), reps, d)
+              for d in driver_counts if d != drivers]
+    times = {}
+    saved = os.environ.get("PYPHMM_HYBRID_GPU_THREADS")
+    for k, (name, opts, n, *d) in enumerate(whole):
+        out = ref if k == 0 else np.empty(packed.total)
+        if d:
+            os.environ["PYPHMM_HYBRID_GPU_THREADS"] = str(d[0])
+        dt, st = best_native(packed, opts, out, n)
+        if d:
+            os.environ.pop("PYPHMM_HYBRID_GPU_THREADS") if saved is None else os.environ.update(
+                PYPHMM_HYBRID_GPU_THREADS=saved)
+        times[name] = dt
+        diff = float(np.max(np.abs(out - ref))) if k else 0.0
+        print(f"whole, {name}: {dt:.4f} s = {cells / dt / 1e9:.1f} GCUPS; {sides(st)}; "
+              f"max |diff| vs GPU only {diff:.3g}")
+    print(f"whole: hybrid / GPU only time = {times[whole[1][0]] / times[whole[0][0]]:.3f}")
+
+    packs = [_Packed([r]) for r in regions]
+    outs = [np.empty(p.total) for p in packs]
+    err, st = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *")
+    for name, backend in (("CPU only", "cpu"), ("GPU only", "cuda"), (f"auto (threshold {inf['gpu_min_cells']})", "auto")):
+        opts = _native.make_options(backend)
+        for p, o in zip(packs[:50], outs):
+            call_packed(p, opts, o, err, st)  # warm-up
+        lat, on_gpu = [], 0
+        t0 = time.perf_counter()
+        for p, o in zip(packs, outs):
+            a = time.perf_counter()
+            call_packed(p, opts, o, err, st)
+            lat.append(time.perf_counter() - a)
+            on_gpu += st.gpu_regions
+        total = time.perf_counter() - t0
+        print(f"per-region, {name}: {total:.3f} s = {cells / total / 1e9:.1f} GCUPS; {on_gpu}/{len(packs)} calls "
+              f"on the GPU; median latency {np.median(lat) * 1e6:.1f} us")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--peak-pairs", type=int, default=500_000)
@@ -176,7 +260,10 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--arith", choices=["fast", "exact"], default="fast",
                     help="float arithmetic of the kernels (PYPHMM_CUDA_ARITH)")
-    ap.add_argument("--skip", default="", help="comma list of peak,whole,region")
+    ap.add_argument("--skip", default="", help="comma list of peak,whole,region,dispatch")
+    ap.add_argument("--reps", type=int, default=3, help="(4): best of this many whole-workload calls")
+    ap.add_argument("--drivers", default="1,3,4",
+                    help="(4): also run hybrid with these GPU driver counts (PYPHMM_HYBRID_GPU_THREADS)")
     ap.add_argument("--check", action="store_true", help="compare the whole workload with the CPU backend")
     a = ap.parse_args()
     info = pyphmm.info()
@@ -187,7 +274,7 @@ def main():
     rng = np.random.default_rng(a.seed)
     if "peak" not in skip:
         bench_peak(rng, a.peak_pairs, [(128, 256), (64, 128), (256, 512)])
-    if not {"whole", "region"} <= skip:
+    if not {"whole", "region", "dispatch"} <= skip:
         t0 = time.perf_counter()
         regions = realistic(np.random.default_rng(a.seed + 1), a.regions)
         print(f"(generated {len(regions)} regions in {time.perf_counter() - t0:.1f} s)")
@@ -195,6 +282,8 @@ def main():
             bench_whole(regions, a.check)
         if "region" not in skip:
             bench_regions(regions)
+        if "dispatch" not in skip:
+            bench_dispatch(regions, a.reps, [int(x) for x in a.drivers.split(",") if x])
 
 
 if __name__ == "__main__":

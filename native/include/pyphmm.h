@@ -33,7 +33,7 @@ extern "C" {
 
 /* CDEF-BEGIN */
 
-#define PYPHMM_ABI_VERSION 1
+#define PYPHMM_ABI_VERSION 2   /* 2: options.hybrid, stats split by side, info dispatch fields */
 
 /* ---- status codes ------------------------------------------------------ */
 #define PYPHMM_OK 0
@@ -57,7 +57,16 @@ typedef struct pyphmm_options {
     int32_t threads;            /* CPU threads; <= 0 means all available cores */
     int32_t double_precision;   /* PairHMM: 1 = every pair in double */
     int32_t device;             /* CUDA device ordinal; < 0 = PYPHMM_DEVICE or 0 */
+    int32_t hybrid;             /* PairHMM whole workloads: PYPHMM_HYBRID_* */
 } pyphmm_options;
+
+/* Whole-workload scheduling of a PairHMM call with several regions under
+ * AUTO: GPU and CPU threads share the regions (GPU the largest, CPU the
+ * smallest). DEFAULT (0, what a zeroed struct says) follows env
+ * PYPHMM_HYBRID=0|1 and is on when unset; a GPU must be usable. */
+#define PYPHMM_HYBRID_DEFAULT 0
+#define PYPHMM_HYBRID_ON 1
+#define PYPHMM_HYBRID_OFF 2
 
 /* What a call did: filled when the caller passes a non-NULL pointer. */
 typedef struct pyphmm_stats {
@@ -67,6 +76,14 @@ typedef struct pyphmm_stats {
     int32_t backend_used;       /* PYPHMM_BACKEND_CPU or _CUDA */
     int32_t fell_back;          /* 1 if a GPU failure made this call run on the CPU */
     double seconds;             /* wall time spent in the kernels' backend */
+    /* PairHMM: where the regions ran (a call under AUTO may use both) */
+    int64_t gpu_regions;
+    int64_t gpu_cells;
+    int64_t cpu_regions;
+    int64_t cpu_cells;
+    int32_t hybrid;             /* 1 if GPU and CPU threads shared the regions */
+    int32_t hybrid_gpu_threads; /* threads driving the GPU in that mode */
+    int32_t hybrid_cpu_threads; /* CPU worker threads in that mode */
 } pyphmm_stats;
 
 /* ---- PairHMM -----------------------------------------------------------
@@ -161,8 +178,19 @@ typedef struct pyphmm_info {
     int32_t cpu_threads;        /* default CPU thread count */
     int32_t jni_compiled;       /* 1 if GKL's JNI entry points are exported */
     char cpu_kernel[64];        /* name of the CPU PairHMM kernel in use */
-    int64_t gpu_min_cells;      /* regions below this run on the CPU under AUTO */
+    int64_t gpu_min_cells;      /* PairHMM calls below this (at cpu_threads threads) run on the CPU under AUTO */
+    int32_t gpu_min_cells_source;   /* PYPHMM_THRESHOLD_* */
+    double calib_gpu_call_us;   /* calibration: fixed cost of one GPU call (0 if none ran) */
+    double calib_gpu_gcups;     /* calibration: GPU cells/s beyond that cost, / 1e9 */
+    double calib_cpu_gcups;     /* calibration: CPU cells/s at cpu_threads threads, / 1e9 */
+    int32_t hybrid;             /* 1 if whole-workload calls under AUTO share GPU and CPU */
+    int32_t hybrid_gpu_threads; /* threads that drive the GPU in that mode */
 } pyphmm_info;
+
+/* Where info.gpu_min_cells comes from. */
+#define PYPHMM_THRESHOLD_DEFAULT 0      /* fixed default: no usable GPU, or calibration failed */
+#define PYPHMM_THRESHOLD_CALIBRATED 1   /* measured at first use in this process */
+#define PYPHMM_THRESHOLD_ENV 2          /* PYPHMM_GPU_MIN_CELLS */
 
 void pyphmm_get_info(pyphmm_info *info);
 

@@ -251,6 +251,7 @@ void compute(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdoubleArray ou
     opts.threads = g_threads.load(std::memory_order_relaxed);
     opts.double_precision = g_double.load(std::memory_order_relaxed) ? 1 : 0;
     opts.device = -1;
+    opts.hybrid = PYPHMM_HYBRID_DEFAULT;  // one region per call: never shared
     pyphmm_error err;
     int rc = pyphmm_pairhmm(&region, 1, results, &opts, nullptr, &err);
     if (rc != PYPHMM_OK) {

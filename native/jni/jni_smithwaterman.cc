@@ -65,7 +65,7 @@ jint align(JNIEnv* env, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, ji
     batch.params = &params;
     batch.strategies = &strat;
     batch.per_pair = 0;
-    pyphmm_options opts = {PYPHMM_BACKEND_CPU, 1, 0, -1};  // one pair: the CPU answers fastest
+    pyphmm_options opts = {PYPHMM_BACKEND_CPU, 1, 0, -1, PYPHMM_HYBRID_DEFAULT};  // one pair: the CPU answers fastest
     int32_t offset = 0;
     pyphmm_error err;
     cigar[0] = '\0';
@@ -127,7 +127,7 @@ JNIEXPORT jstring JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_py
     pyphmm_sw_batch batch = {1, seq, off, seq, off, &params, &strat, 0};
     char cigar[8];
     int32_t offset = 0;
-    pyphmm_options opts = {PYPHMM_BACKEND_CPU, 1, 0, -1};
+    pyphmm_options opts = {PYPHMM_BACKEND_CPU, 1, 0, -1, PYPHMM_HYBRID_DEFAULT};
     pyphmm_error err;
     int rc = pyphmm_sw_align(&batch, cigar, cigar_off, &offset, &opts, nullptr, &err);
     if (rc == PYPHMM_OK) return nullptr;

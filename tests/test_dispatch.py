@@ -1,0 +1,332 @@
+"""Dispatch policy: the per-call GPU threshold (calibrated at first use or
+PYPHMM_GPU_MIN_CELLS), whole-workload GPU+CPU sharing (hybrid), and how both
+are reported (info, stats, CLI, PYPHMM_DEBUG_DISPATCH).
+
+The policy reads its environment once per process, so every case runs in a
+child process. Two kinds of children:
+- real GPU (skipped without one): thresholds forced so that regions go each
+  way, and a whole workload shared by GPU and CPU; every region's result
+  must be the CPU backend's or the GPU backend's.
+- PYPHMM_TEST_FAKE_GPU=1 (everywhere): the dispatcher's GPU is the CPU
+  backend on one thread, so the calibration, the threshold split, the
+  scheduler's claims, scatter, counters and the mid-way failure path all run
+  on machines without a GPU, and every result must equal the CPU backend's
+  exactly.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pyphmm
+from pyphmm.pairhmm import HaplotypeBatch, ReadBatch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from oracle import child_env  # noqa: E402
+
+HAVE_GPU = pyphmm.info()["cuda_usable"]
+needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="no usable CUDA device: " + pyphmm.info()["cuda_status"])
+BASES = np.frombuffer(b"ACGT", np.uint8)
+TOL = 1e-5
+
+
+def region(rng, n_reads, n_haps, read_len, hap_len):
+    """Reads are windows of the haplotypes with 2% mismatches (realistic
+    likelihoods); hap_len >= read_len."""
+    ref = BASES[rng.integers(0, 4, hap_len)]
+    haps = [ref.copy() for _ in range(n_haps)]
+    for h in haps[1:]:
+        h[rng.integers(0, hap_len)] = BASES[rng.integers(0, 4)]
+    reads = []
+    for _ in range(n_reads):
+        s = int(rng.integers(0, hap_len - read_len + 1))
+        r = haps[int(rng.integers(0, n_haps))][s:s + read_len].copy()
+        flip = rng.random(read_len) < 0.02
+        r[flip] = BASES[rng.integers(0, 4, int(flip.sum()))]
+        reads.append(r)
+    t = n_reads * read_len
+    rb = ReadBatch(np.concatenate(reads), rng.integers(10, 41, t).astype(np.uint8), np.full(t, 45, np.uint8),
+                   np.full(t, 45, np.uint8), np.full(t, 10, np.uint8),
+                   np.arange(n_reads + 1, dtype=np.int64) * read_len)
+    return rb, HaplotypeBatch(np.concatenate(haps), np.arange(n_haps + 1, dtype=np.int64) * hap_len)
+
+
+def workload(scale=1):
+    """Interleaved tiny, small, medium and large regions (sizes spread over
+    four orders of magnitude, not sorted: the scheduler sorts)."""
+    rng = np.random.default_rng(5)
+    shapes = [(1, 1, 12, 20), (4, 2, 60, 120), (30, 4, 120, 250), (60 * scale, 6, 151, 400)]
+    return [region(rng, *shapes[k % 4]) for k in range(40)]
+
+
+def cells(r):
+    reads, haps = r
+    return int(reads.lengths.sum()) * int(haps.lengths.sum())
+
+
+# The child: computes `mode` under the environment it was started with and
+# prints one JSON line. same_gpu compares with the GPU backend within 1e-9
+# (GPU and CPU differ by ~1e-6, so it still says which side computed it).
+CHILD = r"""
+import json, sys
+import numpy as np
+sys.path.insert(0, {here!r})
+import pyphmm, test_dispatch as t
+mode, kwargs = {mode!r}, {kwargs!r}
+regions = t.workload(kwargs.pop("scale", 1))
+cpu = pyphmm.compute_regions(regions, backend="cpu")
+gpu = pyphmm.compute_regions(regions, backend="cuda") if pyphmm.info()["cuda_usable"] else cpu
+out = {{"info": pyphmm.info()}}
+if mode == "per_call":
+    out["calls"] = []
+    for k, (reads, haps) in enumerate(regions):
+        st = {{}}
+        got = pyphmm.compute_likelihoods(reads, haps, stats=st, **kwargs)
+        out["calls"].append(dict(st, cells_region=t.cells(regions[k]),
+                                 same_cpu=bool(np.array_equal(got, cpu[k])),
+                                 same_gpu=bool(np.allclose(got, gpu[k], rtol=0, atol=1e-9)),
+                                 diff_cpu=float(np.max(np.abs(got - cpu[k])))))
+else:
+    st = {{}}
+    got = pyphmm.compute_regions(regions, stats=st, **kwargs)
+    out["stats"] = st
+    out["same_cpu"] = [bool(np.array_equal(a, b)) for a, b in zip(got, cpu)]
+    out["same_gpu"] = [bool(np.allclose(a, b, rtol=0, atol=1e-9)) for a, b in zip(got, gpu)]
+    out["diff_cpu"] = max(float(np.max(np.abs(a - b))) for a, b in zip(got, cpu))
+    out["total_cells"] = sum(t.cells(r) for r in regions)
+print("RESULT " + json.dumps(out))
+"""
+
+
+POLICY_ENV = ("PYPHMM_BACKEND", "PYPHMM_HYBRID", "PYPHMM_HYBRID_GPU_THREADS", "PYPHMM_GPU_MIN_CELLS",
+              "PYPHMM_TEST_FAKE_GPU", "PYPHMM_DEBUG_DISPATCH", "PYPHMM_CUDA_INJECT_FAILURE")
+
+
+def policy_env(env):
+    """The caller's environment with exactly the policy variables in env."""
+    e = child_env(ROOT, **env)
+    for k in POLICY_ENV:
+        if k not in env:
+            e.pop(k, None)
+    return e
+
+
+def run_child(mode, env, **kwargs):
+    e = policy_env(env)
+    code = CHILD.format(here=HERE, mode=mode, kwargs=kwargs)
+    p = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")][0]
+    return json.loads(line[len("RESULT "):]), p.stderr
+
+
+def info_child(env):
+    p = subprocess.run([sys.executable, "-m", "pyphmm", "info", "--json"], env=policy_env(env), capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout), p.stderr
+
+
+def median_cells():
+    sizes = sorted(cells(r) for r in workload())
+    return (sizes[len(sizes) // 2 - 1] + sizes[len(sizes) // 2]) // 2
+
+
+# ----------------------------------------------------------------- info, env
+def test_info_reports_threshold_source_and_threads():
+    inf = pyphmm.info()
+    assert inf["gpu_min_cells"] >= 0 and inf["cpu_threads"] >= 1
+    assert inf["gpu_min_cells_source"] in ("default", "calibrated", "env")
+    assert (inf["calibration"] is not None) == (inf["gpu_min_cells_source"] == "calibrated")
+    assert isinstance(inf["hybrid"], bool) and inf["hybrid_gpu_threads"] >= 1
+    if not inf["cuda_usable"] and "PYPHMM_TEST_FAKE_GPU" not in os.environ:
+        assert not inf["hybrid"]
+
+
+def test_env_threshold_is_reported():
+    inf, _ = info_child({"PYPHMM_GPU_MIN_CELLS": "12345"})
+    assert inf["gpu_min_cells"] == 12345 and inf["gpu_min_cells_source"] == "env"
+    assert inf["calibration"] is None
+    p = subprocess.run([sys.executable, "-m", "pyphmm", "info"], env=policy_env({"PYPHMM_GPU_MIN_CELLS": "12345"}), capture_output=True, text=True, timeout=300)
+    assert "12345 cells" in p.stdout and "PYPHMM_GPU_MIN_CELLS" in p.stdout, p.stdout
+    assert f"{inf['cpu_threads']} CPU threads" in p.stdout
+
+
+@pytest.mark.parametrize("bad", ["abc", "-5", "1e6"])
+def test_bad_env_threshold_is_ignored(bad):
+    inf, err = info_child({"PYPHMM_GPU_MIN_CELLS": bad})
+    assert inf["gpu_min_cells_source"] != "env" and "ignoring PYPHMM_GPU_MIN_CELLS" in err
+
+
+def test_without_gpu_the_default_is_reported():
+    if HAVE_GPU:
+        pytest.skip("this machine has a GPU: the threshold is calibrated")
+    inf, _ = info_child({})
+    assert inf["gpu_min_cells"] == 2_000_000 and inf["gpu_min_cells_source"] == "default"
+    assert not inf["hybrid"]
+
+
+def test_hybrid_option_is_checked():
+    with pytest.raises(TypeError, match="hybrid"):
+        pyphmm.compute_regions([], hybrid=1)
+    assert pyphmm.compute_regions([], hybrid=False) == []
+
+
+def test_stats_count_sides_on_cpu():
+    st = {}
+    regions = workload()[:4]
+    pyphmm.compute_regions(regions, backend="cpu", stats=st)
+    assert st["cpu_regions"] == 4 and st["cpu_cells"] == st["cells"] == sum(cells(r) for r in regions)
+    assert st["gpu_regions"] == 0 and st["gpu_cells"] == 0 and not st["hybrid"]
+
+
+# ----------------------------------------------------------------- fake GPU (any machine)
+FAKE = {"PYPHMM_TEST_FAKE_GPU": "1"}
+
+
+def test_fake_gpu_calibration():
+    inf, err = info_child(dict(FAKE, PYPHMM_DEBUG_DISPATCH="1"))
+    assert inf["gpu_min_cells_source"] == "calibrated"
+    cal = inf["calibration"]
+    assert cal["gpu_call_us"] > 0 and cal["gpu_gcups"] > 0 and cal["cpu_gcups"] > 0
+    assert 100_000 <= inf["gpu_min_cells"] <= 1_000_000_000
+    assert "pyphmm: calibration:" in err and inf["hybrid"]
+
+
+def test_fake_gpu_per_call_split():
+    """A threshold between region sizes: small calls on the CPU, large on the
+    (fake) GPU; counters say which, results are the CPU backend's."""
+    t = median_cells()
+    out, _ = run_child("per_call", dict(FAKE, PYPHMM_GPU_MIN_CELLS=str(t)))
+    calls = out["calls"]
+    assert all(c["same_cpu"] for c in calls)
+    for c in calls:
+        gpu_side = c["cells_region"] >= t
+        assert c["backend"] == ("cuda" if gpu_side else "cpu")
+        assert (c["gpu_regions"], c["cpu_regions"]) == ((1, 0) if gpu_side else (0, 1))
+        assert (c["gpu_cells"] if gpu_side else c["cpu_cells"]) == c["cells_region"]
+    assert 0 < sum(c["gpu_regions"] for c in calls) < len(calls)
+
+
+def test_forced_threshold_keeps_everything_on_cpu():
+    out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS=str(10 ** 15)))
+    st = out["stats"]
+    assert st["cpu_regions"] == 40 and st["gpu_regions"] == 0 and not st["hybrid"] and st["backend"] == "cpu"
+    assert all(out["same_cpu"])
+
+
+def check_shared(out, n=40):
+    st = out["stats"]
+    assert st["hybrid"] and not st["fell_back"], st
+    assert st["gpu_regions"] + st["cpu_regions"] == n
+    assert st["gpu_cells"] + st["cpu_cells"] == st["cells"] == out["total_cells"]
+    assert st["gpu_regions"] > 0 and st["cpu_regions"] > 0, st
+    return st
+
+
+def test_fake_gpu_hybrid_shares_regions():
+    out, err = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1",
+                                       PYPHMM_DEBUG_DISPATCH="1"), threads=3)
+    st = check_shared(out)
+    assert st["hybrid_gpu_threads"] == 1 and st["hybrid_cpu_threads"] == 2
+    assert all(out["same_cpu"])
+    assert "; hybrid;" in err and f"GPU {st['gpu_regions']} regions" in err
+
+
+@pytest.mark.parametrize("env,kwargs", [({"PYPHMM_HYBRID": "0"}, {}), ({}, {"hybrid": False})])
+def test_fake_gpu_hybrid_off(env, kwargs):
+    out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0", **env), **kwargs)
+    st = out["stats"]
+    assert not st["hybrid"] and st["gpu_regions"] == 40 and st["cpu_regions"] == 0
+    assert all(out["same_cpu"])
+
+
+def test_hybrid_option_overrides_env():
+    out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID="0",
+                                     PYPHMM_HYBRID_GPU_THREADS="1"), hybrid=True, threads=3)
+    assert out["stats"]["hybrid"]
+
+
+def test_cpu_backend_never_shares():
+    out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0"), backend="cpu")
+    st = out["stats"]
+    assert not st["hybrid"] and st["cpu_regions"] == 40
+
+
+def test_fake_gpu_fails_midway():
+    """The GPU side fails after its first batch: one warning, the CPU
+    finishes, every result is the CPU backend's."""
+    out, err = run_child("whole", {"PYPHMM_TEST_FAKE_GPU": "fail", "PYPHMM_GPU_MIN_CELLS": "0",
+                                   "PYPHMM_HYBRID_GPU_THREADS": "1"}, threads=3)
+    st = out["stats"]
+    assert st["hybrid"] and st["fell_back"]
+    assert st["gpu_regions"] > 0, "the first batch succeeds: the failure is mid-way"
+    assert st["gpu_regions"] + st["cpu_regions"] == 40
+    assert all(out["same_cpu"])
+    assert err.count("the CPU computes the remaining regions") == 1, err
+
+
+def test_one_thread_hybrid_is_gpu_only():
+    out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0"), threads=1)
+    st = out["stats"]
+    assert st["hybrid"] and st["hybrid_cpu_threads"] == 0 and st["gpu_regions"] == 40
+
+
+# ----------------------------------------------------------------- real GPU
+@needs_gpu
+def test_gpu_calibrated_threshold_reported():
+    inf, _ = info_child({})
+    assert inf["gpu_min_cells_source"] == "calibrated", inf
+    assert 100_000 <= inf["gpu_min_cells"] <= 1_000_000_000
+    print(f"\ncalibrated threshold {inf['gpu_min_cells']} cells: {inf['calibration']}")
+
+
+@needs_gpu
+def test_gpu_per_call_split():
+    t = median_cells()
+    out, _ = run_child("per_call", {"PYPHMM_GPU_MIN_CELLS": str(t)})
+    calls = out["calls"]
+    for c in calls:
+        gpu_side = c["cells_region"] >= t
+        assert c["backend"] == ("cuda" if gpu_side else "cpu") and not c["fell_back"]
+        assert (c["gpu_regions"], c["cpu_regions"]) == ((1, 0) if gpu_side else (0, 1))
+        assert c["same_gpu"] if gpu_side else c["same_cpu"]
+        assert c["diff_cpu"] <= TOL
+    n_gpu = sum(c["gpu_regions"] for c in calls)
+    assert 0 < n_gpu < len(calls)
+
+
+@needs_gpu
+def test_gpu_hybrid_shares_regions():
+    """The large regions total ~1 G cells, enough GPU time for the CPU
+    threads to take the tiny ones; each region's result is exactly one
+    backend's."""
+    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_DEBUG_DISPATCH": "1"}, scale=8)
+    st = check_shared(out)
+    print(f"\n{err.strip()}")
+    assert all(c or g for c, g in zip(out["same_cpu"], out["same_gpu"]))
+    assert out["diff_cpu"] <= TOL
+    assert st["backend"] == "cuda"
+
+
+@needs_gpu
+def test_gpu_hybrid_off_and_cuda_backend_are_gpu_only():
+    for env, kwargs in (({"PYPHMM_HYBRID": "0"}, {}), ({}, {"backend": "cuda"})):
+        out, _ = run_child("whole", dict(env, PYPHMM_GPU_MIN_CELLS="0"), **kwargs)
+        st = out["stats"]
+        assert not st["hybrid"] and st["gpu_regions"] == 40 and st["cpu_regions"] == 0
+        assert all(out["same_gpu"])
+
+
+@needs_gpu
+def test_gpu_hybrid_failure_falls_back():
+    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_CUDA_INJECT_FAILURE": "1"})
+    st = out["stats"]
+    assert st["hybrid"] and st["fell_back"] and st["gpu_regions"] == 0 and st["cpu_regions"] == 40
+    assert all(out["same_cpu"])
+    assert err.count("the CPU computes the remaining regions") == 1, err
