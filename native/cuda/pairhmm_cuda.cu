@@ -121,16 +121,16 @@ cudaError_t upload_tables() {
 }
 
 // ---------------------------------------------------------------- kernels
-template <typename T, int P, int K, bool STRIPED, bool FAST, bool UNIFORM = false>
+template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM = false>
 struct Kern {
     static void* fn() {
-        return reinterpret_cast<void*>(&cudak::pairhmm_kernel<T, P, K, STRIPED, FAST, UNIFORM, kBlock>);
+        return reinterpret_cast<void*>(&cudak::pairhmm_kernel<T, P, K, STRIPED, AR, UNIFORM, kBlock>);
     }
     static int max_blocks_per_sm() {
         static const int v = [] {
             int b = 0;
             if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &b, cudak::pairhmm_kernel<T, P, K, STRIPED, FAST, UNIFORM, kBlock>, kBlock, 0) != cudaSuccess ||
+                    &b, cudak::pairhmm_kernel<T, P, K, STRIPED, AR, UNIFORM, kBlock>, kBlock, 0) != cudaSuccess ||
                 b < 1) {
                 cudaGetLastError();
                 b = 1;
@@ -142,7 +142,7 @@ struct Kern {
     // Groups a persistent launch uses (striped kernels need one scratch slot each).
     static int persistent_blocks() { return max_blocks_per_sm() * g_num_sms; }
     static int launch(const KernelArgs<T>& a, int blocks, cudaStream_t s) {
-        cudak::pairhmm_kernel<T, P, K, STRIPED, FAST, UNIFORM, kBlock><<<blocks, kBlock, 0, s>>>(a);
+        cudak::pairhmm_kernel<T, P, K, STRIPED, AR, UNIFORM, kBlock><<<blocks, kBlock, 0, s>>>(a);
         return 0;
     }
 };
@@ -175,14 +175,12 @@ int bin_of(int m, bool dbl, bool uniform) {
 }
 
 // Whether every row of a read has the same insertion, deletion and gap
-// continuation quality.
+// continuation quality (no early exit: the loop vectorises).
 bool uniform_transitions(const pyphmm_region& g, int64_t ro, int m) {
-    const uint8_t i0 = g.read_ins[ro] & 127, d0 = g.read_dels[ro] & 127, c0 = g.read_gcp[ro] & 127;
-    for (int i = 1; i < m; ++i)
-        if ((g.read_ins[ro + i] & 127) != i0 || (g.read_dels[ro + i] & 127) != d0 ||
-            (g.read_gcp[ro + i] & 127) != c0)
-            return false;
-    return true;
+    const uint8_t *ins = g.read_ins + ro, *del = g.read_dels + ro, *gcp = g.read_gcp + ro;
+    unsigned diff = 0;
+    for (int i = 1; i < m; ++i) diff |= (ins[i] ^ ins[0]) | (del[i] ^ del[0]) | (gcp[i] ^ gcp[0]);
+    return (diff & 127u) == 0;
 }
 
 int groups_grid(int64_t count, int P) { return static_cast<int>((count + (kBlock / P) - 1) / (kBlock / P)); }
@@ -194,7 +192,7 @@ template <bool FAST, bool UNIFORM>
 void launch_float(KernelArgs<float> a, const int64_t* bin_start, const int64_t* bin_count, cudaStream_t s,
                   pyphmm_error* err) {
     if (!UNIFORM && bin_count[8]) {
-        typedef Kern<float, 32, 8, true, FAST> G;
+        typedef Kern<float, 32, 8, true, FAST ? cudak::kFma : cudak::kExact> G;
         a.first = static_cast<int>(bin_start[8]);
         a.count = static_cast<int>(bin_count[8]);
         G::launch(a, std::min(groups_grid(a.count, 32), G::persistent_blocks()), s);
@@ -203,7 +201,7 @@ void launch_float(KernelArgs<float> a, const int64_t* bin_start, const int64_t* 
     if (bin_count[7]) {
         a.first = static_cast<int>(bin_start[7]);
         a.count = static_cast<int>(bin_count[7]);
-        Kern<float, 32, 16, false, FAST, UNIFORM>::launch(a, groups_grid(a.count, 32), s);
+        Kern<float, 32, 16, false, FAST ? cudak::kFma : cudak::kExact, UNIFORM>::launch(a, groups_grid(a.count, 32), s);
         CK(cudaGetLastError());
     }
     cudak::FusedPlan plan{};
@@ -237,8 +235,8 @@ void launch_double_bin(int b, KernelArgs<double> a, int blocks_cap, cudaStream_t
 }
 
 int float_general_blocks(bool fast) {
-    return fast ? Kern<float, 32, 8, true, true>::persistent_blocks()
-               : Kern<float, 32, 8, true, false>::persistent_blocks();
+    return fast ? Kern<float, 32, 8, true, cudak::kFma>::persistent_blocks()
+                : Kern<float, 32, 8, true, cudak::kExact>::persistent_blocks();
 }
 
 // ---------------------------------------------------------------- pools
@@ -376,7 +374,7 @@ struct PieceCursor {
 // Packs one piece: its haplotypes (base masks, zero-padded), its reads and
 // one descriptor per (read, haplotype) into its bins. Returns the longest
 // haplotype.
-int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor cur, bool dbl, bool uni,
+int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor cur, const uint8_t* read_bin,
                PairDesc* desc, uint32_t* relem, uint8_t* hbytes) {
     int mn = 1;
     std::vector<uint32_t> hoff(g.num_haps), hlen(g.num_haps);
@@ -399,7 +397,7 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
             dst[i] = cudak::pack_read_elem(g_masks.v[g.read_bases[ro + i]], g.read_quals[ro + i] & 127,
                                            g.read_ins[ro + i] & 127, g.read_dels[ro + i] & 127,
                                            g.read_gcp[ro + i] & 127);
-        int64_t& slot = cur.bin[bin_of(m, dbl, uni && uniform_transitions(g, ro, m))];
+        int64_t& slot = cur.bin[read_bin[r - p.r0]];
         for (int32_t h = 0; h < g.num_haps; ++h) {
             PairDesc& d = desc[slot++];
             d.roff = static_cast<uint32_t>(cur.rpos);
@@ -413,9 +411,26 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
     return mn;
 }
 
+// Pass 1 for one piece: the bin of each of its reads, and its sizes (read
+// elements, haplotype bytes, pairs per bin) as a cursor relative to 0.
+PieceCursor size_piece(const pyphmm_region& g, const Piece& p, bool dbl, bool uni, uint8_t* read_bin) {
+    PieceCursor sz;
+    for (int32_t h = 0; h < g.num_haps; ++h) sz.hpos += hap_stride(g.hap_offsets[h + 1] - g.hap_offsets[h]);
+    for (int32_t r = p.r0; r < p.r1; ++r) {
+        const int64_t ro = g.read_offsets[r];
+        const int m = static_cast<int>(g.read_offsets[r + 1] - ro);
+        const int b = bin_of(m, dbl, uni && uniform_transitions(g, ro, m));
+        read_bin[r - p.r0] = static_cast<uint8_t>(b);
+        sz.rpos += m;
+        sz.bin[b] += g.num_haps;
+    }
+    return sz;
+}
+
 // Fills the pinned input buffer; returns per-bin [start, count) and the
-// longest haplotype. Pass 1 sizes every piece (so each knows where its data
-// goes); pass 2 packs the pieces in parallel (whole workloads have thousands).
+// longest haplotype. Pass 1 sizes every piece, pass 2 packs them, each in
+// parallel over pieces (whole workloads have thousands); in between, prefix
+// sums tell each piece where its data goes.
 void pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, bool dbl, bool uni, char* buf,
                 int64_t bin_start[kNumBins], int64_t bin_count[kNumBins], int* max_n) {
     std::memset(buf, 0, 16);
@@ -423,19 +438,36 @@ void pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, b
     uint32_t* relem = reinterpret_cast<uint32_t*>(buf + L.read_off);
     uint8_t* hbytes = reinterpret_cast<uint8_t*>(buf + L.hap_off);
     const int64_t np = static_cast<int64_t>(c.pieces.size());
+    std::vector<int64_t> read_first(np + 1, 0);  // the pieces' reads in read_bin
+    for (int64_t k = 0; k < np; ++k) read_first[k + 1] = read_first[k] + c.pieces[k].r1 - c.pieces[k].r0;
+    std::vector<uint8_t> read_bin(read_first[np]);
     std::vector<PieceCursor> cur(np);
-    PieceCursor total;  // running sums: element, byte and per-bin pair counts
-    for (int64_t k = 0; k < np; ++k) {
-        const Piece& p = c.pieces[k];
-        const pyphmm_region& g = regions[p.region];
-        cur[k] = total;
-        for (int32_t h = 0; h < g.num_haps; ++h) total.hpos += hap_stride(g.hap_offsets[h + 1] - g.hap_offsets[h]);
-        for (int32_t r = p.r0; r < p.r1; ++r) {
-            const int64_t m = g.read_offsets[r + 1] - g.read_offsets[r];
-            total.rpos += m;
-            const bool u = uni && uniform_transitions(g, g.read_offsets[r], static_cast<int>(m));
-            total.bin[bin_of(static_cast<int>(m), dbl, u)] += g.num_haps;
-        }
+    std::vector<int> longest(np, 1);
+    std::atomic<bool> no_memory{false};
+    auto each_piece = [&](auto&& fn) {  // parallel_for's fn must not throw
+        auto guarded = [&](int64_t k) {
+            try {
+                fn(k);
+            } catch (const std::bad_alloc&) {
+                no_memory = true;
+            }
+        };
+        if (np > 1 && c.pairs >= 4096)  // per-region calls (one piece) stay on the calling thread
+            parallel_for(np, 0, guarded);
+        else
+            for (int64_t k = 0; k < np; ++k) guarded(k);
+        if (no_memory) throw std::bad_alloc();
+    };
+    each_piece([&](int64_t k) {
+        cur[k] = size_piece(regions[c.pieces[k].region], c.pieces[k], dbl, uni, read_bin.data() + read_first[k]);
+    });
+    PieceCursor total;
+    for (PieceCursor& pc : cur) {  // sizes -> starts (per bin: relative to the bin's start)
+        PieceCursor sz = pc;
+        pc = total;
+        total.rpos += sz.rpos;
+        total.hpos += sz.hpos;
+        for (int b = 0; b < kNumBins; ++b) total.bin[b] += sz.bin[b];
     }
     int64_t acc = 0;
     for (int b = 0; b < kNumBins; ++b) {
@@ -445,23 +477,11 @@ void pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, b
     }
     for (PieceCursor& pc : cur)
         for (int b = 0; b < kNumBins; ++b) pc.bin[b] += bin_start[b];
-    std::vector<int> longest(np, 1);
-    std::atomic<bool> no_memory{false};
-    auto pack_one = [&](int64_t k) {  // parallel_for's fn must not throw
+    each_piece([&](int64_t k) {
         const Piece& p = c.pieces[k];
-        try {
-            longest[k] = pack_piece(regions[p.region], p, p.out_first - c.out_first, cur[k], dbl, uni, desc, relem,
-                                    hbytes);
-        } catch (const std::bad_alloc&) {
-            no_memory = true;
-        }
-    };
-    // Per-region calls (one piece) stay on the calling thread.
-    if (np > 1 && c.pairs >= 4096)
-        parallel_for(np, 0, pack_one);
-    else
-        for (int64_t k = 0; k < np; ++k) pack_one(k);
-    if (no_memory) throw std::bad_alloc();
+        longest[k] = pack_piece(regions[p.region], p, p.out_first - c.out_first, cur[k],
+                                read_bin.data() + read_first[k], desc, relem, hbytes);
+    });
     *max_n = *std::max_element(longest.begin(), longest.end());
 }
 

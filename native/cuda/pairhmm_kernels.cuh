@@ -19,16 +19,18 @@
 // P*K rows; the last lane stores the stripe's last row (M, X, Y per column)
 // in a per-group scratch slot and lane 0 of the next stripe reads it back.
 //
-// Two float arithmetics (the FAST template flag; PYPHMM_CUDA_ARITH picks):
-//  exact: GKL's operation order, every product and sum rounded on its own
-//    (__fmul_rn/__fadd_rn, so nvcc cannot contract), bit-equal to the CPU
-//    backend's arithmetic:
+// Float arithmetic (the AR template parameter; PYPHMM_CUDA_ARITH picks):
+//  exact (kExact): GKL's operation order, every product and sum rounded on
+//    its own (__fmul_rn/__fadd_rn, so nvcc cannot contract), the same
+//    roundings as the CPU backend:
 //      M = e * ((mm*M' + gm*X') + gm*Y'),  X = mx*M^ + xx*X^,  Y = my*M< + yy*Y<
-//  fast (default): fused multiply-adds and gm factored out of M,
-//      M = (e*gm) * ((mm/gm)*M' + (X' + Y')),
-//    9 instead of 12 floating-point instructions per cell. The per-row
-//    constants are rounded once each, so results stay within ~1e-6 (log10)
-//    of GKL's; the GPU tests hold both modes to GKL's 1e-5 contract.
+//  fast (default) uses, for reads of up to 160 rows (kFactored),
+//      M = (e*gm) * ((mm/gm)*M' + (X' + Y'))   with fused multiply-adds,
+//    9 instead of 12 floating-point instructions per cell; and for longer
+//    reads GKL's order with fused multiply-adds (kFma). The factored
+//    constants are rounded once per row, an error that grows with the read
+//    length (measured vs the CPU: 3.8e-6 up to 96 rows, 7.6e-6 up to 256,
+//    1.5e-5 up to 512), hence the 160-row limit.
 // The double pass always uses the exact arithmetic.
 #pragma once
 #include <cstdint>
@@ -81,7 +83,12 @@ struct KernelArgs {
     int scratch_stride;
 };
 
-template <typename T, bool FAST>
+// Float arithmetics of the kernels (see the header comment).
+constexpr int kExact = 0;     // GKL's operation order, no contraction
+constexpr int kFma = 1;       // GKL's order with fused multiply-adds
+constexpr int kFactored = 2;  // FMAs and gm factored out of M's sum
+
+template <typename T, bool FMA>
 struct Arith;
 
 template <>
@@ -122,13 +129,13 @@ __device__ __forceinline__ double tdiv<double>(double a, double b) { return __dd
 // rows at column j-1, `n*` receive column j; (dM,dX,dY) is the row above at
 // column j-1 and (uM,uX) at column j. Callers alternate two register sets
 // for o/n (and for d/u), so no value is ever copied between steps.
-template <typename T, int K, bool FAST>
+template <typename T, int K, int AR>
 __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], const T (&mx)[K], const T (&my)[K],
                                           const T (&cc)[K], const T (&em)[K], const T (&ex)[K],
                                           const uint32_t (&rmask)[(K + 7) / 8], uint32_t h, T dM, T dX, T dY,
                                           T uM, T uX, const T (&oM)[K], const T (&oX)[K], const T (&oY)[K],
                                           T (&nM)[K], T (&nX)[K], T (&nY)[K]) {
-    typedef Arith<T, FAST> A;
+    typedef Arith<T, (AR >= kFma)> A;
     const uint32_t hrep = h * 0x11111111u;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -136,7 +143,7 @@ __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], co
         const T am = k == 0 ? uM : nM[k - 1], ax = k == 0 ? uX : nX[k - 1];
         const bool match = (rmask[k / 8] & hrep & (0xfu << (4 * (k % 8)))) != 0u;
         const T e = match ? em[k] : ex[k];
-        if (FAST)  // factored (see forward_pair's setup): mm = mm/gm, em/ex = e*gm
+        if (AR == kFactored)  // (see row_consts): mm = mm/gm, em/ex = e*gm
             nM[k] = A::mul(e, A::madd(mm[k], pm, px + py));
         else
             nM[k] = A::mul(e, A::madd(gm[k], py, A::madd(mm[k], pm, A::mul(gm[k], px))));
@@ -151,11 +158,11 @@ struct RowConsts {
     T mm, gm, mx, my, cc;
 };
 
-// In FAST mode gm is factored out of M's sum: e*(mm*M + gm*X + gm*Y) =
+// kFactored: gm is factored out of M's sum: e*(mm*M + gm*X + gm*Y) =
 // (e*gm) * ((mm/gm)*M + (X + Y)), so mm holds mm/gm and the caller scales the
 // emissions by gm. gm == 0 (gap-continuation quality 0) cannot be factored:
 // such a row sets `unfactorable` and the pair is redone in double.
-template <typename T, bool FAST>
+template <typename T, int AR>
 __device__ __forceinline__ RowConsts<T> row_consts(const KernelArgs<T>& a, uint32_t e, bool& unfactorable) {
     const int ins = (e >> 11) & 127, del = (e >> 18) & 127, c = e >> 25;
     const int lo = ins < del ? ins : del, hi = ins < del ? del : ins;
@@ -165,7 +172,7 @@ __device__ __forceinline__ RowConsts<T> row_consts(const KernelArgs<T>& a, uint3
     r.gm = T(1) - r.cc;
     r.mx = __ldg(a.tab.ph2pr + ins);
     r.my = __ldg(a.tab.ph2pr + del);
-    if (FAST) {
+    if (AR == kFactored) {
         if (r.gm == T(0)) {
             unfactorable = true;
             r.mm = T(0);
@@ -178,7 +185,7 @@ __device__ __forceinline__ RowConsts<T> row_consts(const KernelArgs<T>& a, uint3
 
 // The forward algorithm for one pair by one group. Returns the raw sum
 // (meaningful in lane P-1 only).
-template <typename T, int P, int K, bool STRIPED, bool FAST, bool UNIFORM>
+template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM>
 __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min,
                                           int steps, int t, T* scratch, bool& unfactorable) {
     static_assert(!STRIPED || P == 32, "striped kernels use one group per warp");
@@ -209,7 +216,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         // rows need only e = 0 and cc = 1 to reproduce row 0: M = e*(...) = 0,
         // X = mx*0 + cc*0 = 0, Y = my*0 + 1*Y.)
         RowConsts<T> u{};
-        if (UNIFORM) u = row_consts<T, FAST>(a, __ldg(rd), unfactorable);
+        if (UNIFORM) u = row_consts<T, AR>(a, __ldg(rd), unfactorable);
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int row = stripe * R + t * K + k - pad;  // 0-based read row; < 0: padding
@@ -227,7 +234,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
                 Ya[k] = ic_n;
             } else {
                 const uint32_t e = __ldg(rd + row);
-                const RowConsts<T> c = UNIFORM ? u : row_consts<T, FAST>(a, e, unfactorable);
+                const RowConsts<T> c = UNIFORM ? u : row_consts<T, AR>(a, e, unfactorable);
                 if (!UNIFORM) {
                     mm[k] = c.mm;
                     gm[k] = c.gm;
@@ -238,7 +245,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
                 const T err = __ldg(a.tab.ph2pr + ((e >> 4) & 127));
                 em[k] = T(1) - err;
                 ex[k] = tdiv<T>(err, T(3));
-                if (FAST) {  // e*gm (see row_consts)
+                if (AR == kFactored) {  // e*gm (see row_consts)
                     em[k] = em[k] * c.gm;
                     ex[k] = ex[k] * c.gm;
                 }
@@ -297,7 +304,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         if (t == 0) h = (word >> (8 * (B))) & 0xffu;                                                        \
         const int j = s0 + (B) - t + 1;                                                                     \
         if (!(CHECK) || static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                      \
-            lane_step<T, K, FAST>(mm, gm, mx, my, cc, em, ex, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, \
+            lane_step<T, K, AR>(mm, gm, mx, my, cc, em, ex, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, \
                                  NY);                                                                       \
             if (t == P - 1) {                                                                               \
                 if (last_stripe) {                                                                          \
@@ -360,7 +367,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         if (STRIPED) __syncwarp();
     }
     // A pair is unfactorable if any lane of its group found a gm == 0 row.
-    if (FAST) {
+    if (AR == kFactored) {
         const unsigned lanes = __ballot_sync(gmask, unfactorable);
         const unsigned group = P == 32 ? 0xffffffffu : ((1u << P) - 1u) << ((threadIdx.x & 31) & ~(P - 1));
         unfactorable = (lanes & group) != 0u;
@@ -395,7 +402,7 @@ __device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a
 // listed ones), `nblocks` blocks of which this is block `block`. Groups of a
 // warp take consecutive pairs and run the warp's longest step count, so all
 // shuffles are full-warp and converged.
-template <typename T, int P, int K, bool STRIPED, bool FAST, bool UNIFORM, int BLOCK>
+template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM, int BLOCK>
 __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int nblocks) {
     constexpr int G = 32 / P;  // groups per warp
     const int lane = threadIdx.x & 31;
@@ -416,7 +423,7 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
         const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
         const int n_min = __reduce_min_sync(0xffffffffu, n_act);
         bool redo = false;
-        const T sum = forward_pair<T, P, K, STRIPED, FAST, UNIFORM>(a, d, n_act, n_min, steps, t, scratch, redo);
+        const T sum = forward_pair<T, P, K, STRIPED, AR, UNIFORM>(a, d, n_act, n_min, steps, t, scratch, redo);
         if (valid && t == P - 1) store_result<T>(a, pi, d, sum, redo);
     }
 }
@@ -429,9 +436,9 @@ constexpr int min_blocks() {
     return UNIFORM ? (K <= 10 ? 4 : 3) : 1;
 }
 
-template <typename T, int P, int K, bool STRIPED, bool FAST, bool UNIFORM, int BLOCK>
+template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, K>())) pairhmm_kernel(KernelArgs<T> a) {
-    run_bin<T, P, K, STRIPED, FAST, UNIFORM, BLOCK>(a, blockIdx.x, gridDim.x);
+    run_bin<T, P, K, STRIPED, AR, UNIFORM, BLOCK>(a, blockIdx.x, gridDim.x);
 }
 
 // Several short-read bins in ONE launch: block ranges map to bins, so bins
@@ -455,14 +462,18 @@ __global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, 10>())) pairhmm_fu
     a.count = plan.count[i];
     const int block = blockIdx.x - plan.block_start[i];
     const int nblocks = plan.block_start[i + 1] - plan.block_start[i];
+    // fast: factored arithmetic up to 160 rows, where its rounded constants
+    // stay far inside GKL's 1e-5 (their error grows with the read length);
+    // FMAs in GKL's order beyond.
+    constexpr int F = FAST ? kFactored : kExact, L = FAST ? kFma : kExact;
     switch (plan.bin[i]) {
-        case 0: run_bin<float, 4, 4, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 1: run_bin<float, 4, 8, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 2: run_bin<float, 8, 8, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 3: run_bin<float, 16, 6, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 4: run_bin<float, 16, 8, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 5: run_bin<float, 16, 10, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 6: run_bin<float, 32, 8, false, FAST, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 0: run_bin<float, 4, 4, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 1: run_bin<float, 4, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 2: run_bin<float, 8, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 3: run_bin<float, 16, 6, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 4: run_bin<float, 16, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 5: run_bin<float, 16, 10, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 6: run_bin<float, 32, 8, false, L, UNIFORM, BLOCK>(a, block, nblocks); break;
         default: break;
     }
 }
