@@ -186,6 +186,73 @@ def _per_pair(value, n: int, parse, what: str):
     return [parse(value)], False
 
 
+def _pack_seqs(seqs: list, what: str):
+    """(concatenated bytes, int64 lengths) of a batch's sequences.
+
+    Lists of only str or only bytes (the usual batches) are checked and joined
+    in bulk; anything else, or any invalid sequence, goes through _as_seq one
+    at a time, which also names the offending pair.
+    """
+    n = len(seqs)
+    kinds = set(map(type, seqs))
+    kind = kinds.pop() if len(kinds) == 1 else None
+    if kind is str or kind is bytes:
+        lens = np.fromiter(map(len, seqs), dtype=np.int64, count=n)
+        if lens.min() >= 1 and lens.max() <= MAX_LENGTH:
+            if kind is bytes:
+                return b"".join(seqs), lens
+            try:
+                return "".join(seqs).encode("ascii"), lens
+            except UnicodeEncodeError:
+                pass
+    packed = [_as_seq(x, f"{what} {i}") for i, x in enumerate(seqs)]
+    return b"".join(packed), np.fromiter(map(len, packed), dtype=np.int64, count=n)
+
+
+_CIGAR_WINDOW = 32   # CIGARs shorter than this are cut out of the buffer in one vectorised pass
+_KEEP_CIGAR_BYTES = 256 << 20   # larger CIGAR buffers are not kept for the next call
+
+
+class _BatchScratch(threading.local):
+    """align_batch's CIGAR buffer, reused by the thread's next call: it is
+    read back into str before the call returns, and a fresh one of 2*(m+n)+1
+    bytes a pair would be page-faulted in on every call."""
+    cigars = np.zeros(0, dtype=np.uint8)
+
+    def cigar_buffer(self, nbytes: int) -> np.ndarray:
+        buf = self.cigars
+        if len(buf) < nbytes:
+            buf = np.zeros(nbytes, dtype=np.uint8)
+            self.cigars = buf if nbytes <= _KEEP_CIGAR_BYTES else self.cigars
+        return buf
+
+
+_batch_scratch = _BatchScratch()
+
+
+def _cigar_strings(buf: np.ndarray, slot_offsets: np.ndarray) -> list:
+    """The NUL-terminated CIGAR at the start of every slot of buf."""
+    n = len(slot_offsets) - 1
+    starts = slot_offsets[:-1]
+    idx = starts[:, None] + np.arange(_CIGAR_WINDOW)
+    np.minimum(idx, slot_offsets[-1] - 1, out=idx)   # bytes past the last slot lie after its NUL anyway
+    win = buf[idx]
+    is_nul = win == 0
+    found = is_nul.any(axis=1)
+    lens = np.where(found, is_nul.argmax(axis=1), 0)
+    # Each CIGAR followed by a newline, all in one string, split once.
+    text = np.zeros((n, _CIGAR_WINDOW + 1), dtype=np.uint8)
+    text[:, :_CIGAR_WINDOW] = win
+    text[np.arange(n), lens] = ord("\n")
+    keep = np.arange(_CIGAR_WINDOW + 1) <= lens[:, None]
+    out = text[keep].tobytes().decode("ascii").split("\n")
+    out.pop()   # after the last newline
+    for i in np.flatnonzero(~found).tolist():   # long CIGARs, one at a time
+        slot = buf[int(starts[i]):int(slot_offsets[i + 1])]
+        out[i] = slot[:int(np.argmax(slot == 0))].tobytes().decode("ascii")
+    return out
+
+
 def align_batch(refs, alts, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang="SOFTCLIP",
                 backend: str = "auto", threads: int | None = None, stats: dict | None = None):
     """Aligns alts[i] to refs[i] for every i.
@@ -203,10 +270,8 @@ def align_batch(refs, alts, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang
     opts = _native.make_options(backend, threads)
     if n == 0:
         return [], np.zeros(0, dtype=np.int32)
-    rb = [_as_seq(x, f"ref {i}") for i, x in enumerate(refs)]
-    ab = [_as_seq(x, f"alt {i}") for i, x in enumerate(alts)]
-    rl = np.fromiter(map(len, rb), dtype=np.int64, count=n)
-    al = np.fromiter(map(len, ab), dtype=np.int64, count=n)
+    ref_buf, rl = _pack_seqs(refs, "ref")
+    alt_buf, al = _pack_seqs(alts, "alt")
     ref_off = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(rl, out=ref_off[1:])
     alt_off = np.zeros(n + 1, dtype=np.int64)
@@ -221,9 +286,7 @@ def align_batch(refs, alts, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang
             slist = slist * n
     par = np.array(plist, dtype=np.int32).reshape(-1, 4)
     strat = np.array([int(s) for s in slist], dtype=np.int8)
-    ref_buf = b"".join(rb)
-    alt_buf = b"".join(ab)
-    cigars = np.zeros(int(cig_off[-1]), dtype=np.uint8)
+    cigars = _batch_scratch.cigar_buffer(int(cig_off[-1]))
     offsets = np.zeros(n, dtype=np.int32)
 
     batch = ffi.new("pyphmm_sw_batch *")
@@ -244,11 +307,7 @@ def align_batch(refs, alts, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang
     _native.raise_for_status(rc, err)
     if stats is not None:
         stats.update(_native.stats_dict(st))
-    raw = cigars.tobytes()
-    starts = cig_off[:-1].tolist()
-    find = raw.index
-    out = [raw[s:find(b"\0", s)].decode("ascii") for s in starts]
-    return out, offsets
+    return _cigar_strings(cigars, cig_off), offsets
 
 
 # ---- command line: pyphmm align ------------------------------------------------

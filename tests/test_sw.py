@@ -195,7 +195,14 @@ def test_simd_paths_agree():
 
 def test_gpu_kernels_emulated_on_cpu(tmp_path):
     """The CUDA kernels' code (sw_cuda_kernels.cuh), run on the CPU with emulated
-    threads and barriers, equals the CPU backend; covers the GPU logic where no GPU is."""
+    lanes and shuffles, equals the CPU backend; covers the GPU logic where no GPU is.
+
+    32 lanes is the GPU's configuration (a warp per pair; alts over 512 bp in
+    stripes); 4 and 8 lanes put most pairs through several stripes. Each run
+    covers short edited pairs, reads (40-151 bp) vs 300 bp haplotypes,
+    300-520 bp haplotypes vs refs and 600-1100 bp pairs under every preset and
+    strategy, then per-pair settings.
+    """
     import shutil
     cxx = os.environ.get("CXX", "g++")
     if not shutil.which(cxx):
@@ -204,8 +211,9 @@ def test_gpu_kernels_emulated_on_cpu(tmp_path):
     subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", "-Wno-psabi", f"-I{ROOT}/native/include",
                     f"-I{ROOT}/native", f"{ROOT}/tests/native/sw_cuda_emu.cc", f"{ROOT}/native/cpu/sw_cpu.cc",
                     f"{ROOT}/native/common/thread_pool.cc", "-o", str(exe)], check=True)
-    for threads in (1, 5):
-        res = subprocess.run([str(exe), "120", str(threads), str(threads)], capture_output=True, text=True)
+    # lanes, seed, short pairs, read-vs-hap pairs, hap-vs-ref pairs, long pairs
+    for args in ((32, 1, 200, 80, 24, 3), (8, 2, 200, 40, 10, 2), (4, 3, 200, 40, 10, 2)):
+        res = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True)
         assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
         assert " 0 mismatches" in res.stdout
 

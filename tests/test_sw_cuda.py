@@ -66,7 +66,8 @@ def test_gpu_workloads_equal_cpu_and_gkl(gkl_jvm):
 
 
 def test_gpu_long_and_edge_pairs():
-    """Refs above the shared-memory limit (global state path), 1 bp pairs, exact matches, N bases."""
+    """Alts over 512 bp (several stripes of the warp fill), short refs against them, 1 bp pairs,
+    exact matches, N bases."""
     rng = np.random.default_rng(5)
     rand = lambda k: bytes(rng.choice(list(b"ACGT"), k).astype(np.uint8))  # noqa: E731
     refs, alts = [], []
@@ -74,8 +75,8 @@ def test_gpu_long_and_edge_pairs():
         r = rand(k)
         refs += [r, r, r]
         alts += [r[100:700] + b"TT" + r[700:k - 50], rand(300), b"N" * 5 + r[k // 2:k // 2 + 200]]
-    refs += [b"A", b"A", b"ACGT", b"ACGTN", rand(5000)]
-    alts += [b"A", b"C", b"ACGTACGT", b"NN", rand(5000)]
+    refs += [b"A", b"A", b"ACGT", b"ACGTN", rand(5000), rand(30), rand(3)]
+    alts += [b"A", b"C", b"ACGTACGT", b"NN", rand(5000), refs[-3][1000:2500], rand(1100)]
     refs, alts = refs * 60, alts * 60   # enough pairs for the GPU under any policy
     for strategy in STRATEGIES:
         for preset in sw.PRESETS:
@@ -84,11 +85,13 @@ def test_gpu_long_and_edge_pairs():
 
 
 def test_gpu_chunking(monkeypatch):
-    """A batch over many chunks (budget forced down to 64 MB) still matches the CPU."""
-    monkeypatch.setenv("PYPHMM_SW_GPU_BUDGET_MB", "64")
+    """A batch over many sub-chunks (budget forced down to 64 MB) and over several chunks
+    (20 MB: ~1,800 pairs per chunk) still matches the CPU."""
     refs, alts = hap_vs_ref(3000, seed=9, lo=300, hi=1500)   # ~4 GB of backtrack in total
-    gpu, cpu = _gpu_cpu(refs, alts, params="NEW_SW_PARAMETERS", overhang="SOFTCLIP")
-    _assert_same(gpu, cpu, refs, alts)
+    for mb in ("64", "20"):
+        monkeypatch.setenv("PYPHMM_SW_GPU_BUDGET_MB", mb)
+        gpu, cpu = _gpu_cpu(refs, alts, params="NEW_SW_PARAMETERS", overhang="SOFTCLIP")
+        _assert_same(gpu, cpu, refs, alts)
     monkeypatch.setenv("PYPHMM_SW_GPU_BUDGET_MB", "1")      # one pair cannot fit: CPU fallback
     stats = {}
     cig, off = sw.align_batch(refs[:300], alts[:300], params="NEW_SW_PARAMETERS", backend="cuda", stats=stats)

@@ -1,13 +1,14 @@
 // Device code of the GPU Smith-Waterman (see sw_cuda.cu for the design).
 // Kept in a header so that tests/native/sw_cuda_emu.cc can run these exact
-// kernels on the CPU (with emulated threads and barriers) where no GPU is.
+// kernels on the CPU (with emulated lanes and shuffles) where no GPU is.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "pyphmm.h"
 
-#ifndef SW_SHARED_STATE
-#define SW_SHARED_STATE() extern __shared__ int32_t smem[]
+#ifndef SW_HD
+#define SW_HD __host__ __device__
 #endif
 
 namespace pyphmm {
@@ -15,144 +16,280 @@ namespace sw_gpu {
 
 constexpr int32_t kFloor = -100000000;     // GATK's MATRIX_MIN_CUTOFF
 constexpr int32_t kLowInit = INT32_MIN / 2;  // GATK's initial best gap
-constexpr int kStateArrays = 14;           // per slot: 3 H, 3 Y, 2 E, 2 KH, 2 F, 2 KV
-constexpr int kSmallRef = 850;             // refs up to this keep their state in 48 KB of shared memory
-constexpr int kFillThreads = 128;
+constexpr int kWarp = 32;                  // lanes per pair on the GPU
+constexpr int kMaxColsPerLane = 16;        // K: alt columns a lane keeps in registers
+constexpr int kFillThreads = 128;          // 4 pairs per block
 constexpr int kTraceThreads = 128;
+constexpr int kShortCigar = 32;            // CIGARs shorter than this come back in a compact slot
 
 struct PairDesc {
-    int64_t ref;        // offset of ref in the chunk's sequence buffer
-    int64_t alt;        // offset of alt
+    int64_t ref;        // offset of ref in the chunk's ref buffer
+    int64_t alt;        // offset of alt in the chunk's alt buffer
     int64_t bt;         // first short2 of this pair's backtrack matrix
     int64_t edge;       // last column (m + 1 ints) then last row (n + 1 ints)
-    int64_t scratch;    // global state slice (large refs only), in ints
+    int64_t scratch;    // stripe boundary columns (2 x 3 x m ints), pairs with several stripes only
     int64_t cigar;      // first byte of this pair's CIGAR slot in the chunk buffer
     int32_t m, n;       // len(ref), len(alt)
     int32_t match, mismatch, open, extend;
     int32_t strategy;
     int32_t index;      // pair index in the caller's batch
+    int32_t lanes;      // P: lanes sweeping the pair (kWarp on the GPU)
+    int32_t cols;       // K: alt columns per lane
 };
 
-// Cells (i, j), 1 <= i <= m, 1 <= j <= n, with i + j <= s.
-__device__ __forceinline__ int64_t cells_upto(int64_t s, int64_t m, int64_t n) {
-    auto tri = [](int64_t x) -> int64_t { return x >= 1 ? x * (x - 1) / 2 : 0; };
-    return tri(s) - tri(s - m) - tri(s - n) + tri(s - m - n);
+// ---- backtrack layout ---------------------------------------------------------------
+//
+// Lanes own alt columns: a stripe is P * K consecutive columns, lane t holds
+// columns t*K+1 .. t*K+K of it (1-based within the stripe), and the ref rows
+// stream through the lanes: at step s lane t computes row i = s - t + 1.
+// Stripes are swept one after another, left to right.
+//
+// Cells are stored stripe by stripe, step by step; within a step, by column
+// slot k, then by lane, so that each store instruction of the warp (one k,
+// all lanes) writes consecutive short2. Only the (step, lane) slots that hold
+// a row 1..m of an active lane take space: a stripe of m rows and T active
+// lanes takes m * T * K cells.
+
+// Active lanes of stripe c (the last stripe may be narrower).
+SW_HD inline int stripe_lanes(int c, int n, int P, int K) {
+    const int R = P * K;
+    const int cols = n - c * R < R ? n - c * R : R;
+    return (cols + K - 1) / K;
 }
 
-// Index of cell (i, j) in the diagonal-major matrix.
-__device__ __forceinline__ int64_t cell_index(int i, int j, int m, int n) {
-    const int d = i + j;
-    const int lo = max(1, d - n);
-    return cells_upto(d - 1, m, n) + (i - lo);
+// Valid (step, lane) slots before step s in a stripe of m rows and T lanes.
+SW_HD inline int64_t slots_before(int64_t s, int64_t m, int64_t T) {
+    const int64_t full = s <= T ? s * (s + 1) / 2 : T * (T + 1) / 2 + (s - T) * T;
+    const int64_t past = s - m;   // steps where lane 0 is already past the last row
+    return full - (past > 0 ? past * (past + 1) / 2 : 0);
 }
 
-template <bool kShared>
-__global__ void __launch_bounds__(kFillThreads)
-sw_fill_kernel(const PairDesc* __restrict__ pairs, const uint8_t* __restrict__ seqs, short2* __restrict__ bt,
-               int32_t* __restrict__ edges, int32_t* __restrict__ scratch) {
-    SW_SHARED_STATE();
-    const PairDesc p = pairs[blockIdx.x];
+// First valid lane at step s, and how many there are.
+SW_HD inline int step_lane_lo(int s, int m) { return s - m + 1 > 0 ? s - m + 1 : 0; }
+SW_HD inline int step_lane_count(int s, int m, int T) { return (s < T - 1 ? s : T - 1) - step_lane_lo(s, m) + 1; }
+
+// Backtrack cells of a pair.
+SW_HD inline int64_t backtrack_cells(int m, int n, int P, int K) {
+    const int R = P * K;
+    const int stripes = (n + R - 1) / R;
+    return static_cast<int64_t>(stripes - 1) * m * R + static_cast<int64_t>(m) * stripe_lanes(stripes - 1, n, P, K) * K;
+}
+
+// Index of cell (i, j), 1 <= i <= m, 1 <= j <= n, in a pair's backtrack.
+SW_HD inline int64_t backtrack_index(int i, int j, int m, int n, int P, int K) {
+    const int R = P * K;
+    const int c = (j - 1) / R;
+    const int col = j - 1 - c * R;
+    const int t = col / K, k = col - t * K;
+    const int T = stripe_lanes(c, n, P, K);
+    const int s = i - 1 + t;
+    const int lo = step_lane_lo(s, m);
+    return static_cast<int64_t>(c) * m * R + slots_before(s, m, T) * K +
+           static_cast<int64_t>(k) * step_lane_count(s, m, T) + (t - lo);
+}
+
+// K for an alt of n bases: the fewest stripes, then the fewest columns per
+// lane that cover them (idle columns cost as much as busy ones).
+SW_HD inline int choose_cols(int n, int P) {
+    const int R = P * kMaxColsPerLane;
+    const int stripes = (n + R - 1) / R;
+    const int need = (n + stripes * P - 1) / (stripes * P);
+    return need <= 8 ? need : need <= 10 ? 10 : need <= 12 ? 12 : need <= 14 ? 14 : 16;
+}
+
+// Calls f(std::integral_constant<int, K>{}) for one of the K choose_cols gives.
+template <class F>
+void with_cols(int K, F&& f) {
+    switch (K) {
+        case 1: f(std::integral_constant<int, 1>{}); break;
+        case 2: f(std::integral_constant<int, 2>{}); break;
+        case 3: f(std::integral_constant<int, 3>{}); break;
+        case 4: f(std::integral_constant<int, 4>{}); break;
+        case 5: f(std::integral_constant<int, 5>{}); break;
+        case 6: f(std::integral_constant<int, 6>{}); break;
+        case 7: f(std::integral_constant<int, 7>{}); break;
+        case 8: f(std::integral_constant<int, 8>{}); break;
+        case 10: f(std::integral_constant<int, 10>{}); break;
+        case 12: f(std::integral_constant<int, 12>{}); break;
+        case 14: f(std::integral_constant<int, 14>{}); break;
+        default: f(std::integral_constant<int, 16>{}); break;
+    }
+}
+
+// ---- stage 1: fill -----------------------------------------------------------------
+
+// H of the first row / column: gap penalties for INDEL and LEADING_INDEL, else 0.
+__device__ __forceinline__ int32_t edge_score(int x, bool edge_gaps, int32_t open, int32_t extend) {
+    return (edge_gaps && x > 0) ? open + (x - 1) * extend : 0;
+}
+
+// What a lane hands to the next lane after each step: the cell of its last
+// column in the row it just computed. kh and y are packed into one word
+// (both are below 2^16: lengths are at most 32767 plus a stripe of padding).
+struct RowEnd {
+    int32_t h;       // H(i, j)
+    int32_t e;       // row i's best insertion gap at j
+    uint32_t kh_y;   // (that gap's length << 16) | diagonal run length at (i, j)
+    int32_t base;    // ref[i - 1]
+};
+
+__device__ __forceinline__ RowEnd shift_from_previous_lane(const RowEnd& v, int P) {
+    RowEnd r;
+    r.h = __shfl_up_sync(0xffffffffu, v.h, 1, P);
+    r.e = __shfl_up_sync(0xffffffffu, v.e, 1, P);
+    r.kh_y = __shfl_up_sync(0xffffffffu, v.kh_y, 1, P);
+    r.base = __shfl_up_sync(0xffffffffu, v.base, 1, P);
+    return r;
+}
+
+// One stripe of one pair. Per alt column (lane registers): H and Y of the
+// row above and the column's best deletion gap (F, KV), which GATK keeps per
+// column. The row's best insertion gap (E, KH) travels left to right with
+// the row, from column to column within a lane and by shuffle between lanes;
+// lane 0 takes it from column 0 (first stripe) or from the boundary column
+// the previous stripe's last lane left in scratch. Ties and the floor are
+// GATK's, so every cell equals the CPU's row-major result.
+template <int P, int K>
+__device__ __forceinline__ void sweep_stripe(const PairDesc& p, int c, int lane, const uint8_t* __restrict__ ref,
+                                             const uint8_t* __restrict__ alt, short2* __restrict__ btp,
+                                             int32_t* __restrict__ last_col, int32_t* __restrict__ last_row,
+                                             int32_t* __restrict__ scr) {
     const int m = p.m, n = p.n;
-    const int S = m + 1;
-    int32_t* base = kShared ? smem : scratch + p.scratch;
-    // Slot arrays, each S ints: H (3 diagonals), Y (3), E, KH, F, KV (2 each).
-    int32_t* const H = base;
-    int32_t* const Y = base + 3 * S;
-    int32_t* const E = base + 6 * S;
-    int32_t* const KH = base + 8 * S;
-    int32_t* const F = base + 10 * S;
-    int32_t* const KV = base + 12 * S;
-    const uint8_t* ref = seqs + p.ref;
-    const uint8_t* alt = seqs + p.alt;
+    const int32_t open = p.open, extend = p.extend, match = p.match, mismatch = p.mismatch;
     const bool edge_gaps = p.strategy == PYPHMM_SW_INDEL || p.strategy == PYPHMM_SW_LEADING_INDEL;
-    int32_t* last_col = edges + p.edge;
-    int32_t* last_row = last_col + m + 1;
-    short2* btp = bt + p.bt;
+    const int stripes = (n + P * K - 1) / (P * K);
+    const int T = stripe_lanes(c, n, P, K);
+    const int j0 = c * P * K + lane * K + 1;   // this lane's first column
+    const bool active = lane < T;
+    const bool boundary_out = lane == P - 1 && c + 1 < stripes;
+    const int32_t* in_col = scr + (c & 1) * 3 * m;         // column c*R, from the previous stripe
+    int32_t* out_col = scr + ((c + 1) & 1) * 3 * m;        // column (c+1)*R, for the next stripe
 
-    if (threadIdx.x == 0) {
-        H[0] = 0;                            // diagonal 0: the corner
-        Y[0] = 0;
-        H[S + 0] = edge_gaps ? p.open : 0;   // diagonal 1: (0, 1) and (1, 0)
-        H[S + 1] = edge_gaps ? p.open : 0;
-        Y[S + 0] = Y[S + 1] = 0;
-        E[S + 1] = kLowInit;
-        KH[S + 1] = 0;
-        F[S + 0] = kLowInit;
-        KV[S + 0] = 0;
+    int32_t a[K], hp[K], yp[K], f[K], kv[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const int j = j0 + k;
+        a[k] = j <= n ? alt[j - 1] : -1;   // -1 never equals a base: padding columns never match
+        hp[k] = edge_score(j, edge_gaps, open, extend);   // H(0, j)
+        yp[k] = 0;
+        f[k] = kLowInit;
+        kv[k] = 0;
     }
-    __syncthreads();
-
-    int64_t diag_base = 0;
-    for (int d = 2; d <= m + n; ++d) {
-        const int lo = max(1, d - n), hi = min(m, d - 1);
-        const int r0 = (d % 3) * S, r1 = ((d + 2) % 3) * S, r2 = ((d + 1) % 3) * S;  // d, d-1, d-2
-        const int q0 = (d & 1) * S, q1 = ((d + 1) & 1) * S;                            // d, d-1
-        int32_t *h0 = H + r0, *h1 = H + r1, *h2 = H + r2;
-        int32_t *y0 = Y + r0, *y2 = Y + r2;
-        int32_t *e0 = E + q0, *e1 = E + q1;
-        int32_t *kh0 = KH + q0, *kh1 = KH + q1;
-        int32_t *f0 = F + q0, *f1 = F + q1;
-        int32_t *kv0 = KV + q0, *kv1 = KV + q1;
-        // Boundary slots of this diagonal (no cell of it writes them).
-        if (threadIdx.x == 0) {
-            if (d <= n) {
-                h0[0] = edge_gaps ? p.open + (d - 1) * p.extend : 0;
-                y0[0] = 0;
-                f0[0] = kLowInit;
-                kv0[0] = 0;
-            }
-            if (d <= m) {
-                h0[d] = edge_gaps ? p.open + (d - 1) * p.extend : 0;
-                y0[d] = 0;
-                e0[d] = kLowInit;
-                kh0[d] = 0;
-            }
-        }
-        for (int i = lo + threadIdx.x; i <= hi; i += blockDim.x) {
-            const int j = d - i;
-            const int32_t diag = h2[i - 1] + (ref[i - 1] == alt[j - 1] ? p.match : p.mismatch);
-            // deletion: column j's best gap, from (i-1, j)
-            const int32_t open_v = h1[i - 1] + p.open;
-            const int32_t ext_v = f1[i - 1] + p.extend;
-            const bool new_v = open_v > ext_v;
-            const int32_t down = new_v ? open_v : ext_v;
-            const int32_t kd = new_v ? 1 : kv1[i - 1] + 1;
-            // insertion: row i's best gap, from (i, j-1)
-            const int32_t open_h = h1[i] + p.open;
-            const int32_t ext_h = e1[i] + p.extend;
-            const bool new_h = open_h > ext_h;
-            const int32_t right = new_h ? open_h : ext_h;
-            const int32_t ki = new_h ? 1 : kh1[i] + 1;
-
-            int32_t best, back, run;
-            if (diag >= down && diag >= right) {
-                best = diag;
-                back = 0;
-                run = y2[i - 1] + 1;
-            } else if (right >= down) {
-                best = right;
-                back = -ki;
-                run = 0;
+    int32_t diag_h = edge_score(j0 - 1, edge_gaps, open, extend);   // H(i-1, j0-1), row 0 to start
+    int32_t diag_y = 0;
+    RowEnd out{0, 0, 0, 0};
+    int32_t next_base = lane == 0 ? ref[0] : 0;
+    int64_t base = static_cast<int64_t>(c) * m * P * K;
+    const int steps = m + T - 1;
+    for (int s = 0; s < steps; ++s) {
+        RowEnd in = shift_from_previous_lane(out, P);
+        const int i = s - lane + 1;
+        if (lane == 0 && i <= m) {   // column j0 - 1 comes from outside the warp
+            in.base = next_base;
+            if (i < m) next_base = ref[i];   // issued a step ahead
+            if (c == 0) {
+                in.h = edge_score(i, edge_gaps, open, extend);
+                in.e = kLowInit;
+                in.kh_y = 0;
             } else {
-                best = down;
-                back = kd;
-                run = 0;
+                in.h = in_col[i - 1];
+                in.e = in_col[m + i - 1];
+                in.kh_y = static_cast<uint32_t>(in_col[2 * m + i - 1]);
             }
-            best = max(best, kFloor);
-            h0[i] = best;
-            y0[i] = run;
-            f0[i] = down;
-            kv0[i] = kd;
-            e0[i] = right;
-            kh0[i] = ki;
-            btp[diag_base + (i - lo)] = make_short2(static_cast<short>(back), static_cast<short>(run));
-            if (j == n) last_col[i] = best;
-            if (i == m) last_row[j] = best;
         }
-        diag_base += hi - lo + 1;
-        __syncthreads();
+        const int lo = step_lane_lo(s, m);
+        const int cnt = step_lane_count(s, m, T);
+        if (active && i >= 1 && i <= m) {
+            int32_t h = in.h, e = in.e, kh = static_cast<int32_t>(in.kh_y >> 16);
+            int32_t dh = diag_h, dy = diag_y, y = 0;
+            short2* cell = btp + base + (lane - lo);
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const int32_t diag = dh + (in.base == a[k] ? match : mismatch);
+                // deletion: column j's best gap, from (i-1, j)
+                const int32_t open_v = hp[k] + open;
+                const int32_t ext_v = f[k] + extend;
+                const bool new_v = open_v > ext_v;
+                const int32_t down = new_v ? open_v : ext_v;
+                const int32_t kd = new_v ? 1 : kv[k] + 1;
+                // insertion: row i's best gap, from (i, j-1)
+                const int32_t open_h = h + open;
+                const int32_t ext_h = e + extend;
+                const bool new_h = open_h > ext_h;
+                const int32_t right = new_h ? open_h : ext_h;
+                const int32_t ki = new_h ? 1 : kh + 1;
+
+                int32_t best, back;
+                if (diag >= down && diag >= right) {
+                    best = diag;
+                    back = 0;
+                    y = dy + 1;
+                } else if (right >= down) {
+                    best = right;
+                    back = -ki;
+                    y = 0;
+                } else {
+                    best = down;
+                    back = kd;
+                    y = 0;
+                }
+                best = max(best, kFloor);
+                cell[k * cnt] = make_short2(static_cast<short>(back), static_cast<short>(y));
+                dh = hp[k];   // H(i-1, j) is the next column's diagonal
+                dy = yp[k];
+                hp[k] = best;
+                yp[k] = y;
+                f[k] = down;
+                kv[k] = kd;
+                h = best;
+                e = right;
+                kh = ki;
+                if (j0 + k == n) last_col[i] = best;
+            }
+            if (i == m) {
+#pragma unroll
+                for (int k = 0; k < K; ++k)
+                    if (j0 + k <= n) last_row[j0 + k] = hp[k];
+            }
+            diag_h = in.h;
+            diag_y = static_cast<int32_t>(in.kh_y & 0xffffu);
+            out.h = h;
+            out.e = e;
+            out.kh_y = (static_cast<uint32_t>(kh) << 16) | static_cast<uint32_t>(y);
+            out.base = in.base;
+            if (boundary_out) {
+                out_col[i - 1] = h;
+                out_col[m + i - 1] = e;
+                out_col[2 * m + i - 1] = static_cast<int32_t>(out.kh_y);
+            }
+        }
+        base += static_cast<int64_t>(cnt) * K;
     }
 }
+
+// One group of P lanes per pair (P = kWarp on the GPU: a warp per pair), K
+// alt columns per lane; pairs of this launch all use the same K.
+template <int P, int K>
+__global__ void __launch_bounds__(kFillThreads)
+sw_warp_fill_kernel(const PairDesc* __restrict__ pairs, int count, const uint8_t* __restrict__ refs,
+                    const uint8_t* __restrict__ alts, short2* __restrict__ bt, int32_t* __restrict__ edges,
+                    int32_t* __restrict__ scratch) {
+    const int64_t g = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / P;
+    if (g >= count) return;   // whole groups leave together
+    const int lane = threadIdx.x % P;
+    const PairDesc p = pairs[g];
+    const uint8_t* ref = refs + p.ref;
+    const uint8_t* alt = alts + p.alt;
+    int32_t* last_col = edges + p.edge;
+    int32_t* last_row = last_col + p.m + 1;
+    const int stripes = (p.n + P * K - 1) / (P * K);
+    for (int c = 0; c < stripes; ++c) {
+        sweep_stripe<P, K>(p, c, lane, ref, alt, bt + p.bt, last_col, last_row, scratch + p.scratch);
+        __syncwarp();   // the boundary column written by the last lane is read by lane 0 next
+    }
+}
+
+// ---- stage 2: traceback ------------------------------------------------------------
 
 // Consolidating CIGAR writer that receives elements last-to-first and writes
 // characters backwards from the end of the pair's slot.
@@ -181,8 +318,48 @@ struct RevCigar {
     }
 };
 
+// GATK's start cell: INDEL starts at the corner; otherwise the last column's
+// maximum (bottom-most among equals), then, except for LEADING_INDEL, a
+// last-row cell that is better or equally good and closer to the diagonal.
+// Returns the alt bases past the start (the trailing overhang).
+__device__ inline int64_t start_cell(const PairDesc& p, const int32_t* last_col, const int32_t* last_row, int& p1,
+                                     int& p2) {
+    const int m = p.m, n = p.n;
+    if (p.strategy == PYPHMM_SW_INDEL) {
+        p1 = m;
+        p2 = n;
+        return 0;
+    }
+    int64_t segment = 0;
+    int32_t best = INT32_MIN;
+    p1 = 0;
+    p2 = n;
+    for (int i = 1; i <= m; ++i)
+        if (last_col[i] >= best) {
+            p1 = i;
+            best = last_col[i];
+        }
+    if (p.strategy != PYPHMM_SW_LEADING_INDEL) {
+        for (int j = 1; j <= n; ++j) {
+            const int32_t s = last_row[j];
+            if (s > best || (s == best && abs(m - j) < abs(p1 - p2))) {
+                p1 = m;
+                p2 = j;
+                best = s;
+                segment = n - j;
+            }
+        }
+    }
+    return segment;
+}
+
+// One thread per pair: follows the backtrack from the start cell, jumping
+// whole gap runs (x) and whole diagonal runs (y), and writes the CIGAR to the
+// pair's slot; CIGARs shorter than kShortCigar are also copied to a compact
+// slot so that only those come back to the host.
 __global__ void sw_traceback_kernel(const PairDesc* __restrict__ pairs, int count, const short2* __restrict__ bt,
                                     const int32_t* __restrict__ edges, char* __restrict__ cigars,
+                                    char* __restrict__ short_cigars, int32_t* __restrict__ cigar_lens,
                                     int32_t* __restrict__ offsets) {
     const int k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= count) return;
@@ -194,31 +371,7 @@ __global__ void sw_traceback_kernel(const PairDesc* __restrict__ pairs, int coun
     const int strategy = p.strategy;
 
     int p1, p2;
-    int64_t segment = 0;
-    if (strategy == PYPHMM_SW_INDEL) {
-        p1 = m;
-        p2 = n;
-    } else {
-        int32_t best = INT32_MIN;
-        p1 = 0;
-        p2 = n;
-        for (int i = 1; i <= m; ++i)
-            if (last_col[i] >= best) {
-                p1 = i;
-                best = last_col[i];
-            }
-        if (strategy != PYPHMM_SW_LEADING_INDEL) {
-            for (int j = 1; j <= n; ++j) {
-                const int32_t s = last_row[j];
-                if (s > best || (s == best && abs(m - j) < abs(p1 - p2))) {
-                    p1 = m;
-                    p2 = j;
-                    best = s;
-                    segment = n - j;
-                }
-            }
-        }
-    }
+    int64_t segment = start_cell(p, last_col, last_row, p1, p2);
     const int64_t cap = 2 * (static_cast<int64_t>(m) + n) + 1;
     char* slot = cigars + p.cigar;
     RevCigar w{slot, cap};
@@ -228,7 +381,7 @@ __global__ void sw_traceback_kernel(const PairDesc* __restrict__ pairs, int coun
     }
     char state = 'M';
     do {
-        const short2 c = btp[cell_index(p1, p2, m, n)];
+        const short2 c = btp[backtrack_index(p1, p2, m, n, p.lanes, p.cols)];
         char next;
         int step;
         if (c.x > 0) {
@@ -271,10 +424,16 @@ __global__ void sw_traceback_kernel(const PairDesc* __restrict__ pairs, int coun
         offset = 0;
     }
     w.flush();
-    // Move the string to the start of the slot.
     const int64_t len = cap - w.pos;
-    for (int64_t t = 0; t < len; ++t) slot[t] = slot[w.pos + t];
-    slot[len] = '\0';
+    if (len < kShortCigar) {
+        char* s = short_cigars + static_cast<int64_t>(k) * kShortCigar;
+        for (int64_t t = 0; t < len; ++t) s[t] = slot[w.pos + t];
+        s[len] = '\0';
+    } else {   // move the string to the start of the slot
+        for (int64_t t = 0; t < len; ++t) slot[t] = slot[w.pos + t];
+        slot[len] = '\0';
+    }
+    cigar_lens[k] = static_cast<int32_t>(len);
     offsets[k] = offset;
 }
 
