@@ -10,7 +10,7 @@
 // or +k (deletion of k), so traceback jumps whole gaps.
 //
 // Evaluation order: anti-diagonals (d = i + j), vectorised along i: 16 int32
-// lanes with AVX-512 intrinsics, else 8 (AVX2) or 4 (SSE) with GCC vector
+// lanes (AVX-512) or 8 (AVX2) with intrinsics, else 4 (SSE) with GCC vector
 // extensions. All cells of one anti-diagonal are independent; the per-row and
 // per-column gap state of GATK's row-major loop become per-slot state carried
 // from diagonal d-1 to d, so results are bit-identical to the row-major order.
@@ -190,14 +190,6 @@ template <>
 struct Vec<4> {
     typedef int32_t V __attribute__((vector_size(16)));
 };
-template <>
-struct Vec<8> {
-    typedef int32_t V __attribute__((vector_size(32)));
-};
-template <>
-struct Vec<16> {
-    typedef int32_t V __attribute__((vector_size(64)));
-};
 
 template <int W>
 struct Consts {
@@ -242,22 +234,19 @@ __attribute__((always_inline)) inline Masks<W> cells(Diagonals& s, const int32_t
     return {(diag >= down) & (diag >= right), right >= down, new_h, new_v};
 }
 
-// Bits of a 4-lane mask (baseline SSE, so usable in every fill).
-__attribute__((always_inline)) inline uint16_t bits4(Vec<4>::V v) {
+// Bits of a 4-lane mask (baseline SSE).
+__attribute__((always_inline)) inline uint16_t bits(Vec<4>::V v) {
     return static_cast<uint16_t>(_mm_movemask_ps(_mm_castsi128_ps(reinterpret_cast<__m128i>(v))));
 }
-__attribute__((always_inline)) inline uint16_t bits(Vec<4>::V v) { return bits4(v); }
-__attribute__((always_inline)) inline uint16_t bits(Vec<8>::V v) {
-    Vec<4>::V a = __builtin_shufflevector(v, v, 0, 1, 2, 3), b = __builtin_shufflevector(v, v, 4, 5, 6, 7);
-    return static_cast<uint16_t>(bits4(a) | (bits4(b) << 4));
-}
 
-// The fill with GCC vector extensions, W lanes (SSE and AVX2 builds).
+// The fill with GCC vector extensions, W lanes: the SSE baseline (W = 4).
+// The AVX2 and AVX-512 fills below are the same rule with intrinsics.
 template <int W>
 __attribute__((always_inline)) inline void fill_generic(Workspace& ws, const uint8_t* ref, int m,
                                                         const uint8_t* alt, int n, const pyphmm_sw_params& p,
                                                         bool edge) {
-    prepare(ws, ref, m, alt, n, p, edge, W == 4 ? 2 : 3);
+    static_assert(W == 4, "bits() handles 4 lanes");
+    prepare(ws, ref, m, alt, n, p, edge, 2);
     const Consts<W> c(p);
     Diagonals s(ws, m, n);
     const int32_t* refi = ws.refi.data();
@@ -344,9 +333,63 @@ void fill_avx512(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, i
 
 #pragma GCC diagnostic pop
 
-__attribute__((target("avx2"))) void fill_avx2(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt,
-                                               int n, const pyphmm_sw_params& p, bool edge) {
-    fill_generic<8>(ws, ref, m, alt, n, p, edge);
+// AVX2: 8 lanes with intrinsics; compare results become backtrack bits
+// through movemask. AVX2 has no signed >=, so the diag and right bits are
+// computed as their negations (gap > diag, down > right) and flipped.
+#define SW_AVX2 __attribute__((target("avx2"), always_inline)) inline
+SW_AVX2 __m256i ld8(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+SW_AVX2 void st8(int32_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+SW_AVX2 uint16_t mask8(__m256i m) { return static_cast<uint16_t>(_mm256_movemask_ps(_mm256_castsi256_ps(m))); }
+
+template <bool kFloorCheck>
+SW_AVX2 BtBlock cells8(Diagonals& s, const int32_t* refi, const int32_t* alt_d, int i, __m256i match,
+                       __m256i mis, __m256i open, __m256i ext, __m256i floor) {
+    const __m256i eq = _mm256_cmpeq_epi32(ld8(refi + i - 1), ld8(alt_d + i));
+    const __m256i diag = _mm256_add_epi32(ld8(s.h2 + i - 1), _mm256_blendv_epi8(mis, match, eq));
+    const __m256i open_v = _mm256_add_epi32(ld8(s.h1 + i - 1), open);
+    const __m256i ext_v = _mm256_add_epi32(ld8(s.f1 + i - 1), ext);
+    const __m256i down = _mm256_max_epi32(open_v, ext_v);
+    const __m256i open_h = _mm256_add_epi32(ld8(s.h1 + i), open);
+    const __m256i ext_h = _mm256_add_epi32(ld8(s.e1 + i), ext);
+    const __m256i right = _mm256_max_epi32(open_h, ext_h);
+    const __m256i gap = _mm256_max_epi32(down, right);
+    __m256i best = _mm256_max_epi32(diag, gap);
+    if (kFloorCheck) best = _mm256_max_epi32(best, floor);
+    st8(s.h0 + i, best);
+    st8(s.f0 + i, down);
+    st8(s.e0 + i, right);
+    BtBlock b;
+    b.diag = mask8(_mm256_cmpgt_epi32(gap, diag)) ^ 0xFF;
+    b.right = mask8(_mm256_cmpgt_epi32(down, right)) ^ 0xFF;
+    b.new_h = mask8(_mm256_cmpgt_epi32(open_h, ext_h));
+    b.new_v = mask8(_mm256_cmpgt_epi32(open_v, ext_v));
+    return b;
+}
+
+template <bool kFloorCheck>
+__attribute__((target("avx2"))) void fill_avx2_t(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt,
+                                                 int n, const pyphmm_sw_params& p, bool edge) {
+    prepare(ws, ref, m, alt, n, p, edge, 3);
+    const __m256i match = _mm256_set1_epi32(p.match), mis = _mm256_set1_epi32(p.mismatch),
+                  open = _mm256_set1_epi32(p.gap_open), ext = _mm256_set1_epi32(p.gap_extend),
+                  floor = _mm256_set1_epi32(kFloor);
+    Diagonals s(ws, m, n);
+    const int32_t* refi = ws.refi.data();
+    for (int d = 2; d <= m + n; ++d) {
+        const int32_t* alt_d = ws.altr.data() + (n - d);
+        BtBlock* out = s.blocks(d);
+        for (int i = s.lo(d), hi = s.hi(d); i <= hi; i += 8, ++out)
+            *out = cells8<kFloorCheck>(s, refi, alt_d, i, match, mis, open, ext, floor);
+        s.finish(d);
+    }
+}
+
+void fill_avx2(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
+               bool edge) {
+    if (floor_reachable(p, m, n))
+        fill_avx2_t<true>(ws, ref, m, alt, n, p, edge);
+    else
+        fill_avx2_t<false>(ws, ref, m, alt, n, p, edge);
 }
 
 void fill_sse(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
