@@ -11,7 +11,13 @@ Environment knobs:
                               80;86;89;90, plus PTX for the newest one)
   PYPHMM_BUILD_JOBS=N         parallel compile jobs (default: CPU count)
   PYPHMM_NVCC_FLAGS="..."     extra nvcc flags (experiments; a change needs a clean build)
+  PYPHMM_JNI_INCLUDE=DIR      jni.h + linux/jni_md.h for hosts without a JDK
+                              (default: a JDK's include/, else .carry/jni_include)
+  PYPHMM_SHIM_CLASSES=DIR     prebuilt shim classes for the jar where javac is
+                              missing (default .carry/shim_classes)
   NVCC=/path/to/nvcc, JAVA_HOME=/path/to/jdk
+
+scripts/prepare_gpu_carry.sh fills .carry/ on a machine with a JDK.
 """
 import glob
 import os
@@ -27,6 +33,10 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 NATIVE = os.path.join(ROOT, "native")
 LIBNAME = "libpyphmm.so"
 DEFAULT_CUDA_ARCHS = "80;86;89;90"
+# Prebuilt inputs for hosts without a JDK (scripts/prepare_gpu_carry.sh); ignored by git.
+CARRY = os.path.join(ROOT, ".carry")
+SHIM_CLASSES = ("com/intel/gkl/pairhmm/IntelPairHmm.class", "com/intel/gkl/pairhmm/IntelPairHmmOMP.class",
+                "com/intel/gkl/smithwaterman/IntelSmithWaterman.class")
 
 sys.path.insert(0, os.path.join(ROOT, "pyphmm"))
 from _version import __version__  # noqa: E402
@@ -65,17 +75,34 @@ def cuda_lib_dir(nvcc):
     raise RuntimeError(f"libcudart_static.a not found for {nvcc} (set CUDA_HOME)")
 
 
+def jni_include_dirs(inc):
+    """[inc, inc/linux] when inc holds jni.h and linux/jni_md.h, else None."""
+    if inc and os.path.exists(os.path.join(inc, "jni.h")) and \
+            os.path.exists(os.path.join(inc, "linux", "jni_md.h")):
+        return [inc, os.path.join(inc, "linux")]
+    return None
+
+
 def find_jni_include():
+    """JNI headers: $PYPHMM_JNI_INCLUDE (a carried copy, for hosts with a JRE
+    but no JDK), a JDK's include/, then .carry/jni_include (made by
+    scripts/prepare_gpu_carry.sh). None: build without the JNI layer."""
+    explicit = os.environ.get("PYPHMM_JNI_INCLUDE")
+    if explicit:
+        dirs = jni_include_dirs(explicit)
+        if not dirs:
+            raise RuntimeError(f"PYPHMM_JNI_INCLUDE={explicit} must hold jni.h and linux/jni_md.h")
+        return dirs
     homes = [os.environ.get("JAVA_HOME"), "/usr/lib/jvm/default-java"]
     homes += sorted(glob.glob("/usr/lib/jvm/*"))
     javac = shutil.which("javac")
     if javac:
         homes.append(os.path.dirname(os.path.dirname(os.path.realpath(javac))))
-    for home in homes:
-        if home and os.path.exists(os.path.join(home, "include", "jni.h")):
-            inc = os.path.join(home, "include")
-            return [inc, os.path.join(inc, "linux")]
-    return None
+    for home in filter(None, homes):
+        dirs = jni_include_dirs(os.path.join(home, "include"))
+        if dirs:
+            return dirs
+    return jni_include_dirs(os.path.join(CARRY, "jni_include"))
 
 
 def newer_than(obj, deps):
@@ -175,16 +202,40 @@ class NativeBuild:
         return out
 
 
-def build_gatk_jar(lib, pkg_dir):
-    """pyphmm-gatk.jar (GKL-named shim classes + libpyphmm.so) when a JDK and
-    GATK's native-bindings jar are present; skipped with a note otherwise."""
-    bindings = os.environ.get("GATK_NATIVE_BINDINGS_JAR", "/usr/share/java/gatk-native-bindings.jar")
-    if not (shutil.which("javac") and shutil.which("jar") and os.path.exists(bindings)):
-        log("GATK shim jar: skipped (needs javac, jar and gatk-native-bindings.jar)")
-        return None
+def assemble_jar(classes, lib, out):
+    """The jar build.sh makes, from prebuilt shim classes plus this build's
+    libpyphmm.so, written with zipfile (a jar is a zip with a manifest)."""
+    import zipfile
+    part = out + ".part"
+    with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\nCreated-By: pyphmm setup.py\r\n\r\n")
+        for name in SHIM_CLASSES:
+            z.write(os.path.join(classes, name), name)
+        z.write(lib, "pyphmm/libpyphmm.so")
+    os.replace(part, out)
+
+
+def build_gatk_jar(lib, pkg_dir, with_jni):
+    """pyphmm-gatk.jar: GKL-named shim classes + this build's libpyphmm.so.
+    With javac (and GATK's native-bindings jar) it compiles the classes;
+    without, it uses prebuilt ones ($PYPHMM_SHIM_CLASSES or
+    .carry/shim_classes); else it skips with a note, never fails the build."""
     out = os.path.join(pkg_dir, "pyphmm-gatk.jar")
-    subprocess.check_call(["bash", os.path.join(ROOT, "java_shim", "build.sh"), lib, out, bindings])
-    return out
+    if not with_jni:
+        log("GATK shim jar: skipped (libpyphmm.so was built without the JNI layer: no jni.h)")
+        return None
+    bindings = os.environ.get("GATK_NATIVE_BINDINGS_JAR", "/usr/share/java/gatk-native-bindings.jar")
+    if shutil.which("javac") and shutil.which("jar") and os.path.exists(bindings):
+        subprocess.check_call(["bash", os.path.join(ROOT, "java_shim", "build.sh"), lib, out, bindings])
+        return out
+    classes = os.environ.get("PYPHMM_SHIM_CLASSES") or os.path.join(CARRY, "shim_classes")
+    if all(os.path.exists(os.path.join(classes, c)) for c in SHIM_CLASSES):
+        assemble_jar(classes, lib, out)
+        log(f"GATK shim jar: wrote {out} (prebuilt classes from {classes})")
+        return out
+    log("GATK shim jar: skipped (needs javac, jar and gatk-native-bindings.jar, or prebuilt classes "
+        "in $PYPHMM_SHIM_CLASSES / .carry/shim_classes: see scripts/prepare_gpu_carry.sh)")
+    return None
 
 
 class BuildExt(build_ext):
@@ -192,8 +243,9 @@ class BuildExt(build_ext):
 
     def run(self):
         pkg_dir = os.path.join(ROOT, "pyphmm") if self.inplace else os.path.join(self.build_lib, "pyphmm")
-        lib = NativeBuild(self.build_temp).build(pkg_dir)
-        build_gatk_jar(lib, pkg_dir)
+        native = NativeBuild(self.build_temp)
+        lib = native.build(pkg_dir)
+        build_gatk_jar(lib, pkg_dir, bool(native.jni))
         for ext in self.extensions:
             ext.library_dirs.append(os.path.dirname(lib))
         super().run()

@@ -314,6 +314,27 @@ extern "C" int pyphmm_sw_align(const pyphmm_sw_batch* batch, char* cigars, const
     });
 }
 
+extern "C" int pyphmm_sw_align_one(const uint8_t* ref, int64_t ref_len, const uint8_t* alt, int64_t alt_len,
+                                   const pyphmm_sw_params* params, int32_t strategy, char* cigar,
+                                   int64_t cigar_capacity, int32_t* alignment_offset, pyphmm_error* error) {
+    clear_error(error);
+    return guarded(error, [&]() -> int {
+        // Range-check before narrowing to the batch's int8 code.
+        if (strategy < PYPHMM_SW_SOFTCLIP || strategy > PYPHMM_SW_IGNORE)
+            return set_error(error, PYPHMM_E_INVALID,
+                             "unknown overhang strategy code %d (SOFTCLIP=9, INDEL=10, LEADING_INDEL=11, IGNORE=12)",
+                             strategy);
+        if (!params) return set_error(error, PYPHMM_E_INVALID, "NULL params");
+        const int64_t ref_off[2] = {0, ref_len}, alt_off[2] = {0, alt_len}, cigar_off[2] = {0, cigar_capacity};
+        const int8_t strat = static_cast<int8_t>(strategy);
+        const pyphmm_sw_batch batch = {1, ref, ref_off, alt, alt_off, params, &strat, 0};
+        if (int rc = check_sw_batch(&batch, cigar, cigar_off, alignment_offset, error)) return rc;
+        *alignment_offset = sw_align_one(ref, static_cast<int>(ref_len), alt, static_cast<int>(alt_len), *params,
+                                         strategy, cigar);
+        return PYPHMM_OK;
+    });
+}
+
 extern "C" void pyphmm_get_info(pyphmm_info* info) {
     if (!info) return;
     std::memset(info, 0, sizeof(*info));

@@ -121,29 +121,31 @@ def _as_seq(value, what: str) -> bytes:
 
 
 class _Scratch(threading.local):
-    """Per-thread C structs reused by align(), so a single call allocates little."""
+    """Per-thread output buffers reused by align(), so a single call allocates little."""
 
     def __init__(self):
-        self.batch = ffi.new("pyphmm_sw_batch *")
-        self.params = ffi.new("pyphmm_sw_params *")
-        self.strategy = ffi.new("int8_t *")
-        self.ref_off = ffi.new("int64_t[2]")
-        self.alt_off = ffi.new("int64_t[2]")
-        self.cig_off = ffi.new("int64_t[2]")
         self.offset = ffi.new("int32_t *")
         self.error = ffi.new("pyphmm_error *")
-        self.options = _native.make_options("cpu")
         self.cigar = ffi.new("char[]", 4096)
         self.cap = 4096
-        self.batch.num_pairs = 1
-        self.batch.ref_offsets = self.ref_off
-        self.batch.alt_offsets = self.alt_off
-        self.batch.params = self.params
-        self.batch.strategies = self.strategy
-        self.batch.per_pair = 0
 
 
 _scratch = _Scratch()
+# align() is called once per pair in GATK-style loops, where parsing the same
+# settings every call costs as much as a short alignment: settings seen
+# before are looked up here (bounded: user-chosen parameters could vary).
+_STRATEGY_CODES = {**{m.name: int(m) for m in OverhangStrategy}, **{int(m): int(m) for m in OverhangStrategy}}
+_PARAMS_C: dict = {}
+_PARAMS_C_MAX = 64
+
+
+def _params_c(p: SWParameters):
+    c = _PARAMS_C.get(p)
+    if c is None:
+        if len(_PARAMS_C) >= _PARAMS_C_MAX:
+            _PARAMS_C.clear()
+        c = _PARAMS_C[p] = ffi.new("pyphmm_sw_params *", tuple(p))
+    return c
 
 
 def align(ref, alt, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang="SOFTCLIP") -> tuple:
@@ -151,26 +153,18 @@ def align(ref, alt, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang="SOFTCL
 
     Runs on the CPU (one pair never pays for a GPU round trip).
     """
-    r = _as_seq(ref, "ref")
-    a = _as_seq(alt, "alt")
+    r = ref if type(ref) is bytes and ref else _as_seq(ref, "ref")
+    a = alt if type(alt) is bytes and alt else _as_seq(alt, "alt")
     p = params if type(params) is SWParameters else parse_params(params)
-    s = OverhangStrategy.parse(overhang)
+    s = _STRATEGY_CODES.get(overhang) if type(overhang) in (str, int) else None
+    if s is None:
+        s = int(OverhangStrategy.parse(overhang))
     sc = _scratch
     need = 2 * (len(r) + len(a)) + 1
     if need > sc.cap:
         sc.cigar = ffi.new("char[]", need)
         sc.cap = need
-    sc.params.match, sc.params.mismatch, sc.params.gap_open, sc.params.gap_extend = p
-    sc.strategy[0] = s
-    sc.ref_off[1] = len(r)
-    sc.alt_off[1] = len(a)
-    sc.cig_off[1] = sc.cap
-    b = sc.batch
-    rb = ffi.from_buffer(r)
-    ab = ffi.from_buffer(a)
-    b.ref = rb
-    b.alt = ab
-    rc = lib.pyphmm_sw_align(b, sc.cigar, sc.cig_off, sc.offset, sc.options, ffi.NULL, sc.error)
+    rc = lib.pyphmm_sw_align_one(r, len(r), a, len(a), _params_c(p), s, sc.cigar, sc.cap, sc.offset, sc.error)
     if rc:
         _native.raise_for_status(rc, sc.error)
     return ffi.string(sc.cigar).decode("ascii"), sc.offset[0]

@@ -1,20 +1,32 @@
 #!/usr/bin/env python3
 """JNI benchmark: pyphmm's GATK shim vs GKL AVX (1 thread) vs GKL OMP (all
-cores), same JVM, same regions, one computeLikelihoods call per region as
-GATK makes them (java_shim/bench/BenchJni.java does the timing).
+cores) on the same regions, one computeLikelihoods call per region as GATK
+makes them (java_shim/bench/BenchJni.java does the timing): total seconds,
+GCUPS, per-call latency median / p99.
 
   PYTHONPATH=. python3 scripts/bench_jni.py [--regions FILE.in] [--generated N]
-        [--reps K] [--copy-methods]
+        [--reps K] [--classes DIR] [--shim-jar JAR] [--copy-methods]
 
-Default data: N generated realistic regions (tests/oracle/shim.py) plus
-the shared 1m.in records if present. --copy-methods additionally times the
-shim with PYPHMM_JNI_COPY=region vs critical on tiny and small regions.
+JVMs: the shim (1 thread and all cores) and GKL AVX run in one JVM. GKL OMP
+gets a JVM of its own, beside the shim again: GKL's AVX and OMP libraries
+export the same JNI symbols (the natives are declared in IntelPairHmm), so in
+one JVM the flavour loaded second silently runs the first one's code.
+
+Needs a JRE (JAVA_HOME or java on PATH), GKL's jars (GKL_JARS, default
+/usr/share/java) and native libraries (GKL_JNI, else the JVM's default
+library path), the shim jar (--shim-jar, $PYPHMM_GATK_JAR, default
+pyphmm/pyphmm-gatk.jar) and the harness classes: --classes DIR, else
+compiled here with javac, else .carry/bench_classes (made by
+scripts/prepare_gpu_carry.sh). Default data: N generated realistic regions (tests/oracle/shim.py)
+plus the shared 1m.in records if present. --copy-methods additionally times
+the shim with PYPHMM_JNI_COPY=region vs critical on tiny and small regions.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +36,8 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 
 from oracle import gkl as gkl_oracle  # noqa: E402
 from oracle import shim  # noqa: E402
+
+CARRIED_CLASSES = os.path.join(REPO, ".carry", "bench_classes")
 
 
 def write_records(regions, path):
@@ -36,29 +50,79 @@ def write_records(regions, path):
                 f.write(h.decode() + "\n")
 
 
-def compile_harness(work):
-    classes = os.path.join(work, "classes")
-    subprocess.run(["javac", "-nowarn", "--release", "11", "-d", classes,
-                    os.path.join(REPO, "java_shim", "bench", "BenchJni.java")], check=True)
-    return classes
+def harness_classes(explicit, work):
+    """Directory holding BenchJni.class: --classes, else compiled now with
+    javac (never stale), else the carried .carry/bench_classes."""
+    if explicit:
+        if not os.path.exists(os.path.join(explicit, "BenchJni.class")):
+            sys.exit(f"bench_jni: --classes {explicit} holds no BenchJni.class")
+        return explicit
+    if shutil.which("javac"):
+        classes = os.path.join(work, "classes")
+        subprocess.run(["javac", "-nowarn", "--release", "11", "-d", classes,
+                        os.path.join(REPO, "java_shim", "bench", "BenchJni.java")], check=True)
+        return classes
+    if os.path.exists(os.path.join(CARRIED_CLASSES, "BenchJni.class")):
+        return CARRIED_CLASSES
+    sys.exit("bench_jni: no javac here and no prebuilt harness: pass --classes DIR, or run "
+             "scripts/prepare_gpu_carry.sh on a machine with a JDK and carry .carry/ to this one")
 
 
-def run(classes, records, reps, modes, env_extra=None):
-    cp = os.pathsep.join(gkl_oracle.class_path() + [classes])
-    env = dict(os.environ, **(env_extra or {}))
-    p = subprocess.run(["java", "-Xss4m", "-cp", cp, "BenchJni", records, shim.SHIM_JAR, shim.BINDINGS_JAR,
-                        str(reps)] + modes, capture_output=True, text=True, env=env)
+def java_exe():
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    exe = shutil.which("java")
+    if not exe:
+        sys.exit("bench_jni: no java (set JAVA_HOME to a JRE or put java on PATH)")
+    return exe
+
+
+def check_inputs(shim_jar):
+    if not os.path.exists(shim_jar):
+        sys.exit(f"bench_jni: shim jar {shim_jar} not found (build it with setup.py, or pass --shim-jar)")
+    missing = [p for p in (os.path.join(gkl_oracle.jar_dir(), "gkl.jar"), shim.BINDINGS_JAR) if not os.path.exists(p)]
+    if missing:
+        sys.exit(f"bench_jni: missing {', '.join(missing)} (set GKL_JARS to the directory of GKL's jars)")
+
+
+def run(cfg, records, reps, modes, env_extra=None):
+    """One JVM running the modes in order; returns (rows, pyphmm banner lines)."""
+    cp = os.pathsep.join(gkl_oracle.class_path() + [cfg["classes"]])
+    cmd = [cfg["java"], "-Xss4m"]
+    if os.environ.get("GKL_JNI"):
+        cmd.append(f"-Djava.library.path={os.environ['GKL_JNI']}")
+    cmd += ["-cp", cp, "BenchJni", records, cfg["shim_jar"], shim.BINDINGS_JAR, str(reps)] + modes
+    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **(env_extra or {})))
     if p.returncode != 0:
         sys.exit(p.stderr[-4000:])
     banner = [ln for ln in p.stderr.splitlines() if ln.startswith("pyphmm")]
     return [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")], banner
 
 
+def run_all(cfg, records, reps, cores):
+    """Shim and GKL AVX in one JVM; GKL OMP in its own (see the docstring)."""
+    rows, banner = run(cfg, records, reps, ["shim:1", f"shim:{cores}", "gkl:1"])
+    omp, _ = run(cfg, records, reps, [f"shim:{cores}", f"gkl-omp:{cores}"])
+    for r in rows:
+        r["jvm"] = "A"
+    for r in omp:
+        r["jvm"] = "B"
+    return rows + omp, banner
+
+
 def table(rows, title):
     print(f"\n{title}")
-    print(f"{'implementation':<22}{'total s':>10}{'GCUPS':>9}{'median us':>11}{'p99 us':>10}")
+    print(f"{'implementation':<18}{'JVM':>4}{'total s':>10}{'GCUPS':>9}{'median us':>11}{'p99 us':>10}"
+          f"{'checksum':>18}")
     for r in rows:
-        print(f"{r['mode']:<22}{r['seconds']:>10.3f}{r['gcups']:>9.3f}{r['median_us']:>11.1f}{r['p99_us']:>10.1f}")
+        print(f"{r['mode']:<18}{r.get('jvm', ''):>4}{r['seconds']:>10.3f}{r['gcups']:>9.3f}{r['median_us']:>11.1f}"
+              f"{r['p99_us']:>10.1f}{r['checksum']:>18.6f}")
+    ref = next((r for r in rows if r["mode"] == "gkl:1"), None)
+    for r in rows:
+        if ref and r["mode"].startswith("shim") and r.get("jvm") == "A":
+            print(f"  {r['mode']} / gkl:1 time ratio {r['seconds'] / ref['seconds']:.2f}; "
+                  f"checksum diff {r['checksum'] - ref['checksum']:+.3g}")
 
 
 def main():
@@ -66,37 +130,48 @@ def main():
     ap.add_argument("--regions", default=os.path.join(REPO, "..", "shared", "data", "1m.in"))
     ap.add_argument("--generated", type=int, default=300)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--classes", default=None, help="directory with a prebuilt BenchJni.class")
+    ap.add_argument("--shim-jar", default=shim.SHIM_JAR, help="pyphmm's GATK shim jar")
     ap.add_argument("--copy-methods", action="store_true")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
-    modes = ["shim:1", f"shim:{cores}", "gkl:1", f"gkl-omp:{cores}"]
+    check_inputs(args.shim_jar)
     with tempfile.TemporaryDirectory() as work:
-        classes = compile_harness(work)
+        cfg = {"classes": harness_classes(args.classes, work), "java": java_exe(), "shim_jar": args.shim_jar}
+        version = subprocess.run([cfg["java"], "-version"], capture_output=True, text=True).stderr.splitlines()
+        print(f"JVM: {version[0] if version else cfg['java']}; harness {cfg['classes']}; shim {args.shim_jar}; "
+              f"GKL jars {gkl_oracle.jar_dir()}; GKL_JNI {os.environ.get('GKL_JNI', '(default path)')}; "
+              f"{cores} cores")
+        print("Each mode: one computeLikelihoods call per region (as GATK), after one warm-up pass. "
+              "JVM A: shim + GKL AVX; JVM B: shim + GKL OMP (GKL's flavours cannot share a JVM).")
         gen = os.path.join(work, "generated.in")
         write_records(shim.random_regions(args.generated, seed=1), gen)
-        rows, banner = run(classes, gen, args.reps, modes)
+        rows, banner = run_all(cfg, gen, args.reps, cores)
         print(banner[0] if banner else "(no pyphmm banner)")
         table(rows, f"generated: {args.generated} regions (1-60 reads x 1-8 haps), {args.reps} reps")
         if os.path.exists(args.regions):
-            rows, _ = run(classes, args.regions, args.reps, modes)
+            rows, _ = run_all(cfg, args.regions, args.reps, cores)
             table(rows, f"{os.path.basename(args.regions)}: {rows[0]['regions']} records, {args.reps} reps")
         if args.copy_methods:
-            tiny = os.path.join(work, "tiny.in")
-            write_records(shim.random_regions(2000, seed=2, max_reads=1, max_haps=1), tiny)
-            small = os.path.join(work, "small.in")
-            write_records(shim.random_regions(1000, seed=3, max_reads=8, max_haps=2), small)
-            for name, path in (("1 read x 1 hap", tiny), ("1-8 reads x 1-2 haps", small)):
-                res = []
-                traces = []
-                for method in ("region", "critical", "region", "critical"):
-                    r, lines = run(classes, path, 5, ["shim:1"], {"PYPHMM_JNI_COPY": method,
-                                                                   "PYPHMM_JNI_TRACE": "2"})
-                    r[0]["mode"] = f"shim copy={method}"
-                    res += r
-                    traces += [ln for ln in lines if ln.startswith("pyphmm JNI:")]
-                table(res, f"JNI copy method, {name} (2 runs each)")
-                for ln in traces:
-                    print("  " + ln)
+            copy_methods(cfg, work)
+
+
+def copy_methods(cfg, work):
+    tiny = os.path.join(work, "tiny.in")
+    write_records(shim.random_regions(2000, seed=2, max_reads=1, max_haps=1), tiny)
+    small = os.path.join(work, "small.in")
+    write_records(shim.random_regions(1000, seed=3, max_reads=8, max_haps=2), small)
+    for name, path in (("1 read x 1 hap", tiny), ("1-8 reads x 1-2 haps", small)):
+        res = []
+        traces = []
+        for method in ("region", "critical", "region", "critical"):
+            r, lines = run(cfg, path, 5, ["shim:1"], {"PYPHMM_JNI_COPY": method, "PYPHMM_JNI_TRACE": "2"})
+            r[0]["mode"] = f"shim copy={method}"
+            res += r
+            traces += [ln for ln in lines if ln.startswith("pyphmm JNI:")]
+        table(res, f"JNI copy method, {name} (2 runs each)")
+        for ln in traces:
+            print("  " + ln)
 
 
 if __name__ == "__main__":

@@ -322,6 +322,37 @@ def test_c_abi_rejects_bad_input():
                                ffi.NULL) == lib.PYPHMM_E_INVALID
 
 
+def _raw_one(ref: bytes, alt: bytes, strategy=9, params=(3, -1, -4, -3), cap=None):
+    cap = cap if cap is not None else 2 * (len(ref) + len(alt)) + 1
+    cigar, off, err = ffi.new("char[]", max(cap, 1)), ffi.new("int32_t *"), ffi.new("pyphmm_error *")
+    p = ffi.new("pyphmm_sw_params *", list(params))
+    rc = lib.pyphmm_sw_align_one(ref, len(ref), alt, len(alt), p, strategy, cigar, cap, off, err)
+    return rc, ffi.string(err.message).decode(), (ffi.string(cigar).decode(), off[0])
+
+
+def test_c_abi_single_pair_entry():
+    """pyphmm_sw_align_one: the batch-of-one result and the same validation."""
+    refs, alts, _ = make_pairs(200, seed=21)
+    for preset in sw.PRESETS.values():
+        for strategy in STRATEGIES:
+            code = int(sw.OverhangStrategy.parse(strategy))
+            cig, off = sw.align_batch(refs, alts, params=preset, overhang=strategy, backend="cpu")
+            for i in range(0, 200, 7):
+                rc, _, got = _raw_one(refs[i], alts[i], code, preset)
+                assert rc == lib.PYPHMM_OK and got == (cig[i], int(off[i]))
+    assert "strategy" in _raw_one(b"ACGT", b"AC", strategy=9 + 256)[1]   # not narrowed to SOFTCLIP
+    assert "strategy" in _raw_one(b"ACGT", b"AC", strategy=8)[1]
+    assert "gap penalties" in _raw_one(b"ACGT", b"AC", params=(3, -1, 1, -1))[1]
+    assert "CIGAR buffer" in _raw_one(b"ACGT", b"AC", cap=12)[1]
+    assert "32767" in _raw_one(b"A" * 32768, b"A")[1]
+    assert "empty" in _raw_one(b"", b"A")[1]
+    err = ffi.new("pyphmm_error *")
+    assert lib.pyphmm_sw_align_one(b"ACGT", 4, b"AC", 2, ffi.NULL, 9, ffi.new("char[]", 16), 16,
+                                   ffi.new("int32_t *"), err) == lib.PYPHMM_E_INVALID
+    assert lib.pyphmm_sw_align_one(ffi.NULL, 4, b"AC", 2, ffi.new("pyphmm_sw_params *", [3, -1, -4, -3]), 9,
+                                   ffi.new("char[]", 16), 16, ffi.new("int32_t *"), err) == lib.PYPHMM_E_INVALID
+
+
 # ---- CLI -----------------------------------------------------------------------------
 
 def _cli(*args):

@@ -9,11 +9,18 @@
 // at -1e8. The backtrack value of a cell is 0 (diagonal), -k (insertion of k)
 // or +k (deletion of k), so traceback jumps whole gaps.
 //
-// Evaluation order: anti-diagonals (d = i + j), vectorised along i with GCC
-// vector extensions. All cells of one anti-diagonal are independent; the
-// per-row and per-column gap state of GATK's row-major loop become per-slot
-// state carried from diagonal d-1 to d, so results are bit-identical to the
-// row-major order. The backtrack matrix is stored diagonal-major as int16.
+// Evaluation order: anti-diagonals (d = i + j), vectorised along i: 16 int32
+// lanes (AVX-512) or 8 (AVX2) with intrinsics, else 4 (SSE) with GCC vector
+// extensions. All cells of one anti-diagonal are independent; the per-row and
+// per-column gap state of GATK's row-major loop become per-slot state carried
+// from diagonal d-1 to d, so results are bit-identical to the row-major order.
+//
+// Backtrack: instead of GATK's gap lengths the fill stores 4 bits per cell
+// (diagonal chosen, insertion chosen, horizontal / vertical gap opened here)
+// as lane bitmasks, diagonal-major. That removes the gap-length state from
+// the fill (fewer vector operations per cell) and keeps the matrix small; the
+// traceback recovers a gap's length, which is GATK's gap_size, by walking
+// back to the cell where the gap was opened, O(gap length) per gap.
 //
 // Integer safety: the dispatcher (dispatch_sw.cc) admits a pair only when
 // max(|match|, |mismatch|, |open|, |extend|) * (len(ref) + len(alt) + 2)
@@ -27,6 +34,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <immintrin.h>
 #include <new>
 #include <vector>
 
@@ -49,18 +57,117 @@ struct Op {
     int32_t len;
 };
 
+// Backtrack of one block of W consecutive cells of an anti-diagonal (W = the
+// fill's vector width): bit k of each plane is the cell of lane k. Bits
+// instead of GATK's gap lengths keep the fill free of gap-length state and
+// the matrix at 4 bits per cell; traceback recovers a gap's length by walking
+// back to the cell where that gap was opened (see gap_length).
+struct BtBlock {
+    uint16_t diag;    // diagonal step chosen (ties prefer it)
+    uint16_t right;   // otherwise: insertion chosen over deletion
+    uint16_t new_h;   // horizontal gap opened here (GATK's gap_size_h = 1)
+    uint16_t new_v;   // vertical gap opened here (gap_size_v = 1)
+};
+
 // Per-thread scratch, grown on demand and reused across calls.
 struct Workspace {
     std::vector<int32_t> refi, altr;              // bases widened to int32, alt reversed
-    std::vector<int32_t> h[3], e[2], kh[2], f[2], kv[2];
-    std::vector<int16_t> bt;                      // diagonal-major backtrack
-    std::vector<int64_t> diag_start;              // index of cell (lo(d), d-lo(d)) in bt
+    std::vector<int32_t> h[3], e[2], f[2];        // scores and best gaps of diagonals d-2..d
+    std::vector<BtBlock> bt;                      // diagonal-major backtrack
+    std::vector<int64_t> blk_start;               // first block of diagonal d in bt
+    int lane_shift = 0;                           // log2(W) of the fill that wrote bt
     std::vector<int32_t> last_col, last_row;      // H[i][n], H[m][j]
     std::vector<int32_t> row0, col0;              // edge initialisation
     std::vector<Op> ops;
 
     void trim() {
-        if (bt.capacity() * sizeof(int16_t) > kKeepBytes) std::vector<int16_t>().swap(bt);
+        if (bt.capacity() * sizeof(BtBlock) > kKeepBytes) std::vector<BtBlock>().swap(bt);
+    }
+};
+
+// Sizes the workspace for an m x n fill of width W and writes the inputs,
+// the edge values and diagonals 0 and 1.
+void prepare(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
+             bool edge_gaps, int lane_shift) {
+    const size_t slots = static_cast<size_t>(m) + 1 + kPad;
+    for (auto* v : {&ws.h[0], &ws.h[1], &ws.h[2], &ws.e[0], &ws.e[1], &ws.f[0], &ws.f[1]})
+        if (v->size() < slots) v->resize(slots, 0);
+    if (ws.refi.size() < slots) ws.refi.resize(slots, 0);
+    if (ws.altr.size() < static_cast<size_t>(n) + kPad) ws.altr.resize(static_cast<size_t>(n) + kPad, 0);
+    // Padding lanes compare bases against -1 / -2 so they never form cells.
+    for (int i = 0; i < m; ++i) ws.refi[i] = ref[i];
+    for (int i = m; i < m + kPad; ++i) ws.refi[i] = -1;
+    for (int k = 0; k < n; ++k) ws.altr[k] = alt[n - 1 - k];
+    for (int k = n; k < n + kPad; ++k) ws.altr[k] = -2;
+
+    ws.row0.assign(static_cast<size_t>(n) + 1, 0);
+    ws.col0.assign(static_cast<size_t>(m) + 1, 0);
+    if (edge_gaps) {
+        int32_t v = p.gap_open;
+        for (int j = 1; j <= n; ++j, v += p.gap_extend) ws.row0[j] = v;
+        v = p.gap_open;
+        for (int i = 1; i <= m; ++i, v += p.gap_extend) ws.col0[i] = v;
+    }
+    ws.last_col.assign(static_cast<size_t>(m) + 1, 0);
+    ws.last_row.assign(static_cast<size_t>(n) + 1, 0);
+
+    ws.lane_shift = lane_shift;
+    const int w = 1 << lane_shift;
+    ws.blk_start.resize(static_cast<size_t>(m) + n + 2);
+    int64_t total = 0;
+    for (int d = 2; d <= m + n; ++d) {
+        int lo = std::max(1, d - n), hi = std::min(m, d - 1);
+        ws.blk_start[d] = total;
+        total += (hi - lo + w) >> lane_shift;
+    }
+    if (ws.bt.size() < static_cast<size_t>(total)) ws.bt.resize(static_cast<size_t>(total));
+
+    // Diagonal 0 (the corner) and 1 (two boundary cells); see Diagonals.
+    ws.h[0][0] = 0;
+    ws.h[1][0] = ws.row0[1];
+    ws.h[1][1] = ws.col0[1];
+    ws.e[0][1] = kLowInit;
+    ws.f[0][0] = kLowInit;
+}
+
+// The scalar side of the anti-diagonal sweep: the rotating slot arrays
+// (index i holds row i's cell of the diagonal), boundary cells and the
+// last row / column. Slot arrays of diagonal d: h0 e0 f0 (written), of d-1:
+// h1 e1 f1, of d-2: h2. e carries row i's best horizontal gap, f column j's
+// best vertical gap.
+struct Diagonals {
+    Workspace& ws;
+    const int m, n;
+    int32_t *h2, *h1, *h0, *e1, *e0, *f1, *f0;
+
+    Diagonals(Workspace& w, int m_, int n_)
+        : ws(w), m(m_), n(n_), h2(w.h[0].data()), h1(w.h[1].data()), h0(w.h[2].data()), e1(w.e[0].data()),
+          e0(w.e[1].data()), f1(w.f[0].data()), f0(w.f[1].data()) {}
+
+    int lo(int d) const { return std::max(1, d - n); }
+    int hi(int d) const { return std::min(m, d - 1); }
+    BtBlock* blocks(int d) const { return ws.bt.data() + ws.blk_start[d]; }
+
+    // After the vector pass over diagonal d: records the last row / column
+    // and writes the boundary slots of d (after the pass, whose padding
+    // lanes may have run over them), then rotates.
+    __attribute__((always_inline)) void finish(int d) {
+        if (d - n >= 1) ws.last_col[d - n] = h0[d - n];
+        if (hi(d) == m) ws.last_row[d - m] = h0[m];
+        if (d <= n) {
+            h0[0] = ws.row0[d];
+            f0[0] = kLowInit;
+        }
+        if (d <= m) {
+            h0[d] = ws.col0[d];
+            e0[d] = kLowInit;
+        }
+        int32_t* t = h2;
+        h2 = h1;
+        h1 = h0;
+        h0 = t;
+        std::swap(e0, e1);
+        std::swap(f0, f1);
     }
 };
 
@@ -82,154 +189,212 @@ struct Vec;
 template <>
 struct Vec<4> {
     typedef int32_t V __attribute__((vector_size(16)));
-    typedef int16_t V16 __attribute__((vector_size(8)));
-};
-template <>
-struct Vec<8> {
-    typedef int32_t V __attribute__((vector_size(32)));
-    typedef int16_t V16 __attribute__((vector_size(16)));
-};
-template <>
-struct Vec<16> {
-    typedef int32_t V __attribute__((vector_size(64)));
-    typedef int16_t V16 __attribute__((vector_size(32)));
 };
 
-// Fills the diagonal-major backtrack matrix and the last row/column scores.
-// W is the vector width in int32 lanes.
 template <int W>
-__attribute__((always_inline)) inline void fill_matrix(Workspace& ws, const uint8_t* ref, int m,
-                                                       const uint8_t* alt, int n,
-                                                       const pyphmm_sw_params& p, bool edge_gaps) {
+struct Consts {
     typedef typename Vec<W>::V V;
-    typedef typename Vec<W>::V16 V16;
+    V match, mis, open, ext, floor;
+    __attribute__((always_inline)) explicit Consts(const pyphmm_sw_params& p)
+        : match(V{} + p.match), mis(V{} + p.mismatch), open(V{} + p.gap_open), ext(V{} + p.gap_extend),
+          floor(V{} + kFloor) {}
+};
 
-    const size_t slots = static_cast<size_t>(m) + 1 + kPad;
-    for (auto* v : {&ws.h[0], &ws.h[1], &ws.h[2], &ws.e[0], &ws.e[1], &ws.kh[0], &ws.kh[1], &ws.f[0],
-                    &ws.f[1], &ws.kv[0], &ws.kv[1]})
-        if (v->size() < slots) v->resize(slots, 0);
-    if (ws.refi.size() < slots) ws.refi.resize(slots, 0);
-    if (ws.altr.size() < static_cast<size_t>(n) + kPad) ws.altr.resize(static_cast<size_t>(n) + kPad, 0);
-    // Padding lanes compare bases against -1 / -2 so they never form cells.
-    for (int i = 0; i < m; ++i) ws.refi[i] = ref[i];
-    for (int i = m; i < m + kPad; ++i) ws.refi[i] = -1;
-    for (int k = 0; k < n; ++k) ws.altr[k] = alt[n - 1 - k];
-    for (int k = n; k < n + kPad; ++k) ws.altr[k] = -2;
+// Lane masks (-1 / 0) of one vector of cells, as in BtBlock.
+template <int W>
+struct Masks {
+    typename Vec<W>::V diag, right, new_h, new_v;
+};
 
-    ws.row0.assign(static_cast<size_t>(n) + 1, 0);
-    ws.col0.assign(static_cast<size_t>(m) + 1, 0);
-    if (edge_gaps) {
-        int32_t v = p.gap_open;
-        for (int j = 1; j <= n; ++j, v += p.gap_extend) ws.row0[j] = v;
-        v = p.gap_open;
-        for (int i = 1; i <= m; ++i, v += p.gap_extend) ws.col0[i] = v;
-    }
-    ws.last_col.assign(static_cast<size_t>(m) + 1, 0);
-    ws.last_row.assign(static_cast<size_t>(n) + 1, 0);
+// GATK's cell rule for cells i..i+W-1 of diagonal d (alt_d[i] is the alt base
+// of row i's cell): writes the score and both best gaps, returns the masks.
+template <int W>
+__attribute__((always_inline)) inline Masks<W> cells(Diagonals& s, const int32_t* refi, const int32_t* alt_d,
+                                                     int i, const Consts<W>& c) {
+    typedef typename Vec<W>::V V;
+    V diag = loadv<V>(s.h2 + i - 1) + ((loadv<V>(refi + i - 1) == loadv<V>(alt_d + i)) ? c.match : c.mis);
+    // vertical gap (deletion): column j's state, carried from (i-1, j)
+    V open_v = loadv<V>(s.h1 + i - 1) + c.open;
+    V ext_v = loadv<V>(s.f1 + i - 1) + c.ext;
+    V new_v = open_v > ext_v;
+    V down = new_v ? open_v : ext_v;
+    // horizontal gap (insertion): row i's state, carried from (i, j-1)
+    V open_h = loadv<V>(s.h1 + i) + c.open;
+    V ext_h = loadv<V>(s.e1 + i) + c.ext;
+    V new_h = open_h > ext_h;
+    V right = new_h ? open_h : ext_h;
+    // The score is the maximum whatever the tie order; ties matter only to
+    // the backtrack masks.
+    V best = diag > down ? diag : down;
+    best = best > right ? best : right;
+    best = best > c.floor ? best : c.floor;
+    storev(s.h0 + i, best);
+    storev(s.f0 + i, down);
+    storev(s.e0 + i, right);
+    return {(diag >= down) & (diag >= right), right >= down, new_h, new_v};
+}
 
-    ws.diag_start.resize(static_cast<size_t>(m) + n + 2);
-    int64_t total = 0;
-    for (int d = 2; d <= m + n; ++d) {
-        int lo = std::max(1, d - n), hi = std::min(m, d - 1);
-        ws.diag_start[d] = total;
-        total += hi - lo + 1;
-    }
-    if (ws.bt.size() < static_cast<size_t>(total) + kPad) ws.bt.resize(static_cast<size_t>(total) + kPad);
+// Bits of a 4-lane mask (baseline SSE).
+__attribute__((always_inline)) inline uint16_t bits(Vec<4>::V v) {
+    return static_cast<uint16_t>(_mm_movemask_ps(_mm_castsi128_ps(reinterpret_cast<__m128i>(v))));
+}
 
-    // Diagonal 0 (the corner) and 1 (two boundary cells).
-    int32_t *h2 = ws.h[0].data(), *h1 = ws.h[1].data(), *h0 = ws.h[2].data();
-    int32_t *e1 = ws.e[0].data(), *e0 = ws.e[1].data();
-    int32_t *kh1 = ws.kh[0].data(), *kh0 = ws.kh[1].data();
-    int32_t *f1 = ws.f[0].data(), *f0 = ws.f[1].data();
-    int32_t *kv1 = ws.kv[0].data(), *kv0 = ws.kv[1].data();
-    h2[0] = 0;
-    h1[0] = ws.row0[1];
-    h1[1] = ws.col0[1];
-    e1[1] = kLowInit;
-    kh1[1] = 0;
-    f1[0] = kLowInit;
-    kv1[0] = 0;
-
-    const V vmatch = V{} + p.match, vmis = V{} + p.mismatch, vopen = V{} + p.gap_open,
-            vext = V{} + p.gap_extend, vfloor = V{} + kFloor, vone = V{} + 1, vzero = V{};
+// The fill with GCC vector extensions, W lanes: the SSE baseline (W = 4).
+// The AVX2 and AVX-512 fills below are the same rule with intrinsics.
+template <int W>
+__attribute__((always_inline)) inline void fill_generic(Workspace& ws, const uint8_t* ref, int m,
+                                                        const uint8_t* alt, int n, const pyphmm_sw_params& p,
+                                                        bool edge) {
+    static_assert(W == 4, "bits() handles 4 lanes");
+    prepare(ws, ref, m, alt, n, p, edge, 2);
+    const Consts<W> c(p);
+    Diagonals s(ws, m, n);
     const int32_t* refi = ws.refi.data();
-    const int32_t* altr = ws.altr.data();
-    int16_t* bt = ws.bt.data();
-
     for (int d = 2; d <= m + n; ++d) {
-        const int lo = std::max(1, d - n), hi = std::min(m, d - 1);
-        int16_t* btd = bt + ws.diag_start[d] - lo;
-        const int32_t* alt_d = altr + (n - d);   // alt[d - i - 1] == alt_d[i]
-        for (int i = lo; i <= hi; i += W) {
-            V rb = loadv<V>(refi + i - 1);
-            V ab = loadv<V>(alt_d + i);
-            V diag = loadv<V>(h2 + i - 1) + ((rb == ab) ? vmatch : vmis);
-            // vertical gap (deletion), state of column j carried from (i-1, j)
-            V open_v = loadv<V>(h1 + i - 1) + vopen;
-            V ext_v = loadv<V>(f1 + i - 1) + vext;
-            V new_v = open_v > ext_v;
-            V down = new_v ? open_v : ext_v;
-            V kd = new_v ? vone : loadv<V>(kv1 + i - 1) + vone;
-            // horizontal gap (insertion), state of row i carried from (i, j-1)
-            V open_h = loadv<V>(h1 + i) + vopen;
-            V ext_h = loadv<V>(e1 + i) + vext;
-            V new_h = open_h > ext_h;
-            V right = new_h ? open_h : ext_h;
-            V ki = new_h ? vone : loadv<V>(kh1 + i) + vone;
-
-            V take_diag = (diag >= down) & (diag >= right);
-            V take_right = right >= down;
-            V best = take_diag ? diag : (take_right ? right : down);
-            best = best > vfloor ? best : vfloor;
-            V back = take_diag ? vzero : (take_right ? -ki : kd);
-
-            storev(h0 + i, best);
-            storev(f0 + i, down);
-            storev(kv0 + i, kd);
-            storev(e0 + i, right);
-            storev(kh0 + i, ki);
-            V16 b16 = __builtin_convertvector(back, V16);
-            std::memcpy(btd + i, &b16, sizeof(V16));
+        const int32_t* alt_d = ws.altr.data() + (n - d);   // alt[d - i - 1] == alt_d[i]
+        BtBlock* out = s.blocks(d);
+        for (int i = s.lo(d), hi = s.hi(d); i <= hi; i += W, ++out) {
+            Masks<W> k = cells<W>(s, refi, alt_d, i, c);
+            *out = {bits(k.diag), bits(k.right), bits(k.new_h), bits(k.new_v)};
         }
-        if (d - n >= 1) ws.last_col[d - n] = h0[d - n];
-        if (hi == m) ws.last_row[d - m] = h0[m];
-        // Boundary slots for the next diagonals (written after the vector
-        // loop, whose padding lanes may have run over them).
-        if (d <= n) {
-            h0[0] = ws.row0[d];
-            f0[0] = kLowInit;
-            kv0[0] = 0;
-        }
-        if (d <= m) {
-            h0[d] = ws.col0[d];
-            e0[d] = kLowInit;
-            kh0[d] = 0;
-        }
-        int32_t* t = h2;
-        h2 = h1;
-        h1 = h0;
-        h0 = t;
-        std::swap(e0, e1);
-        std::swap(kh0, kh1);
-        std::swap(f0, f1);
-        std::swap(kv0, kv1);
+        s.finish(d);
     }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void fill_avx512(Workspace& ws, const uint8_t* ref,
-                                                                     int m, const uint8_t* alt, int n,
-                                                                     const pyphmm_sw_params& p, bool edge) {
-    fill_matrix<8>(ws, ref, m, alt, n, p, edge);
+// Whether a score can fall to GATK's -1e8 floor. Every score is at least
+// -(max |parameter|) * (m + n): a boundary cell costs at most |open| +
+// |extend| per step and each diagonal step at most |mismatch| more. Below
+// that bound the floor never binds and the fill may skip it.
+bool floor_reachable(const pyphmm_sw_params& p, int m, int n) {
+    int64_t worst = std::max({std::llabs(int64_t(p.match)), std::llabs(int64_t(p.mismatch)),
+                              std::llabs(int64_t(p.gap_open)), std::llabs(int64_t(p.gap_extend))});
+    return worst * (int64_t(m) + n + 2) >= -int64_t(kFloor);
 }
 
-__attribute__((target("avx2"))) void fill_avx2(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt,
-                                               int n, const pyphmm_sw_params& p, bool edge) {
-    fill_matrix<8>(ws, ref, m, alt, n, p, edge);
+// AVX-512: 16 lanes with intrinsics, so compares give the backtrack bits
+// directly as mask registers (GCC 12 scalarises vector-extension mask logic
+// at this width). Same rule as cells().
+// GCC 12's own avx512fintrin.h trips -Wmaybe-uninitialized (_mm512_undefined).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define SW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"), always_inline)) inline
+SW_AVX512 __m512i ld16(const int32_t* p) { return _mm512_loadu_si512(p); }
+
+template <bool kFloorCheck>
+SW_AVX512 BtBlock cells16(Diagonals& s, const int32_t* refi, const int32_t* alt_d, int i, __m512i match,
+                          __m512i mis, __m512i open, __m512i ext, __m512i floor) {
+    const __mmask16 eq = _mm512_cmpeq_epi32_mask(ld16(refi + i - 1), ld16(alt_d + i));
+    const __m512i diag = _mm512_add_epi32(ld16(s.h2 + i - 1), _mm512_mask_blend_epi32(eq, mis, match));
+    const __m512i open_v = _mm512_add_epi32(ld16(s.h1 + i - 1), open);
+    const __m512i ext_v = _mm512_add_epi32(ld16(s.f1 + i - 1), ext);
+    const __m512i down = _mm512_max_epi32(open_v, ext_v);
+    const __m512i open_h = _mm512_add_epi32(ld16(s.h1 + i), open);
+    const __m512i ext_h = _mm512_add_epi32(ld16(s.e1 + i), ext);
+    const __m512i right = _mm512_max_epi32(open_h, ext_h);
+    const __m512i gap = _mm512_max_epi32(down, right);
+    __m512i best = _mm512_max_epi32(diag, gap);
+    if (kFloorCheck) best = _mm512_max_epi32(best, floor);
+    _mm512_storeu_si512(s.h0 + i, best);
+    _mm512_storeu_si512(s.f0 + i, down);
+    _mm512_storeu_si512(s.e0 + i, right);
+    BtBlock b;
+    b.diag = _mm512_cmpge_epi32_mask(diag, gap);
+    b.right = _mm512_cmpge_epi32_mask(right, down);
+    b.new_h = _mm512_cmpgt_epi32_mask(open_h, ext_h);
+    b.new_v = _mm512_cmpgt_epi32_mask(open_v, ext_v);
+    return b;
+}
+
+template <bool kFloorCheck>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void fill_avx512_t(
+    Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p, bool edge) {
+    prepare(ws, ref, m, alt, n, p, edge, 4);
+    const __m512i match = _mm512_set1_epi32(p.match), mis = _mm512_set1_epi32(p.mismatch),
+                  open = _mm512_set1_epi32(p.gap_open), ext = _mm512_set1_epi32(p.gap_extend),
+                  floor = _mm512_set1_epi32(kFloor);
+    Diagonals s(ws, m, n);
+    const int32_t* refi = ws.refi.data();
+    for (int d = 2; d <= m + n; ++d) {
+        const int32_t* alt_d = ws.altr.data() + (n - d);
+        BtBlock* out = s.blocks(d);
+        for (int i = s.lo(d), hi = s.hi(d); i <= hi; i += 16, ++out)
+            *out = cells16<kFloorCheck>(s, refi, alt_d, i, match, mis, open, ext, floor);
+        s.finish(d);
+    }
+}
+
+void fill_avx512(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
+                 bool edge) {
+    if (floor_reachable(p, m, n))
+        fill_avx512_t<true>(ws, ref, m, alt, n, p, edge);
+    else
+        fill_avx512_t<false>(ws, ref, m, alt, n, p, edge);
+}
+
+#pragma GCC diagnostic pop
+
+// AVX2: 8 lanes with intrinsics; compare results become backtrack bits
+// through movemask. AVX2 has no signed >=, so the diag and right bits are
+// computed as their negations (gap > diag, down > right) and flipped.
+#define SW_AVX2 __attribute__((target("avx2"), always_inline)) inline
+SW_AVX2 __m256i ld8(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+SW_AVX2 void st8(int32_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+SW_AVX2 uint16_t mask8(__m256i m) { return static_cast<uint16_t>(_mm256_movemask_ps(_mm256_castsi256_ps(m))); }
+
+template <bool kFloorCheck>
+SW_AVX2 BtBlock cells8(Diagonals& s, const int32_t* refi, const int32_t* alt_d, int i, __m256i match,
+                       __m256i mis, __m256i open, __m256i ext, __m256i floor) {
+    const __m256i eq = _mm256_cmpeq_epi32(ld8(refi + i - 1), ld8(alt_d + i));
+    const __m256i diag = _mm256_add_epi32(ld8(s.h2 + i - 1), _mm256_blendv_epi8(mis, match, eq));
+    const __m256i open_v = _mm256_add_epi32(ld8(s.h1 + i - 1), open);
+    const __m256i ext_v = _mm256_add_epi32(ld8(s.f1 + i - 1), ext);
+    const __m256i down = _mm256_max_epi32(open_v, ext_v);
+    const __m256i open_h = _mm256_add_epi32(ld8(s.h1 + i), open);
+    const __m256i ext_h = _mm256_add_epi32(ld8(s.e1 + i), ext);
+    const __m256i right = _mm256_max_epi32(open_h, ext_h);
+    const __m256i gap = _mm256_max_epi32(down, right);
+    __m256i best = _mm256_max_epi32(diag, gap);
+    if (kFloorCheck) best = _mm256_max_epi32(best, floor);
+    st8(s.h0 + i, best);
+    st8(s.f0 + i, down);
+    st8(s.e0 + i, right);
+    BtBlock b;
+    b.diag = mask8(_mm256_cmpgt_epi32(gap, diag)) ^ 0xFF;
+    b.right = mask8(_mm256_cmpgt_epi32(down, right)) ^ 0xFF;
+    b.new_h = mask8(_mm256_cmpgt_epi32(open_h, ext_h));
+    b.new_v = mask8(_mm256_cmpgt_epi32(open_v, ext_v));
+    return b;
+}
+
+template <bool kFloorCheck>
+__attribute__((target("avx2"))) void fill_avx2_t(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt,
+                                                 int n, const pyphmm_sw_params& p, bool edge) {
+    prepare(ws, ref, m, alt, n, p, edge, 3);
+    const __m256i match = _mm256_set1_epi32(p.match), mis = _mm256_set1_epi32(p.mismatch),
+                  open = _mm256_set1_epi32(p.gap_open), ext = _mm256_set1_epi32(p.gap_extend),
+                  floor = _mm256_set1_epi32(kFloor);
+    Diagonals s(ws, m, n);
+    const int32_t* refi = ws.refi.data();
+    for (int d = 2; d <= m + n; ++d) {
+        const int32_t* alt_d = ws.altr.data() + (n - d);
+        BtBlock* out = s.blocks(d);
+        for (int i = s.lo(d), hi = s.hi(d); i <= hi; i += 8, ++out)
+            *out = cells8<kFloorCheck>(s, refi, alt_d, i, match, mis, open, ext, floor);
+        s.finish(d);
+    }
+}
+
+void fill_avx2(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
+               bool edge) {
+    if (floor_reachable(p, m, n))
+        fill_avx2_t<true>(ws, ref, m, alt, n, p, edge);
+    else
+        fill_avx2_t<false>(ws, ref, m, alt, n, p, edge);
 }
 
 void fill_sse(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
               bool edge) {
-    fill_matrix<4>(ws, ref, m, alt, n, p, edge);
+    fill_generic<4>(ws, ref, m, alt, n, p, edge);
 }
 
 using FillFn = void (*)(Workspace&, const uint8_t*, int, const uint8_t*, int, const pyphmm_sw_params&, bool);
@@ -239,13 +404,40 @@ FillFn pick_fill() {
     if (force && !std::strcmp(force, "sse")) return fill_sse;
     if (force && !std::strcmp(force, "avx2") && __builtin_cpu_supports("avx2")) return fill_avx2;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl"))
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
         return fill_avx512;
     if (__builtin_cpu_supports("avx2")) return fill_avx2;
     return fill_sse;
 }
 
 const FillFn g_fill = pick_fill();
+
+// Backtrack masks of cell (i, j), 1 <= i <= m, 1 <= j <= n, as bits 0..3
+// (diag, right, new_h, new_v).
+inline unsigned cell_bits(const Workspace& ws, int n, int i, int j) {
+    const int d = i + j;
+    const int k = i - std::max(1, d - n);
+    const BtBlock& b = ws.bt[ws.blk_start[d] + (k >> ws.lane_shift)];
+    const int bit = k & ((1 << ws.lane_shift) - 1);
+    return ((b.diag >> bit) & 1) | (((b.right >> bit) & 1) << 1) | (((b.new_h >> bit) & 1) << 2) |
+           (((b.new_v >> bit) & 1) << 3);
+}
+
+// GATK's backtrack value of cell (i, j): 0 (diagonal), -k (insertion of k)
+// or +k (deletion of k). A gap's length is GATK's gap_size: 1 where it was
+// opened, one more per cell it was extended, counted from 0 at the edge.
+int32_t backtrack_value(const Workspace& ws, int n, int i, int j) {
+    const unsigned b = cell_bits(ws, n, i, j);
+    if (b & 1) return 0;
+    if (b & 2) {
+        int jj = j;
+        while (jj > 1 && !(cell_bits(ws, n, i, jj) & 4)) --jj;
+        return -(j - jj + 1);
+    }
+    int ii = i;
+    while (ii > 1 && !(cell_bits(ws, n, ii, j) & 8)) --ii;
+    return i - ii + 1;
+}
 
 // Last occurrence of alt in ref, or -1 (GATK's Utils.lastIndexOf).
 int last_index_of(const uint8_t* ref, int m, const uint8_t* alt, int n) {
@@ -336,12 +528,9 @@ int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const
         ops.push_back({'S', segment});
         segment = 0;
     }
-    const int16_t* bt = ws.bt.data();
     char state = 'M';
     do {
-        const int d = p1 + p2;
-        const int lo = std::max(1, d - n);
-        const int32_t b = bt[ws.diag_start[d] + (p1 - lo)];
+        const int32_t b = backtrack_value(ws, n, p1, p2);
         char next;
         int32_t step;
         if (b > 0) {

@@ -165,6 +165,19 @@ int pyphmm_sw_align(const pyphmm_sw_batch *batch, char *cigars,
                     const pyphmm_options *options, pyphmm_stats *stats,
                     pyphmm_error *error);
 
+/*
+ * One pair on the calling thread's CPU: what GATK's HaplotypeCaller does per
+ * call. Same result and validation as pyphmm_sw_align with a batch of one
+ * and the CPU backend, minus the batch description (the per-call cost counts
+ * when each call is tens of microseconds). cigar holds cigar_capacity bytes,
+ * at least 2 * (ref_len + alt_len) + 1; strategy is a PYPHMM_SW_* code.
+ */
+int pyphmm_sw_align_one(const uint8_t *ref, int64_t ref_len,
+                        const uint8_t *alt, int64_t alt_len,
+                        const pyphmm_sw_params *params, int32_t strategy,
+                        char *cigar, int64_t cigar_capacity,
+                        int32_t *alignment_offset, pyphmm_error *error);
+
 /* ---- library information ------------------------------------------------ */
 typedef struct pyphmm_info {
     char version[32];

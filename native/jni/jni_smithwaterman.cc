@@ -1,5 +1,5 @@
 // GKL's JNI entry points for com.intel.gkl.smithwaterman.IntelSmithWaterman,
-// backed by pyphmm_sw_align with a batch of one. alignNative returns the
+// backed by pyphmm_sw_align_one (GATK calls one pair at a time). alignNative returns the
 // alignment offset and writes the CIGAR into cigarOut (NUL-padded, as the
 // Java side trims it); bad input throws instead of crashing.
 #include <jni.h>
@@ -53,23 +53,12 @@ jint align(JNIEnv* env, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, ji
     char* cigar = reinterpret_cast<char*>(a + la);
     if (!copy_bytes(env, ref, lr, r) || !copy_bytes(env, alt, la, a)) return -1;
 
-    const int64_t ref_off[2] = {0, lr}, alt_off[2] = {0, la}, cigar_off[2] = {0, static_cast<int64_t>(cigar_cap)};
     const pyphmm_sw_params params = {match, mismatch, open, extend};
-    const int8_t strat = strategy;
-    pyphmm_sw_batch batch;
-    batch.num_pairs = 1;
-    batch.ref = r;
-    batch.ref_offsets = ref_off;
-    batch.alt = a;
-    batch.alt_offsets = alt_off;
-    batch.params = &params;
-    batch.strategies = &strat;
-    batch.per_pair = 0;
-    pyphmm_options opts = {PYPHMM_BACKEND_CPU, 1, 0, -1, PYPHMM_HYBRID_DEFAULT};  // one pair: the CPU answers fastest
     int32_t offset = 0;
     pyphmm_error err;
     cigar[0] = '\0';
-    int rc = pyphmm_sw_align(&batch, cigar, cigar_off, &offset, &opts, nullptr, &err);
+    int rc = pyphmm_sw_align_one(r, lr, a, la, &params, strategy, cigar, static_cast<int64_t>(cigar_cap), &offset,
+                                 &err);
     if (rc != PYPHMM_OK) {
         throw_status(env, rc, err);
         return -1;
