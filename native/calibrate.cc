@@ -1,28 +1,21 @@
 // Per-call GPU threshold: measured once per process at first use.
 //
-// Model. A call of c cells costs
-//     on the CPU:  t_cpu(c) = c / R_cpu(threads)
-//     on the GPU:  t_gpu(c) = T0 + c / R_gpu
-// where T0 is the fixed cost of one GPU call (packing, two copies, launches,
-// one synchronisation) and R_gpu the GPU's rate beyond it. The GPU pays off
-// from the crossover
-//     c* = T0 / (1 / R_cpu - 1 / R_gpu)          (infinite if R_gpu <= R_cpu)
-// clamped to [kMinCalibrated, kMaxCalibrated]. R_cpu is measured with every
-// available core and assumed linear in the thread count, so a call that
-// asks for fewer threads (GATK's --native-pair-hmm-threads) crosses over
-// earlier.
-//
-// Measurement (a few milliseconds): a warm-up GPU call (it also grows the
-// GPU memory pools and loads the kernels, which the first real call would
-// pay anyway), then the best of three calls of a tiny region (T0) and of two
-// calls of a probe region (R_gpu = extra cells / extra time), and the best of
-// two CPU runs of the same probe after a warm-up (which starts the worker
-// threads). The probe (32 reads of 151 bp x 4 haplotypes of 300 bp, 5.8 M
-// cells) is the size of the regions the threshold decides about, so both
-// rates include what small calls really cost: partly filled SIMD groups,
-// threads that find no work, per-call overheads.
+// The GPU pays off for a call of c cells once its fixed cost (packing, two
+// copies, launches, one synchronisation) is smaller than what the CPU needs
+// for c cells. Rather than trust a model of either side (small calls run the
+// CPU's SIMD groups and threads partly empty, the GPU's cost is mostly
+// fixed), the calibration times both backends on GATK-shaped regions of
+// doubling size (151 bp reads x 2 haplotypes of 300 bp, 1 to 32 reads: 0.09
+// to 2.9 M cells), with the thread count calls use by default, and takes the
+// crossover between the last size the CPU wins and the first the GPU wins
+// (geometric mean). If the CPU wins every size, the rates of the largest
+// probe extrapolate: c* = T0 / (1/R_cpu - 1/R_gpu). A call with fewer
+// threads (GATK's --native-pair-hmm-threads) scales the threshold down
+// linearly. Cost: a few milliseconds, once, after a warm-up GPU call that
+// the first real call would pay anyway.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -37,7 +30,7 @@ namespace pyphmm {
 namespace {
 
 constexpr int64_t kDefaultGpuMinCells = 2'000'000;
-constexpr int64_t kMinCalibrated = 100'000;          // below: GPU calls for regions of a few pairs
+constexpr int64_t kMinCalibrated = 10'000;           // below: a GPU call for a pair or two
 constexpr int64_t kMaxCalibrated = 1'000'000'000;    // above: the GPU is never worth it per call
 
 // One synthetic region with its own buffers. Reads are windows of the first
@@ -85,20 +78,22 @@ double best_of(int n, F f) {
     return best;
 }
 
-int64_t crossover(const Calibration& c, int threads) {
-    double r_cpu = c.cpu_rate * std::max(1, threads) / c.cpu_threads;
-    double denom = 1.0 / r_cpu - 1.0 / c.gpu_rate;
-    if (denom <= 0) return kMaxCalibrated;
-    double cells = c.gpu_call_s / denom;
+int64_t clamp_cells(double cells) {
     return static_cast<int64_t>(std::min<double>(kMaxCalibrated, std::max<double>(kMinCalibrated, cells)));
+}
+
+int64_t crossover(const Calibration& c, int threads) {
+    return clamp_cells(static_cast<double>(c.min_cells) * std::max(1, threads) / c.cpu_threads);
 }
 
 Calibration measure() {
     Calibration c;
     c.cpu_threads = available_cores();
     if (!gpu_usable()) return c;
-    const Probe tiny(1, 1, 20, 40), probe(32, 4, 151, 300);
-    std::vector<double> out(probe.results);
+    const Probe tiny(1, 1, 20, 40);
+    std::vector<Probe> probes;
+    for (int reads = 1; reads <= 32; reads *= 2) probes.emplace_back(reads, 2, 151, 300);
+    std::vector<double> out(probes.back().results);
     pyphmm_error err;
     err.message[0] = '\0';
     auto gpu = [&](const Probe& p) {
@@ -107,31 +102,44 @@ Calibration measure() {
     auto cpu = [&](const Probe& p) {
         return cpu_pairhmm(&p.region, 1, out.data(), c.cpu_threads, false, nullptr) == PYPHMM_OK;
     };
-    double t_tiny = -1, t_probe = -1, t_cpu = -1;
-    if (gpu(probe) && gpu(tiny)) {  // warm-up
-        t_tiny = best_of(3, [&] { return gpu(tiny); });
-        t_probe = best_of(2, [&] { return gpu(probe); });
+    const double t_tiny = gpu(probes.back()) && gpu(tiny) ? best_of(3, [&] { return gpu(tiny); }) : -1;
+    cpu(probes.back());  // warm-up: starts the worker threads
+    int first_gpu_win = -1;
+    double t_gpu = -1, t_cpu = -1;
+    for (size_t i = 0; i < probes.size() && t_tiny >= 0; ++i) {
+        t_gpu = best_of(2, [&] { return gpu(probes[i]); });
+        t_cpu = best_of(2, [&] { return cpu(probes[i]); });
+        if (t_gpu < 0) break;
+        if (t_gpu < t_cpu) {
+            first_gpu_win = static_cast<int>(i);
+            break;
+        }
     }
-    if (t_tiny < 0 || t_probe < 0) {
+    if (t_tiny < 0 || t_gpu < 0) {
         std::fprintf(stderr, "pyphmm: warning: GPU calibration failed (%s); default threshold %lld cells\n",
                      err.message, (long long)kDefaultGpuMinCells);
         return c;
     }
-    cpu(probe);  // warm-up
-    t_cpu = best_of(2, [&] { return cpu(probe); });
+    const Probe& last = probes[first_gpu_win < 0 ? probes.size() - 1 : first_gpu_win];
     c.gpu_call_s = t_tiny;
-    // Timer noise can make the probe look no slower than the tiny call;
-    // 1 us of extra time then bounds the rate.
-    c.gpu_rate = static_cast<double>(probe.cells - tiny.cells) / std::max(t_probe - t_tiny, 1e-6);
-    c.cpu_rate = static_cast<double>(probe.cells) / std::max(t_cpu, 1e-9);
-    c.min_cells = crossover(c, c.cpu_threads);
+    // (timer noise can make a probe look no slower than the tiny call)
+    c.gpu_rate = static_cast<double>(last.cells - tiny.cells) / std::max(t_gpu - t_tiny, 1e-6);
+    c.cpu_rate = static_cast<double>(last.cells) / std::max(t_cpu, 1e-9);
+    if (first_gpu_win == 0) {
+        c.min_cells = clamp_cells(static_cast<double>(probes[0].cells) / 2);
+    } else if (first_gpu_win > 0) {
+        c.min_cells = clamp_cells(std::sqrt(static_cast<double>(probes[first_gpu_win - 1].cells) * last.cells));
+    } else {
+        const double denom = 1.0 / c.cpu_rate - 1.0 / c.gpu_rate;
+        c.min_cells = denom <= 0 ? kMaxCalibrated : clamp_cells(std::max(c.gpu_call_s / denom, 2.0 * last.cells));
+    }
     c.ran = true;
     if (debug_dispatch())
         std::fprintf(stderr,
-                     "pyphmm: calibration: GPU call %.1f us + %.1f GCUPS, CPU %.2f GCUPS on %d threads "
-                     "-> threshold %lld cells\n",
+                     "pyphmm: calibration: GPU call %.1f us + %.1f GCUPS, CPU %.2f GCUPS on %d threads at %lld "
+                     "cells -> threshold %lld cells\n",
                      c.gpu_call_s * 1e6, c.gpu_rate / 1e9, c.cpu_rate / 1e9, c.cpu_threads,
-                     (long long)c.min_cells);
+                     (long long)last.cells, (long long)c.min_cells);
     return c;
 }
 

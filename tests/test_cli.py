@@ -124,7 +124,11 @@ def test_info_json():
     p = run("info", "--json")
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
-    assert data == json.loads(json.dumps(pyphmm.info()))
+    mine = json.loads(json.dumps(pyphmm.info()))
+    if mine["gpu_min_cells_source"] == "calibrated":  # timed in each process: numbers differ
+        for d in (data, mine):
+            d.pop("calibration"), d.pop("gpu_min_cells")
+    assert data == mine
 
 
 def test_version():

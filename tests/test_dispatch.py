@@ -187,6 +187,7 @@ def test_stats_count_sides_on_cpu():
 
 # ----------------------------------------------------------------- fake GPU (any machine)
 FAKE = {"PYPHMM_TEST_FAKE_GPU": "1"}
+ON = {"PYPHMM_HYBRID": "1"}  # whole-workload sharing is off by default
 
 
 def test_fake_gpu_calibration():
@@ -194,8 +195,8 @@ def test_fake_gpu_calibration():
     assert inf["gpu_min_cells_source"] == "calibrated"
     cal = inf["calibration"]
     assert cal["gpu_call_us"] > 0 and cal["gpu_gcups"] > 0 and cal["cpu_gcups"] > 0
-    assert 100_000 <= inf["gpu_min_cells"] <= 1_000_000_000
-    assert "pyphmm: calibration:" in err and inf["hybrid"]
+    assert 10_000 <= inf["gpu_min_cells"] <= 1_000_000_000
+    assert "pyphmm: calibration:" in err and not inf["hybrid"]  # sharing is opt-in (PYPHMM_HYBRID=1)
 
 
 def test_fake_gpu_per_call_split():
@@ -230,7 +231,7 @@ def check_shared(out, n=40):
 
 
 def test_fake_gpu_hybrid_shares_regions():
-    out, err = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1",
+    out, err = run_child("whole", dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1",
                                        PYPHMM_DEBUG_DISPATCH="1"), threads=3)
     st = check_shared(out)
     assert st["hybrid_gpu_threads"] == 1 and st["hybrid_cpu_threads"] == 2
@@ -238,7 +239,7 @@ def test_fake_gpu_hybrid_shares_regions():
     assert "; hybrid;" in err and f"GPU {st['gpu_regions']} regions" in err
 
 
-@pytest.mark.parametrize("env,kwargs", [({"PYPHMM_HYBRID": "0"}, {}), ({}, {"hybrid": False})])
+@pytest.mark.parametrize("env,kwargs", [({}, {}), ({"PYPHMM_HYBRID": "0"}, {}), (ON, {"hybrid": False})])
 def test_fake_gpu_hybrid_off(env, kwargs):
     out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0", **env), **kwargs)
     st = out["stats"]
@@ -262,7 +263,7 @@ def test_fake_gpu_fails_midway():
     """The GPU side fails after its first batch: one warning, the CPU
     finishes, every result is the CPU backend's."""
     out, err = run_child("whole", {"PYPHMM_TEST_FAKE_GPU": "fail", "PYPHMM_GPU_MIN_CELLS": "0",
-                                   "PYPHMM_HYBRID_GPU_THREADS": "1"}, threads=3)
+                                   "PYPHMM_HYBRID_GPU_THREADS": "1", **ON}, threads=3)
     st = out["stats"]
     assert st["hybrid"] and st["fell_back"]
     assert st["gpu_regions"] > 0, "the first batch succeeds: the failure is mid-way"
@@ -272,7 +273,7 @@ def test_fake_gpu_fails_midway():
 
 
 def test_one_thread_hybrid_is_gpu_only():
-    out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0"), threads=1)
+    out, _ = run_child("whole", dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0"), threads=1)
     st = out["stats"]
     assert st["hybrid"] and st["hybrid_cpu_threads"] == 0 and st["gpu_regions"] == 40
 
@@ -282,7 +283,7 @@ def test_one_thread_hybrid_is_gpu_only():
 def test_gpu_calibrated_threshold_reported():
     inf, _ = info_child({})
     assert inf["gpu_min_cells_source"] == "calibrated", inf
-    assert 100_000 <= inf["gpu_min_cells"] <= 1_000_000_000
+    assert 10_000 <= inf["gpu_min_cells"] <= 1_000_000_000
     print(f"\ncalibrated threshold {inf['gpu_min_cells']} cells: {inf['calibration']}")
 
 
@@ -306,7 +307,7 @@ def test_gpu_hybrid_shares_regions():
     """The large regions total ~1 G cells, enough GPU time for the CPU
     threads to take the tiny ones; each region's result is exactly one
     backend's."""
-    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_DEBUG_DISPATCH": "1"}, scale=8)
+    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_DEBUG_DISPATCH": "1", **ON}, scale=8)
     st = check_shared(out)
     print(f"\n{err.strip()}")
     assert all(c or g for c, g in zip(out["same_cpu"], out["same_gpu"]))
@@ -316,7 +317,7 @@ def test_gpu_hybrid_shares_regions():
 
 @needs_gpu
 def test_gpu_hybrid_off_and_cuda_backend_are_gpu_only():
-    for env, kwargs in (({"PYPHMM_HYBRID": "0"}, {}), ({}, {"backend": "cuda"})):
+    for env, kwargs in (({}, {}), ({"PYPHMM_HYBRID": "0"}, {}), (ON, {"backend": "cuda"})):
         out, _ = run_child("whole", dict(env, PYPHMM_GPU_MIN_CELLS="0"), **kwargs)
         st = out["stats"]
         assert not st["hybrid"] and st["gpu_regions"] == 40 and st["cpu_regions"] == 0
@@ -325,7 +326,7 @@ def test_gpu_hybrid_off_and_cuda_backend_are_gpu_only():
 
 @needs_gpu
 def test_gpu_hybrid_failure_falls_back():
-    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_CUDA_INJECT_FAILURE": "1"})
+    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_CUDA_INJECT_FAILURE": "1", **ON})
     st = out["stats"]
     assert st["hybrid"] and st["fell_back"] and st["gpu_regions"] == 0 and st["cpu_regions"] == 40
     assert all(out["same_cpu"])

@@ -471,6 +471,11 @@ int cpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, 
         order[i] = &pairs[i];
         cells += static_cast<int64_t>(pairs[i].m) * pairs[i].n;
     }
+    // Waking a pool thread costs microseconds: give each at least ~100 us of
+    // work, so small regions (GATK's per-call case) do not pay for idle cores.
+    constexpr int64_t kCellsPerThread = 256 * 1024;
+    threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads > 0 ? threads : available_cores(),
+                                                                       cells / kCellsPerThread + 1)));
     // Equal shapes side by side: lanes of a group then do equal work.
     std::sort(order.begin(), order.end(), [](const Pair* a, const Pair* b) {
         return a->m != b->m ? a->m < b->m : a->n < b->n;
