@@ -13,6 +13,7 @@
 // - cigar_offsets: num_pairs + 1 non-decreasing entries; pair i may use
 //   [cigar_offsets[i], cigar_offsets[i+1]), which must hold at least
 //   2 * (len(ref) + len(alt)) + 1 bytes.
+#include <cstring>
 #include <algorithm>
 #include <cstdlib>
 
@@ -99,3 +100,17 @@ int check_sw_batch(const pyphmm_sw_batch* batch, const char* cigars, const int64
 }
 
 }  // namespace pyphmm
+
+extern "C" int64_t pyphmm_sw_compact_cigars(char* cigars, const int64_t* cigar_offsets, int64_t num_pairs) {
+    // Slot i starts at or after byte `used`, so each move goes left (or
+    // nowhere) and never overwrites a CIGAR not yet moved.
+    int64_t used = 0;
+    for (int64_t i = 0; i < num_pairs; ++i) {
+        const char* src = cigars + cigar_offsets[i];
+        const size_t len = strnlen(src, static_cast<size_t>(cigar_offsets[i + 1] - cigar_offsets[i]));
+        std::memmove(cigars + used, src, len);
+        used += static_cast<int64_t>(len);
+        cigars[used++] = '\0';
+    }
+    return used;
+}

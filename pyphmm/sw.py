@@ -203,7 +203,6 @@ def _pack_seqs(seqs: list, what: str):
     return b"".join(packed), np.fromiter(map(len, packed), dtype=np.int64, count=n)
 
 
-_CIGAR_WINDOW = 32   # CIGARs shorter than this are cut out of the buffer in one vectorised pass
 _KEEP_CIGAR_BYTES = 256 << 20   # larger CIGAR buffers are not kept for the next call
 
 
@@ -222,29 +221,6 @@ class _BatchScratch(threading.local):
 
 
 _batch_scratch = _BatchScratch()
-
-
-def _cigar_strings(buf: np.ndarray, slot_offsets: np.ndarray) -> list:
-    """The NUL-terminated CIGAR at the start of every slot of buf."""
-    n = len(slot_offsets) - 1
-    starts = slot_offsets[:-1]
-    idx = starts[:, None] + np.arange(_CIGAR_WINDOW)
-    np.minimum(idx, slot_offsets[-1] - 1, out=idx)   # bytes past the last slot lie after its NUL anyway
-    win = buf[idx]
-    is_nul = win == 0
-    found = is_nul.any(axis=1)
-    lens = np.where(found, is_nul.argmax(axis=1), 0)
-    # Each CIGAR followed by a newline, all in one string, split once.
-    text = np.zeros((n, _CIGAR_WINDOW + 1), dtype=np.uint8)
-    text[:, :_CIGAR_WINDOW] = win
-    text[np.arange(n), lens] = ord("\n")
-    keep = np.arange(_CIGAR_WINDOW + 1) <= lens[:, None]
-    out = text[keep].tobytes().decode("ascii").split("\n")
-    out.pop()   # after the last newline
-    for i in np.flatnonzero(~found).tolist():   # long CIGARs, one at a time
-        slot = buf[int(starts[i]):int(slot_offsets[i + 1])]
-        out[i] = slot[:int(np.argmax(slot == 0))].tobytes().decode("ascii")
-    return out
 
 
 def align_batch(refs, alts, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang="SOFTCLIP",
@@ -301,7 +277,11 @@ def align_batch(refs, alts, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang
     _native.raise_for_status(rc, err)
     if stats is not None:
         stats.update(_native.stats_dict(st))
-    return _cigar_strings(cigars, cig_off), offsets
+    used = lib.pyphmm_sw_compact_cigars(ffi.cast("char *", cigars.ctypes.data),
+                                        ffi.cast("int64_t *", cig_off.ctypes.data), n)
+    cig = cigars[:used].tobytes().decode("ascii").split("\0")
+    cig.pop()  # after the last NUL
+    return cig, offsets
 
 
 # ---- command line: pyphmm align ------------------------------------------------

@@ -431,9 +431,12 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
 // Blocks per SM the register allocation must allow. The uniform kernels fit
 // more warps without spilling when asked to (checked with ptxas -v: no spill
 // stores); the others keep ptxas's own choice.
+#ifndef PYPHMM_UNIFORM_MIN_BLOCKS
+#define PYPHMM_UNIFORM_MIN_BLOCKS 4
+#endif
 template <bool UNIFORM, int K>
 constexpr int min_blocks() {
-    return UNIFORM ? (K <= 10 ? 4 : 3) : 1;
+    return UNIFORM ? (K <= 10 ? PYPHMM_UNIFORM_MIN_BLOCKS : 3) : 1;
 }
 
 template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM, int BLOCK>

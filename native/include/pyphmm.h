@@ -167,6 +167,14 @@ int pyphmm_sw_align(const pyphmm_sw_batch *batch, char *cigars,
                     pyphmm_error *error);
 
 /*
+ * After pyphmm_sw_align: moves the batch's CIGARs (each NUL-terminated at the
+ * start of its slot) to the front of `cigars`, one after another, each still
+ * followed by its NUL, so a caller can split them in one pass. Returns the
+ * bytes used (the sum of the CIGAR lengths + num_pairs).
+ */
+int64_t pyphmm_sw_compact_cigars(char *cigars, const int64_t *cigar_offsets, int64_t num_pairs);
+
+/*
  * One pair on the calling thread's CPU: what GATK's HaplotypeCaller does per
  * call. Same result and validation as pyphmm_sw_align with a batch of one
  * and the CPU backend, minus the batch description (the per-call cost counts
