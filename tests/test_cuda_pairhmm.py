@@ -160,6 +160,23 @@ def test_random_vs_cpu(workload, double):
     assert diff <= TOL
 
 
+def test_small_calls_vs_cpu(workload):
+    """One call per region, as GATK makes them: small calls run the kernels'
+    latency variants (a warp per pair), which must agree with the CPU too."""
+    worst, n = 0.0, 0
+    for rb, hb in workload[:300]:
+        if rb.offsets[-1] == 0:
+            continue
+        st = {}
+        g = pyphmm.compute_regions([(rb, hb)], backend=GPU, stats=st)[0]
+        c = pyphmm.compute_regions([(rb, hb)], backend="cpu")[0]
+        assert np.isfinite(g).all() and st["backend"] == GPU and not st["fell_back"]
+        worst = max(worst, float(np.abs(g - c).max()))
+        n += g.size
+    print(f"\n300 per-region calls, {n} pairs: max |GPU-CPU| = {worst:.3g}")
+    assert worst <= TOL
+
+
 def test_exact_arithmetic_vs_gkl_and_cpu(shared_data):
     """PYPHMM_CUDA_ARITH=exact (GKL's operation order, no FMA) meets the same
     contract as the default fast arithmetic: GKL's values and the CPU's."""

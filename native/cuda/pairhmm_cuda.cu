@@ -157,6 +157,7 @@ constexpr BinSpec kFloatBinSpec[kFloatBins] = {{16, 4, 4},   {32, 4, 8},   {64, 
                                                {96, 16, 6},  {128, 16, 8}, {160, 16, 10},
                                                {256, 32, 8}, {512, 32, 16}, {INT32_MAX, 32, 8}};
 constexpr int kFusedBins = 7;  // bins 0..6 run in one fused launch (pairhmm_fused_kernel)
+constexpr int kLatencyBins = 6;  // bins 0..5 have latency variants (cudak::kLatencyBin)
 constexpr int kDoubleBins = 4;
 constexpr BinSpec kDoubleBinSpec[kDoubleBins] = {{16, 4, 4}, {32, 8, 4}, {64, 16, 4}, {INT32_MAX, 32, 4}};
 // Fast-arithmetic float pairs whose read has one insertion, deletion and gap
@@ -204,16 +205,25 @@ void launch_float(KernelArgs<float> a, const int64_t* bin_start, const int64_t* 
         Kern<float, 32, 16, false, FAST ? cudak::kFma : cudak::kExact, UNIFORM>::launch(a, groups_grid(a.count, 32), s);
         CK(cudaGetLastError());
     }
+    // A call small enough to run every pair as a whole warp within one wave
+    // (512 resident threads per SM at these kernels' 128 registers; GATK's
+    // per-region calls mostly) is latency-bound: its time is one pair's
+    // steps x rows per lane. Bins 0..5 then run their latency variants, one
+    // warp per pair (P = 32, K = rows / 32): less serial work per lane.
+    int64_t pairs = 0;
+    for (int b = 0; b < kFusedBins; ++b) pairs += bin_count[b];
+    const bool latency = pairs * 32 <= static_cast<int64_t>(g_num_sms) * 512;
     cudak::FusedPlan plan{};
     int blocks = 0;
     for (int b = kFusedBins - 1; b >= 0; --b) {  // longest reads first
         if (!bin_count[b]) continue;
+        const bool lat = latency && b < kLatencyBins;
         int i = plan.nb++;
-        plan.bin[i] = b;
+        plan.bin[i] = lat ? cudak::kLatencyBin + b : b;
         plan.first[i] = static_cast<int>(bin_start[b]);
         plan.count[i] = static_cast<int>(bin_count[b]);
         plan.block_start[i] = blocks;
-        blocks += groups_grid(bin_count[b], kFloatBinSpec[b].P);
+        blocks += groups_grid(bin_count[b], lat ? 32 : kFloatBinSpec[b].P);
     }
     plan.block_start[plan.nb] = blocks;
     if (plan.nb) {

@@ -447,6 +447,7 @@ __global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, K>())) pairhmm_ker
 // Several short-read bins in ONE launch: block ranges map to bins, so bins
 // run side by side (no per-bin tail, one launch per call for typical regions).
 constexpr int kMaxFused = 8;
+constexpr int kLatencyBin = 16;  // plan.bin of bin b's latency variant: kLatencyBin + b
 struct FusedPlan {
     int nb;
     int block_start[kMaxFused + 1];
@@ -477,6 +478,15 @@ __global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, 10>())) pairhmm_fu
         case 4: run_bin<float, 16, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
         case 5: run_bin<float, 16, 10, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
         case 6: run_bin<float, 32, 8, false, L, UNIFORM, BLOCK>(a, block, nblocks); break;
+        // Latency variants of bins 0..5 (kLatencyBin + b): whole warps per
+        // pair, so a call too small to fill the GPU finishes in fewer steps
+        // per lane (see launch_float).
+        case kLatencyBin + 0:
+        case kLatencyBin + 1: run_bin<float, 32, 1, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case kLatencyBin + 2: run_bin<float, 32, 2, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case kLatencyBin + 3: run_bin<float, 32, 3, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case kLatencyBin + 4: run_bin<float, 32, 4, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case kLatencyBin + 5: run_bin<float, 32, 5, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
         default: break;
     }
 }
