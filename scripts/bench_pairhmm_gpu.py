@@ -12,7 +12,9 @@
     including Python-side packing.
 (3) per-region: the same regions, one synchronous call each (buffers packed
     beforehand, so the time is the native call): total, median and p99
-    latency, and per-call overhead = latency - kernel time.
+    latency without the library's timers; then again with them: kernel time,
+    per-call overhead = latency - kernel time, and the host phases (setup,
+    pack, enqueue, wait, copy-out).
 (4) dispatch: the same regions under each policy, buffers packed beforehand
     (times are the native call): the whole workload in one call GPU only
     (backend="cuda"), hybrid (auto: GPU drivers take the largest regions, CPU
@@ -45,6 +47,9 @@ from pyphmm.pairhmm import HaplotypeBatch, ReadBatch, _Packed  # noqa: E402
 BASES = np.frombuffer(b"ACGT", np.uint8)
 _kernel_seconds = ctypes.CDLL(_native.library_path()).pyphmm_cuda_last_kernel_seconds
 _kernel_seconds.restype = ctypes.c_double
+_phases = ctypes.CDLL(_native.library_path()).pyphmm_cuda_last_phases
+PHASES = ("setup", "pack", "enqueue", "wait", "copy-out")
+_set_timing = ctypes.CDLL(_native.library_path()).pyphmm_cuda_set_timing
 
 
 def region(rng, n_reads, n_haps, read_lens, hap_lens):
@@ -152,6 +157,27 @@ def bench_whole(regions, check):
         print(f"check vs CPU backend ({tc:.2f} s, {cells / tc / 1e9:.1f} GCUPS): max |diff| {d:.3g}, all finite {fin}")
 
 
+def per_region_pass(packs, outs, opts, timed):
+    """One synchronous call per region; per-call latency, and (timed) kernel
+    time and host phases from the library's timers."""
+    _set_timing(1 if timed else 0)
+    err, st = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *")
+    lat, ker, ph = [], [], []
+    buf = (ctypes.c_double * len(PHASES))()
+    t0 = time.perf_counter()
+    for p, o in zip(packs, outs):
+        a = time.perf_counter()
+        call_packed(p, opts, o, err, st)
+        lat.append(time.perf_counter() - a)
+        if timed:
+            ker.append(_kernel_seconds())
+            _phases(buf)
+            ph.append(list(buf))
+    total = time.perf_counter() - t0
+    _set_timing(1)
+    return total, np.array(lat), np.array(ker), np.array(ph)
+
+
 def bench_regions(regions):
     print("== (3) per-region: one synchronous call per region ==")
     opts = _native.make_options("cuda")
@@ -160,21 +186,18 @@ def bench_regions(regions):
     err, st = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *")
     for p, o in zip(packs[:50], outs):
         call_packed(p, opts, o, err, st)  # warm-up
-    lat, ker = [], []
-    t0 = time.perf_counter()
-    for p, o in zip(packs, outs):
-        a = time.perf_counter()
-        call_packed(p, opts, o, err, st)
-        lat.append(time.perf_counter() - a)
-        ker.append(_kernel_seconds())
-    total = time.perf_counter() - t0
-    lat, ker = np.array(lat), np.array(ker)
     cells = cells_of(regions)
-    over = lat - ker
-    print(f"{len(regions)} calls, {cells / 1e9:.2f} G cells: total {total:.3f} s = {cells / total / 1e12:.3f} TCUPS")
+    # Untimed first: the library's timers (CUDA events) cost microseconds a call.
+    total, lat, _, _ = per_region_pass(packs, outs, opts, timed=False)
+    print(f"{len(regions)} calls, {cells / 1e9:.2f} G cells: total {total:.3f} s = {cells / total / 1e9:.1f} GCUPS")
     print(f"latency per call: median {np.median(lat) * 1e6:.1f} us, p99 {np.percentile(lat, 99) * 1e6:.1f} us")
+    total, lat, ker, ph = per_region_pass(packs, outs, opts, timed=True)
+    over = lat - ker
+    print(f"with timers (CUDA events, host phases): total {total:.3f} s; latency median {np.median(lat) * 1e6:.1f} us")
     print(f"kernel time per call: median {np.median(ker) * 1e6:.1f} us")
     print(f"overhead (latency - kernels): median {np.median(over) * 1e6:.1f} us, p99 {np.percentile(over, 99) * 1e6:.1f} us")
+    med = np.median(ph, axis=0) * 1e6
+    print("host phases per call, median us: " + ", ".join(f"{n} {v:.1f}" for n, v in zip(PHASES, med)))
 
 
 def best_native(packed, opts, out, reps):
