@@ -4,8 +4,20 @@ cores) on the same regions, one computeLikelihoods call per region as GATK
 makes them (java_shim/bench/BenchJni.java does the timing): total seconds,
 GCUPS, per-call latency median / p99.
 
-  PYTHONPATH=. python3 scripts/bench_jni.py [--regions FILE.in] [--generated N]
-        [--reps K] [--classes DIR] [--shim-jar JAR] [--copy-methods]
+  PYTHONPATH=. python3 scripts/bench_jni.py [--realistic N] [--regions FILE.in]
+        [--generated N] [--reps K] [--classes DIR] [--shim-jar JAR] [--copy-methods]
+
+Data, in order: --realistic N GATK-like regions (default 2000, the realistic
+set of scripts/bench_pairhmm_gpu.py: 1-500 reads x 1-40 haplotypes, ~20 G
+cells; timed over one pass after the warm-up pass, as GKL AVX needs ~10 s for
+it), --generated N small test regions (tests/oracle/shim.py: 1-60 reads x
+1-8 haplotypes; --reps passes) and the shared 1m.in records if present.
+
+The harness calls initialize and computeLikelihoods through method handles,
+never Method.invoke: a reflective call enters Java through the JVM's call
+stub, which restores the thread's MXCSR on the way out and so undoes the
+flush-to-zero mode GKL's initNative sets, leaving GKL to run with denormals
+(10x slower on Intel CPUs). GATK calls GKL directly and keeps FTZ on.
 
 JVMs: the shim (1 thread and all cores) and GKL AVX run in one JVM. GKL OMP
 gets a JVM of its own, beside the shim again: GKL's AVX and OMP libraries
@@ -48,6 +60,18 @@ def write_records(regions, path):
                 f.write(" ".join([r[0].decode()] + [bytes(q + 33 for q in x).decode() for x in r[1:]]) + "\n")
             for h in haps:
                 f.write(h.decode() + "\n")
+
+
+def write_realistic(n, seed, path):
+    """The realistic set of bench_pairhmm_gpu.py (same generator and seed)."""
+    import numpy as np
+    sys.path.insert(0, os.path.join(REPO, "scripts"))
+    timing = os.environ.get("PYPHMM_CUDA_TIMING")
+    from bench_pairhmm_gpu import realistic
+    if timing is None:  # that module turns the GPU timers on; the JVMs must not inherit them
+        os.environ.pop("PYPHMM_CUDA_TIMING", None)
+    from pyphmm import io
+    io.write_input_records(path, realistic(np.random.default_rng(seed + 1), n))
 
 
 def harness_classes(explicit, work):
@@ -128,6 +152,8 @@ def table(rows, title):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--regions", default=os.path.join(REPO, "..", "shared", "data", "1m.in"))
+    ap.add_argument("--realistic", type=int, default=2000, help="realistic regions (0: none)")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the realistic set")
     ap.add_argument("--generated", type=int, default=300)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--classes", default=None, help="directory with a prebuilt BenchJni.class")
@@ -144,10 +170,17 @@ def main():
               f"{cores} cores")
         print("Each mode: one computeLikelihoods call per region (as GATK), after one warm-up pass. "
               "JVM A: shim + GKL AVX; JVM B: shim + GKL OMP (GKL's flavours cannot share a JVM).")
+        if args.realistic:
+            real = os.path.join(work, "realistic.in")
+            write_realistic(args.realistic, args.seed, real)
+            rows, banner = run_all(cfg, real, 1, cores)
+            print(banner[0] if banner else "(no pyphmm banner)")
+            table(rows, f"realistic: {args.realistic} regions (bench_pairhmm_gpu.py --seed {args.seed}), 1 timed pass")
         gen = os.path.join(work, "generated.in")
         write_records(shim.random_regions(args.generated, seed=1), gen)
         rows, banner = run_all(cfg, gen, args.reps, cores)
-        print(banner[0] if banner else "(no pyphmm banner)")
+        if not args.realistic:
+            print(banner[0] if banner else "(no pyphmm banner)")
         table(rows, f"generated: {args.generated} regions (1-60 reads x 1-8 haps), {args.reps} reps")
         if os.path.exists(args.regions):
             rows, _ = run_all(cfg, args.regions, args.reps, cores)

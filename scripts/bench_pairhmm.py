@@ -8,12 +8,14 @@ Data: regions from gen_regions.generate (seeded, in memory) or a record file
   GKL IntelPairHmm AVX, 1 thread  one computeLikelihoods per region
   GKL IntelPairHmmOMP, N threads  one computeLikelihoods per region
 for pyphmm with 1 thread and with --threads (default: all cores). GKL runs
-through jpype (tests/oracle/gkl.py), each configuration in its own process:
-IntelPairHmm and IntelPairHmmOMP declare the same native methods, so in one
-JVM both would bind to whichever library loaded first. Java holders are built
-before timing and only the computeLikelihoods calls are timed, after a
-warm-up pass over the first regions. Seconds are wall time of the calls
-only; GCUPS = sum(read_len * hap_len) / seconds / 1e9. The last column is
+in scripts/bench_jni.py's Java harness (java_shim/bench/BenchJni.java; javac
+here, or .carry/bench_classes from scripts/prepare_gpu_carry.sh), each
+configuration in a JVM of its own: IntelPairHmm and IntelPairHmmOMP declare
+the same native methods, so in one JVM both would bind to whichever library
+loaded first. Java holders are built before timing and only the
+computeLikelihoods calls are timed, after a warm-up pass over all regions;
+GKL's seconds are the mean of --repeats passes, pyphmm's the best. Seconds
+are wall time of the calls only; GCUPS = sum(read_len * hap_len) / seconds / 1e9. The last column is
 max |pyphmm - GKL| over every pair; "others" is the share of the machine's
 CPU that other processes used meanwhile (a shared machine makes timings
 noisy: rerun, or use --repeats, when it is not near 0%).
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,61 +76,28 @@ def time_pyphmm_batch(regions, backend, threads, double, repeats):
     return best, out, {st.get("backend", "none")}, st.get("double_pairs", 0)
 
 
-class GklHarness:
-    """GKL as GATK drives it: load, initialize(args), computeLikelihoods per region."""
-
-    def __init__(self, omp: bool, threads: int, double: bool):
-        from oracle.gkl import GklPairHmm
-        self.g = GklPairHmm(double=double, threads=threads, omp=omp)
-        self.jpype = self.g._jpype
-
-    def prepare(self, regions):
-        prepared = []
-        for r, h in regions:
-            jr, jh = self.g.holders(list(r), [h[i] for i in range(len(h))])
-            out = self.jpype.JArray(self.jpype.JDouble)(len(r) * len(h))
-            prepared.append((jr, jh, out, (len(r), len(h))))
-        return prepared
-
-    def run(self, prepared, repeats):
-        compute = self.g.impl.computeLikelihoods
-        for jr, jh, out, _ in prepared[:WARMUP_REGIONS]:
-            compute(jr, jh, out)
-        best = None
-        for _ in range(repeats):
-            total = 0.0
-            for jr, jh, out, _ in prepared:
-                t = time.perf_counter()
-                compute(jr, jh, out)
-                total += time.perf_counter() - t
-            best = total if best is None else min(best, total)
-        results = [np.array(out, dtype=np.float64).reshape(shape) for _, _, out, shape in prepared]
-        return best, results
-
-
-def gkl_in_child(a, omp: bool, threads: int):
-    """Runs one GKL configuration in a fresh process; returns (seconds, results)."""
+def gkl_in_jvm(a, regions, omp: bool, threads: int):
+    """Times one GKL configuration with scripts/bench_jni.py's Java harness
+    (a JVM of its own, GKL called through method handles exactly as GATK
+    calls it, so the flush-to-zero mode GKL sets at initialize stays on;
+    driving GKL through jpype would undo it on every call and slow GKL
+    tenfold on Intel CPUs). Returns (seconds per pass, results)."""
+    import bench_jni
+    from oracle import shim
     with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "gkl.npz")
-        cmd = [sys.executable, os.path.abspath(__file__), "--gkl-child", f"{int(omp)},{threads}",
-               "--gkl-out", out, "--repeats", str(a.repeats)]
-        cmd += ["--input", a.input] if a.input else ["--regions", str(a.regions), "--seed", str(a.seed)]
-        if a.double:
-            cmd.append("--double")
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if p.returncode != 0:
-            raise RuntimeError(f"GKL run failed:\n{p.stderr[-3000:]}")
-        z = np.load(out)
-        n = int(z["n"])
-        return float(z["seconds"]), [z[f"r{i}"] for i in range(n)]
-
-
-def gkl_child(a, regions) -> int:
-    omp, threads = (int(x) for x in a.gkl_child.split(","))
-    h = GklHarness(bool(omp), threads, a.double)
-    s, res = h.run(h.prepare(regions), a.repeats)
-    np.savez(a.gkl_out, seconds=s, n=len(res), **{f"r{i}": r for i, r in enumerate(res)})
-    return 0
+        records = os.path.join(d, "regions.in")
+        io.write_input_records(records, regions)
+        cfg = {"classes": bench_jni.harness_classes(None, d), "java": bench_jni.java_exe(),
+               "shim_jar": shim.SHIM_JAR}
+        mode = f"gkl{'-omp' if omp else ''}:{threads}"
+        rows, _ = bench_jni.run(cfg, records, a.repeats, [mode], {"BENCHJNI_OUT": os.path.join(d, "out")})
+        flat = np.fromfile(os.path.join(d, "out." + mode.replace(":", "_")), dtype=">f8")
+    results, k = [], 0
+    for r, h in regions:
+        n = len(r) * len(h)
+        results.append(flat[k:k + n].astype(np.float64).reshape(len(r), len(h)))
+        k += n
+    return rows[0]["seconds"] / a.repeats, results
 
 
 class OtherLoad:
@@ -177,13 +145,7 @@ def main(argv=None) -> int:
     ap.add_argument("--double", action="store_true", help="every pair in double (useDoublePrecision)")
     ap.add_argument("--repeats", type=int, default=1, help="timed passes per row; the best is kept")
     ap.add_argument("--no-gkl", action="store_true", help="skip GKL rows")
-    ap.add_argument("--gkl-child", help=argparse.SUPPRESS)
-    ap.add_argument("--gkl-out", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    if a.gkl_child:
-        regions = list(io.read_records(a.input)) if a.input else generate(regions=a.regions, seed=a.seed)
-        return gkl_child(a, regions)
-
     t = time.perf_counter()
     if a.input:
         regions = list(io.read_records(a.input))
@@ -215,7 +177,7 @@ def main(argv=None) -> int:
     if not a.no_gkl:
         for omp, th in ((False, 1), (True, a.threads)):
             with OtherLoad() as load:
-                s, res = gkl_in_child(a, omp, th)
+                s, res = gkl_in_jvm(a, regions, omp, th)
             rows.append((f"GKL {'IntelPairHmmOMP' if omp else 'IntelPairHmm AVX'}, {th} thr", s, res,
                          load.share))
             gkl_ref = gkl_ref or res

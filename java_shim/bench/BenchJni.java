@@ -4,12 +4,16 @@
 // shim is loaded in its own class loader (parent: platform loader).
 //   java -cp gkl.jar:gatk-native-bindings.jar:commons-logging.jar:. BenchJni \
 //        REGIONS.in SHIM.jar BINDINGS.jar REPS MODE[:THREADS]...
-// MODE: shim | shim-omp | gkl | gkl-omp. Prints one JSON line per mode.
+// MODE: shim | shim-omp | gkl | gkl-omp. Prints one JSON line per mode; with
+// BENCHJNI_OUT=PREFIX also writes each mode's likelihoods to PREFIX.MODE_THREADS.
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileReader;
 import java.lang.reflect.Array;
 import java.lang.reflect.Field;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.lang.reflect.Method;
 import java.net.URL;
 import java.net.URLClassLoader;
@@ -58,7 +62,7 @@ public class BenchJni {
         return out;
     }
 
-    public static void main(String[] a) throws Exception {
+    public static void main(String[] a) throws Throwable {
         List<Region> regions = readRegions(a[0]);
         URLClassLoader shimLoader = new URLClassLoader(
                 new URL[] {new File(a[1]).toURI().toURL(), new File(a[2]).toURI().toURL()},
@@ -75,7 +79,7 @@ public class BenchJni {
     }
 
     static void run(String label, ClassLoader cl, String implName, int threads, List<Region> regions, int reps)
-            throws Exception {
+            throws Throwable {
         String nb = "org.broadinstitute.gatk.nativebindings.pairhmm.";
         Class<?> readCls = Class.forName(nb + "ReadDataHolder", true, cl);
         Class<?> hapCls = Class.forName(nb + "HaplotypeDataHolder", true, cl);
@@ -87,9 +91,22 @@ public class BenchJni {
         Object args = argsCls.getConstructor().newInstance();
         argsCls.getField("maxNumberOfThreads").setInt(args, threads);
         argsCls.getField("useDoublePrecision").setBoolean(args, false);
-        impl.getMethod("initialize", argsCls).invoke(hmm, args);
-        Method compute = impl.getMethod("computeLikelihoods", Array.newInstance(readCls, 0).getClass(),
-                                        Array.newInstance(hapCls, 0).getClass(), double[].class);
+        // Method handles, not Method.invoke: reflective calls re-enter Java
+        // through the JVM's call stub, which saves and restores the floating-
+        // point control register (MXCSR) around every call. GKL's initNative
+        // turns flush-to-zero on for the calling thread and relies on it
+        // staying on (as it does when GATK calls it directly); through
+        // reflection it would be undone at once, and GKL would then run with
+        // denormals, which costs an order of magnitude on Intel CPUs.
+        MethodHandles.Lookup lookup = MethodHandles.publicLookup();
+        MethodHandle init = lookup.unreflect(impl.getMethod("initialize", argsCls))
+                .asType(MethodType.methodType(void.class, Object.class, Object.class));
+        MethodHandle compute = lookup.unreflect(impl.getMethod("computeLikelihoods",
+                        Array.newInstance(readCls, 0).getClass(), Array.newInstance(hapCls, 0).getClass(),
+                        double[].class))
+                .asType(MethodType.methodType(void.class, Object.class, Object.class, Object.class, double[].class));
+        if (System.getenv("BENCHJNI_REFLECT") != null) impl.getMethod("initialize", argsCls).invoke(hmm, args);
+        else init.invokeExact(hmm, args);
         String[] rf = {"readBases", "readQuals", "insertionGOP", "deletionGOP", "overallGCP"};
         Field[] readFields = new Field[5];
         for (int k = 0; k < 5; ++k) readFields[k] = readCls.getField(rf[k]);
@@ -117,13 +134,13 @@ public class BenchJni {
             outs[i] = new double[g.reads.length * g.haps.length];
             cells += g.cells;
         }
-        for (int i = 0; i < n; ++i) compute.invoke(hmm, jr[i], jh[i], outs[i]);  // warm-up
+        for (int i = 0; i < n; ++i) compute.invokeExact(hmm, jr[i], jh[i], outs[i]);  // warm-up
         long[] lat = new long[n * reps];
         long t0 = System.nanoTime();
         for (int rep = 0; rep < reps; ++rep) {
             for (int i = 0; i < n; ++i) {
                 long s = System.nanoTime();
-                compute.invoke(hmm, jr[i], jh[i], outs[i]);
+                compute.invokeExact(hmm, jr[i], jh[i], outs[i]);
                 lat[rep * n + i] = System.nanoTime() - s;
             }
         }
@@ -132,6 +149,13 @@ public class BenchJni {
         Arrays.sort(lat);
         double checksum = 0;
         for (double[] o : outs) for (double v : o) checksum += v;
+        String dump = System.getenv("BENCHJNI_OUT");  // results of this mode, big-endian doubles in region order
+        if (dump != null) {
+            java.io.DataOutputStream d = new java.io.DataOutputStream(new java.io.BufferedOutputStream(
+                    new java.io.FileOutputStream(dump + "." + label.replace(':', '_'))));
+            for (double[] o : outs) for (double v : o) d.writeDouble(v);
+            d.close();
+        }
         System.out.printf(java.util.Locale.ROOT,
                 "{\"mode\": \"%s\", \"regions\": %d, \"reps\": %d, \"cells\": %d, \"seconds\": %.6f, \"gcups\": %.4f, "
                         + "\"median_us\": %.2f, \"p99_us\": %.2f, \"checksum\": %.6f}%n",
