@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "../common/errors.h"
+#include "../common/pack_elems.h"
 #include "../common/tables.h"
 #include "../common/thread_pool.h"
 #include "cuda_backend.h"
@@ -363,15 +364,6 @@ inline void lap(bool on, Clock::time_point& t, Phase p) {
 }
 
 // ---------------------------------------------------------------- packing
-struct BaseMasks {
-    uint8_t v[256];
-    BaseMasks() {
-        std::fill(v, v + 256, uint8_t(1));  // any other byte is A, as in GKL
-        v['A'] = 1; v['C'] = 2; v['G'] = 4; v['T'] = 8; v['N'] = 15;
-    }
-};
-const BaseMasks g_masks;
-
 // A piece of a region: reads [r0, r1) against all its haplotypes.
 struct Piece {
     int64_t region;
@@ -424,7 +416,7 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
         hoff[h] = static_cast<uint32_t>(cur.hpos);
         hlen[h] = static_cast<uint32_t>(n);
         uint8_t* dst = hbytes + cur.hpos;
-        for (int64_t j = 0; j < n; ++j) dst[j] = g_masks.v[src[j]];
+        pack_base_masks(src, n, dst);
         std::memset(dst + n, 0, hap_stride(n) - n);
         cur.hpos += hap_stride(n);
         mn = std::max<int>(mn, static_cast<int>(n));
@@ -432,11 +424,8 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
     for (int32_t r = p.r0; r < p.r1; ++r) {
         const int64_t ro = g.read_offsets[r];
         const int m = static_cast<int>(g.read_offsets[r + 1] - ro);
-        uint32_t* dst = relem + cur.rpos;
-        for (int i = 0; i < m; ++i)
-            dst[i] = cudak::pack_read_elem(g_masks.v[g.read_bases[ro + i]], g.read_quals[ro + i] & 127,
-                                           g.read_ins[ro + i] & 127, g.read_dels[ro + i] & 127,
-                                           g.read_gcp[ro + i] & 127);
+        pack_read_elems(g.read_bases + ro, g.read_quals + ro, g.read_ins + ro, g.read_dels + ro, g.read_gcp + ro, m,
+                        relem + cur.rpos);
         int64_t& slot = cur.bin[read_bin[r - p.r0]];
         for (int32_t h = 0; h < g.num_haps; ++h) {
             PairDesc& d = desc[slot++];
