@@ -5,12 +5,12 @@ makes them (java_shim/bench/BenchJni.java does the timing): total seconds,
 GCUPS, per-call latency median / p99.
 
   PYTHONPATH=. python3 scripts/bench_jni.py [--realistic N] [--regions FILE.in]
-        [--generated N] [--reps K] [--classes DIR] [--shim-jar JAR] [--copy-methods]
+        [--generated N] [--reps K] [--classes DIR] [--shim-jar JAR] [--copy-methods] [--trace]
 
 Data, in order: --realistic N GATK-like regions (default 2000, the realistic
 set of scripts/bench_pairhmm_gpu.py: 1-500 reads x 1-40 haplotypes, ~20 G
-cells; timed over one pass after the warm-up pass, as GKL AVX needs ~10 s for
-it), --generated N small test regions (tests/oracle/shim.py: 1-60 reads x
+cells; GKL AVX timed over one pass after the warm-up pass, as it needs ~10 s
+per pass, GKL OMP over 3, the shim over --reps + 2), --generated N small test regions (tests/oracle/shim.py: 1-60 reads x
 1-8 haplotypes; --reps passes) and the shared 1m.in records if present.
 
 The harness calls initialize and computeLikelihoods through method handles,
@@ -124,10 +124,13 @@ def run(cfg, records, reps, modes, env_extra=None):
     return [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")], banner
 
 
-def run_all(cfg, records, reps, cores):
-    """Shim and GKL AVX in one JVM; GKL OMP in its own (see the docstring)."""
-    rows, banner = run(cfg, records, reps, ["shim:1", f"shim:{cores}", "gkl:1"])
-    omp, _ = run(cfg, records, reps, [f"shim:{cores}", f"gkl-omp:{cores}"])
+def run_all(cfg, records, reps, cores, gkl_reps=None):
+    """Shim and GKL AVX in one JVM; GKL OMP in its own (see the docstring).
+    gkl_reps: passes for GKL AVX (GKL OMP: 3), when they differ from reps."""
+    g1 = f":{gkl_reps}" if gkl_reps else ""
+    gn = ":3" if gkl_reps else ""
+    rows, banner = run(cfg, records, reps, [f"shim:{cores}", "shim:1", f"gkl:1{g1}"])
+    omp, _ = run(cfg, records, reps, [f"shim:{cores}", f"gkl-omp:{cores}{gn}"])
     for r in rows:
         r["jvm"] = "A"
     for r in omp:
@@ -145,8 +148,10 @@ def table(rows, title):
     ref = next((r for r in rows if r["mode"] == "gkl:1"), None)
     for r in rows:
         if ref and r["mode"].startswith("shim") and r.get("jvm") == "A":
-            print(f"  {r['mode']} / gkl:1 time ratio {r['seconds'] / ref['seconds']:.2f}; "
-                  f"checksum diff {r['checksum'] - ref['checksum']:+.3g}")
+            omp = next((o for o in rows if o["mode"].startswith("gkl-omp")), None)
+            print(f"  {r['mode']}: {r['gcups'] / ref['gcups']:.1f}x GKL AVX 1 thread"
+                  + (f", {r['gcups'] / omp['gcups']:.1f}x {omp['mode']}" if omp else "")
+                  + f"; checksum diff {r['checksum'] - ref['checksum']:+.3g}")
 
 
 def main():
@@ -154,11 +159,13 @@ def main():
     ap.add_argument("--regions", default=os.path.join(REPO, "..", "shared", "data", "1m.in"))
     ap.add_argument("--realistic", type=int, default=2000, help="realistic regions (0: none)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the realistic set")
-    ap.add_argument("--generated", type=int, default=300)
+    ap.add_argument("--generated", type=int, default=300, help="small test regions (0: none)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--classes", default=None, help="directory with a prebuilt BenchJni.class")
     ap.add_argument("--shim-jar", default=shim.SHIM_JAR, help="pyphmm's GATK shim jar")
     ap.add_argument("--copy-methods", action="store_true")
+    ap.add_argument("--trace", action="store_true",
+                    help="also run the shim on the realistic set with PYPHMM_JNI_TRACE=2 (JNI time split)")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     check_inputs(args.shim_jar)
@@ -173,15 +180,24 @@ def main():
         if args.realistic:
             real = os.path.join(work, "realistic.in")
             write_realistic(args.realistic, args.seed, real)
-            rows, banner = run_all(cfg, real, 1, cores)
+            rows, banner = run_all(cfg, real, args.reps + 2, cores, gkl_reps=1)
             print(banner[0] if banner else "(no pyphmm banner)")
-            table(rows, f"realistic: {args.realistic} regions (bench_pairhmm_gpu.py --seed {args.seed}), 1 timed pass")
-        gen = os.path.join(work, "generated.in")
-        write_records(shim.random_regions(args.generated, seed=1), gen)
-        rows, banner = run_all(cfg, gen, args.reps, cores)
-        if not args.realistic:
-            print(banner[0] if banner else "(no pyphmm banner)")
-        table(rows, f"generated: {args.generated} regions (1-60 reads x 1-8 haps), {args.reps} reps")
+            table(rows, f"realistic: {args.realistic} regions (bench_pairhmm_gpu.py --seed {args.seed}); timed "
+                        f"passes: shim {args.reps + 2}, GKL AVX 1, GKL OMP 3")
+            if args.trace:  # where a shim call's time goes, from the JNI layer's own timers
+                r, lines = run(cfg, real, args.reps + 2, [f"shim:{cores}"], {"PYPHMM_JNI_TRACE": "2"})
+                print(f"  traced shim:{cores}: median {r[0]['median_us']:.1f} us, mean "
+                      f"{r[0]['seconds'] / r[0]['regions'] / r[0]['reps'] * 1e6:.1f} us per call")
+                traced = [ln for ln in lines if ln.startswith("pyphmm JNI:")]
+                if traced:  # the last line covers the timed passes (the first, the warm-up)
+                    print("  timed passes, " + traced[-1])
+        if args.generated:
+            gen = os.path.join(work, "generated.in")
+            write_records(shim.random_regions(args.generated, seed=1), gen)
+            rows, banner = run_all(cfg, gen, args.reps, cores)
+            if not args.realistic:
+                print(banner[0] if banner else "(no pyphmm banner)")
+            table(rows, f"generated: {args.generated} regions (1-60 reads x 1-8 haps), {args.reps} reps")
         if os.path.exists(args.regions):
             rows, _ = run_all(cfg, args.regions, args.reps, cores)
             table(rows, f"{os.path.basename(args.regions)}: {rows[0]['regions']} records, {args.reps} reps")

@@ -4,7 +4,8 @@
 // shim is loaded in its own class loader (parent: platform loader).
 //   java -cp gkl.jar:gatk-native-bindings.jar:commons-logging.jar:. BenchJni \
 //        REGIONS.in SHIM.jar BINDINGS.jar REPS MODE[:THREADS]...
-// MODE: shim | shim-omp | gkl | gkl-omp. Prints one JSON line per mode; with
+// MODE[:THREADS[:REPS]]: shim | shim-omp | gkl | gkl-omp (REPS overrides the
+// common count). Prints one JSON line per mode; with
 // BENCHJNI_OUT=PREFIX also writes each mode's likelihoods to PREFIX.MODE_THREADS.
 import java.io.BufferedReader;
 import java.io.File;
@@ -72,9 +73,10 @@ public class BenchJni {
             String[] mt = a[m].split(":");
             String mode = mt[0];
             int threads = mt.length > 1 ? Integer.parseInt(mt[1]) : 1;
+            int modeReps = mt.length > 2 ? Integer.parseInt(mt[2]) : reps;
             ClassLoader cl = mode.startsWith("shim") ? shimLoader : BenchJni.class.getClassLoader();
             String cls = mode.endsWith("omp") ? "com.intel.gkl.pairhmm.IntelPairHmmOMP" : "com.intel.gkl.pairhmm.IntelPairHmm";
-            run(mode + ":" + threads, cl, cls, threads, regions, reps);
+            run(mode + ":" + threads, cl, cls, threads, regions, modeReps);
         }
     }
 
@@ -135,6 +137,9 @@ public class BenchJni {
             cells += g.cells;
         }
         for (int i = 0; i < n; ++i) compute.invokeExact(hmm, jr[i], jh[i], outs[i]);  // warm-up
+        // pyphmm's JNI timers (PYPHMM_JNI_TRACE=2) print and restart at done():
+        // one line for the warm-up pass, one for the timed passes.
+        if (label.startsWith("shim") && System.getenv("PYPHMM_JNI_TRACE") != null) impl.getMethod("done").invoke(hmm);
         long[] lat = new long[n * reps];
         long t0 = System.nanoTime();
         for (int rep = 0; rep < reps; ++rep) {
