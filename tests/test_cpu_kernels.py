@@ -102,6 +102,14 @@ for double in (False, True):
     single = np.array([pyphmm.compute_likelihoods([r], [hap], backend="cpu", double=double)[0, 0]
                        for r in reads])
     assert np.array_equal(grouped, single), (double, np.abs(grouped - single).max())
+    # a region larger than one thread's share, on 1 thread (whole groups) and on
+    # 16 (its groups turned into single pairs to spread over the threads)
+    big = [pyphmm.Read(r.bases * 4, np.tile(r.quals, 4), np.tile(r.ins, 4), np.tile(r.dels, 4),
+                       np.tile(r.gcp, 4)) for r in reads[:24]]
+    st1, st16 = {}, {}
+    one = pyphmm.compute_likelihoods(big, [hap * 2], backend="cpu", double=double, threads=1, stats=st1)
+    many = pyphmm.compute_likelihoods(big, [hap * 2], backend="cpu", double=double, threads=16, stats=st16)
+    assert np.array_equal(one, many), (double, np.abs(one - many).max())
 """
 
 

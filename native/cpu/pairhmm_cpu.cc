@@ -412,46 +412,68 @@ std::vector<Pair> collect_pairs(const pyphmm_region* regions, int64_t num_region
     return pairs;
 }
 
-// Whether the last, partial group (pairs [first, end) of `order`) is
-// cheaper as single pairs on the stripe kernel than as one padded group.
-// Costs are in vector steps; a stripe step costs about 1.6 group steps
-// (its dependency chain runs through a lane shift), measured on AVX-512 and
-// AVX2 with 100-150 bp reads x 300-500 bp haplotypes.
-bool remainder_as_singles(const std::vector<const Pair*>& order, size_t first, int W) {
-    double singles = 0;
-    int m_max = 0, n_max = 0;
-    for (size_t i = first; i < order.size(); ++i) {
+// How many groups of W pairs run on the lane-per-pair kernel: the first
+// `groups` runs of W pairs of `order` (sorted by shape; the last group may be
+// partial and padded), while the pairs after them run one by one on the
+// stripe kernel. Costs are in vector steps: a group costs m_max x n_max, a
+// single pair ceil(m/W) x (n+W-1) stripe steps of about 1.6 group steps each
+// (its dependency chain runs through a lane shift; measured on AVX-512 and
+// AVX2 with 100-150 bp reads x 300-500 bp haplotypes). The split minimises
+// the estimated makespan, max(largest task, total / threads): on one thread
+// that is the cheapest total (a small region's few pairs become singles
+// rather than a mostly empty group); with more threads than groups (a GATK
+// region on --native-pair-hmm-threads cores) trailing groups become singles
+// so every thread gets work, as GKL's OpenMP loop over pairs does.
+int64_t plan_groups(const std::vector<const Pair*>& order, int W, int threads) {
+    const int64_t n = static_cast<int64_t>(order.size());
+    std::vector<double> tail(n + 1, 0.0), tail_max(n + 1, 0.0);  // singles from i on: sum, largest
+    for (int64_t i = n - 1; i >= 0; --i) {
         const Pair& p = *order[i];
-        m_max = std::max(m_max, p.m);
-        n_max = std::max(n_max, p.n);
-        singles += 1.6 * ((p.m + W - 1) / W) * static_cast<double>(p.n + W - 1);
+        const double c = 1.6 * ((p.m + W - 1) / W) * static_cast<double>(p.n + W - 1);
+        tail[i] = tail[i + 1] + c;
+        tail_max[i] = std::max(tail_max[i + 1], c);
     }
-    return singles < static_cast<double>(m_max) * n_max;
+    const int64_t max_groups = (n + W - 1) / W;
+    double best = 1e300, kept_sum = 0, kept_max = 0;
+    int64_t best_groups = 0;
+    for (int64_t g = 0; g <= max_groups; ++g) {
+        const int64_t rest = std::min(g * W, n);
+        const double makespan =
+            std::max({kept_max, tail_max[rest], (kept_sum + tail[rest]) / std::max(1, threads)});
+        if (makespan <= best) {  // ties: more groups, fewer tasks
+            best = makespan;
+            best_groups = g;
+        }
+        if (g == max_groups) break;
+        int m_max = 0, n_max = 0;
+        for (int64_t i = g * W; i < std::min((g + 1) * W, n); ++i) {
+            m_max = std::max(m_max, order[i]->m);
+            n_max = std::max(n_max, order[i]->n);
+        }
+        kept_sum += static_cast<double>(m_max) * n_max;
+        kept_max = std::max(kept_max, static_cast<double>(m_max) * n_max);
+    }
+    return best_groups;
 }
 
 // Runs the kernels over `order` in parallel and calls done(pair, raw_sum)
-// for every pair: full groups of W pairs go to the lane-per-pair kernel; the
-// remainder (fewer than W pairs, e.g. a whole small region) either forms one
-// padded group or runs pair by pair on the stripe kernel, whichever is cheaper.
+// for every pair, split between groups and single pairs by plan_groups.
 template <typename T, typename Forward, typename ForwardOne, typename Done>
 void run_groups(const std::vector<const Pair*>& order, int vector_bytes, int threads, Forward forward,
                 ForwardOne forward_one, Done done) {
     const int W = vector_bytes / static_cast<int>(sizeof(T));
-    int64_t groups = static_cast<int64_t>(order.size()) / W;
-    int64_t singles = static_cast<int64_t>(order.size()) - groups * W;
-    if (singles > 0 && !remainder_as_singles(order, groups * W, W)) {
-        ++groups;   // the remainder becomes one padded group
-        singles = 0;
-    }
-    parallel_for(groups + singles, threads, [&](int64_t task) {
+    const int64_t n = static_cast<int64_t>(order.size());
+    const int64_t groups = plan_groups(order, W, threads);
+    const int64_t first_single = std::min(groups * W, n);
+    parallel_for(groups + (n - first_single), threads, [&](int64_t task) {
         FlushToZero ftz;
         if (task >= groups) {
-            const Pair& p = *order[groups * W + (task - groups)];
+            const Pair& p = *order[first_single + (task - groups)];
             done(p, forward_one(p));
             return;
         }
         T sums[kMaxLanes];
-        int count = static_cast<int>(std::min<int64_t>(W, order.size() - task * W));
+        int count = static_cast<int>(std::min<int64_t>(W, n - task * W));
         forward(&order[task * W], count, sums);
         for (int l = 0; l < count; ++l) done(*order[task * W + l], sums[l]);
     });
