@@ -46,8 +46,12 @@ struct Probe {
         static const uint8_t kAcgt[4] = {'A', 'C', 'G', 'T'};
         uint32_t x = 12345;
         auto next = [&x] { return (x = x * 1664525u + 1013904223u) >> 16; };
-        for (int h = 0; h < haps * hap_len; ++h) hap.push_back(kAcgt[next() & 3]);
-        for (int h = 1; h < haps; ++h) hap[h * hap_len + h * 7 % hap_len] = kAcgt[next() & 3];  // variants
+        for (int j = 0; j < hap_len; ++j) hap.push_back(kAcgt[next() & 3]);
+        const std::vector<uint8_t> first = hap;
+        for (int h = 1; h < haps; ++h) {  // the others: copies of the first with one variant each
+            hap.insert(hap.end(), first.begin(), first.end());
+            hap[h * hap_len + h * 7 % hap_len] = kAcgt[(next() & 3)];
+        }
         for (int r = 0; r < reads; ++r) {
             int start = static_cast<int>(next() % (hap_len - read_len + 1));
             for (int i = 0; i < read_len; ++i)
