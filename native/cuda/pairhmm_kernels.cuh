@@ -15,6 +15,11 @@
 // xx = yy = 1 and starts with Y = INITIAL_CONSTANT / n: it reproduces row 0
 // (M = X = 0, Y = IC/n) exactly, so padding changes no bit of the result.
 //
+// Emissions: the float kernels without stripes keep, per lane, the emission
+// of each of its rows for each haplotype base (A, C, G, T, N) in shared
+// memory and fetch a step's K values with K/4 vector loads (see etab_fill);
+// the others choose match ? em : ex per cell from registers.
+//
 // Reads longer than P*K rows (STRIPED instantiations) are swept in stripes of
 // P*K rows; the last lane stores the stripe's last row (M, X, Y per column)
 // in a per-group scratch slot and lane 0 of the next stripe reads it back.
@@ -129,9 +134,9 @@ __device__ __forceinline__ double tdiv<double>(double a, double b) { return __dd
 // rows at column j-1, `n*` receive column j; (dM,dX,dY) is the row above at
 // column j-1 and (uM,uX) at column j. Callers alternate two register sets
 // for o/n (and for d/u), so no value is ever copied between steps.
-template <typename T, int K, int AR>
+template <typename T, int K, int AR, bool ETAB>
 __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], const T (&mx)[K], const T (&my)[K],
-                                          const T (&cc)[K], const T (&em)[K], const T (&ex)[K],
+                                          const T (&cc)[K], const T (&em)[K], const T (&ex)[K], const T (&ev)[K],
                                           const uint32_t (&rmask)[(K + 7) / 8], uint32_t h, T dM, T dX, T dY,
                                           T uM, T uX, const T (&oM)[K], const T (&oX)[K], const T (&oY)[K],
                                           T (&nM)[K], T (&nX)[K], T (&nY)[K]) {
@@ -142,7 +147,7 @@ __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], co
         const T pm = k == 0 ? dM : oM[k - 1], px = k == 0 ? dX : oX[k - 1], py = k == 0 ? dY : oY[k - 1];
         const T am = k == 0 ? uM : nM[k - 1], ax = k == 0 ? uX : nX[k - 1];
         const bool match = (rmask[k / 8] & hrep & (0xfu << (4 * (k % 8)))) != 0u;
-        const T e = match ? em[k] : ex[k];
+        const T e = ETAB ? ev[k] : match ? em[k] : ex[k];
         if (AR == kFactored)  // (see row_consts): mm = mm/gm, em/ex = e*gm
             nM[k] = A::mul(e, A::madd(mm[k], pm, px + py));
         else
@@ -183,11 +188,64 @@ __device__ __forceinline__ RowConsts<T> row_consts(const KernelArgs<T>& a, uint3
     return r;
 }
 
+// Emission table (float kernels without stripes, ETAB): each lane keeps the
+// emission of each of its K rows for each haplotype base in shared memory,
+// laid out [plane][K/4 chunks][32 lanes] of float4, so a step fetches its K
+// emissions with K/4 conflict-free vector loads instead of choosing
+// match ? em : ex per cell (a LOP3 to a predicate and an FSEL: two of the
+// ~11 instructions per cell). The table is private to its lane (no sync).
+// Planes: A, C, G, T, N; a haplotype byte is a base mask (A=1 C=2 G=4 T=8
+// N=15; 0 past the end, whose cells are never used).
+constexpr int kPlanes = 5;
+template <int K>
+__host__ __device__ constexpr int etab_chunks() { return (K + 3) / 4; }
+template <int K>
+__host__ __device__ constexpr int etab_warp_float4s() { return kPlanes * etab_chunks<K>() * 32; }
+
+__device__ __forceinline__ uint32_t plane_of(uint32_t mask) {
+    return static_cast<uint32_t>((0x4000000300020100ull >> (4u * mask)) & 0xfu);
+}
+
+template <int K>
+__device__ __forceinline__ void etab_fill(float4* tab, int wl, const float (&em)[K], const float (&ex)[K],
+                                          const uint32_t (&rmask)[(K + 7) / 8]) {
+    constexpr int KV = etab_chunks<K>();
+#pragma unroll
+    for (int p = 0; p < kPlanes; ++p) {
+        const uint32_t pm = p == 4 ? 15u : (1u << p);
+#pragma unroll
+        for (int v = 0; v < KV; ++v) {
+            float q[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int k = 4 * v + i;
+                q[i] = k < K ? (((rmask[k / 8] >> (4 * (k % 8))) & pm) ? em[k] : ex[k]) : 0.0f;
+            }
+            tab[(p * KV + v) * 32 + wl] = make_float4(q[0], q[1], q[2], q[3]);
+        }
+    }
+}
+
+template <int K>
+__device__ __forceinline__ void etab_load(const float4* tab, int wl, uint32_t plane, float (&ev)[K]) {
+    constexpr int KV = etab_chunks<K>();
+    const float4* row = tab + plane * (KV * 32) + wl;
+#pragma unroll
+    for (int v = 0; v < KV; ++v) {
+        const float4 q = row[v * 32];
+        const float w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            if (4 * v + i < K) ev[4 * v + i] = w[i];
+    }
+}
+
 // The forward algorithm for one pair by one group. Returns the raw sum
 // (meaningful in lane P-1 only).
-template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM>
+template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM, bool ETAB>
 __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min,
-                                          int steps, int t, T* scratch, bool& unfactorable) {
+                                          int steps, int t, T* scratch, float4* etab, bool& unfactorable) {
+    static_assert(!ETAB || (!STRIPED && sizeof(T) == 4), "emission tables: float kernels without stripes");
     static_assert(!STRIPED || P == 32, "striped kernels use one group per warp");
     constexpr unsigned gmask = 0xffffffffu;  // every lane of the warp runs the same steps
     constexpr int R = P * K;
@@ -258,6 +316,8 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
             Xb[k] = Xa[k];
             Yb[k] = Ya[k];
         }
+        const int wl = threadIdx.x & 31;
+        if constexpr (ETAB) etab_fill<K>(etab, wl, em, ex, rmask);
         // Row above this lane's first row. Even steps use (d0 = column j-1,
         // u1 = column j) and refill d0 for the next-but-one step; odd steps
         // use (d1, u0). Lanes > 0 get them from lane t-1 by shuffle.
@@ -301,11 +361,13 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
 #define PYPHMM_STEP(CHECK, B, OM, OX, OY, NM, NX, NY, DM, DX, DY, UM, UX, FM, FX, FY)                         \
     {                                                                                                       \
         h = shfl_up(gmask, h, P);                                                                           \
-        if (t == 0) h = (word >> (8 * (B))) & 0xffu;                                                        \
+        if (t == 0) h = ETAB ? plane_of((word >> (8 * (B))) & 0xffu) : (word >> (8 * (B))) & 0xffu;         \
         const int j = s0 + (B) - t + 1;                                                                     \
         if (!(CHECK) || static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                      \
-            lane_step<T, K, AR>(mm, gm, mx, my, cc, em, ex, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, \
-                                 NY);                                                                       \
+            T ev[K];                                                                                        \
+            if constexpr (ETAB) etab_load<K>(etab, wl, h, ev);                                              \
+            lane_step<T, K, AR, ETAB>(mm, gm, mx, my, cc, em, ex, ev, rmask, h, DM, DX, DY, UM, UX, OM, OX, \
+                                       OY, NM, NX, NY);                                                     \
             if (t == P - 1) {                                                                               \
                 if (last_stripe) {                                                                          \
                     sum_m += NM[K - 1];                                                                     \
@@ -403,7 +465,9 @@ __device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a
 // warp take consecutive pairs and run the warp's longest step count, so all
 // shuffles are full-warp and converged.
 template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM, int BLOCK>
-__device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int nblocks) {
+__device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int nblocks, float4* etab_block) {
+    constexpr bool ETAB = !STRIPED && sizeof(T) == 4;
+    float4* etab = ETAB ? etab_block + (threadIdx.x >> 5) * etab_warp_float4s<K>() : nullptr;
     constexpr int G = 32 / P;  // groups per warp
     const int lane = threadIdx.x & 31;
     const int t = lane & (P - 1);
@@ -423,7 +487,8 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
         const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
         const int n_min = __reduce_min_sync(0xffffffffu, n_act);
         bool redo = false;
-        const T sum = forward_pair<T, P, K, STRIPED, AR, UNIFORM>(a, d, n_act, n_min, steps, t, scratch, redo);
+        const T sum = forward_pair<T, P, K, STRIPED, AR, UNIFORM, ETAB>(a, d, n_act, n_min, steps, t, scratch, etab,
+                                                                        redo);
         if (valid && t == P - 1) store_result<T>(a, pi, d, sum, redo);
     }
 }
@@ -441,7 +506,9 @@ constexpr int min_blocks() {
 
 template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, K>())) pairhmm_kernel(KernelArgs<T> a) {
-    run_bin<T, P, K, STRIPED, AR, UNIFORM, BLOCK>(a, blockIdx.x, gridDim.x);
+    constexpr bool ETAB = !STRIPED && sizeof(T) == 4;
+    __shared__ float4 etab[ETAB ? (BLOCK / 32) * etab_warp_float4s<K>() : 1];
+    run_bin<T, P, K, STRIPED, AR, UNIFORM, BLOCK>(a, blockIdx.x, gridDim.x, etab);
 }
 
 // Several short-read bins in ONE launch: block ranges map to bins, so bins
@@ -460,6 +527,7 @@ struct FusedPlan {
 template <bool FAST, bool UNIFORM, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, 10>())) pairhmm_fused_kernel(KernelArgs<float> a,
                                                                                          FusedPlan plan) {
+    __shared__ float4 etab[(BLOCK / 32) * etab_warp_float4s<10>()];  // the largest K of these bins
     int i = 0;
     while (i + 1 < plan.nb && static_cast<int>(blockIdx.x) >= plan.block_start[i + 1]) ++i;
     a.first = plan.first[i];
@@ -471,22 +539,22 @@ __global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, 10>())) pairhmm_fu
     // FMAs in GKL's order beyond.
     constexpr int F = FAST ? kFactored : kExact, L = FAST ? kFma : kExact;
     switch (plan.bin[i]) {
-        case 0: run_bin<float, 4, 4, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 1: run_bin<float, 4, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 2: run_bin<float, 8, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 3: run_bin<float, 16, 6, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 4: run_bin<float, 16, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 5: run_bin<float, 16, 10, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case 6: run_bin<float, 32, 8, false, L, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case 0: run_bin<float, 4, 4, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case 1: run_bin<float, 4, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case 2: run_bin<float, 8, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case 3: run_bin<float, 16, 6, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case 4: run_bin<float, 16, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case 5: run_bin<float, 16, 10, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case 6: run_bin<float, 32, 8, false, L, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
         // Latency variants of bins 0..5 (kLatencyBin + b): whole warps per
         // pair, so a call too small to fill the GPU finishes in fewer steps
         // per lane (see launch_float).
         case kLatencyBin + 0:
-        case kLatencyBin + 1: run_bin<float, 32, 1, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case kLatencyBin + 2: run_bin<float, 32, 2, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case kLatencyBin + 3: run_bin<float, 32, 3, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case kLatencyBin + 4: run_bin<float, 32, 4, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
-        case kLatencyBin + 5: run_bin<float, 32, 5, false, F, UNIFORM, BLOCK>(a, block, nblocks); break;
+        case kLatencyBin + 1: run_bin<float, 32, 1, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case kLatencyBin + 2: run_bin<float, 32, 2, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case kLatencyBin + 3: run_bin<float, 32, 3, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case kLatencyBin + 4: run_bin<float, 32, 4, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case kLatencyBin + 5: run_bin<float, 32, 5, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
         default: break;
     }
 }
