@@ -27,6 +27,18 @@ struct MaskTable {
 };
 constexpr MaskTable kTable;
 
+struct PlaneTable {
+    uint8_t v[256];
+    constexpr PlaneTable() : v() {
+        for (int i = 0; i < 256; ++i) v[i] = 0;
+        v['C'] = 1;
+        v['G'] = 2;
+        v['T'] = 3;
+        v['N'] = 4;
+    }
+};
+constexpr PlaneTable kPlanes;
+
 inline uint32_t elem(uint8_t b, uint8_t q, uint8_t i, uint8_t d, uint8_t c) {
     return kTable.v[b] | uint32_t(q & 127) << 4 | uint32_t(i & 127) << 11 | uint32_t(d & 127) << 18 |
            uint32_t(c & 127) << 25;
@@ -43,6 +55,23 @@ PYPHMM_AVX2 inline __m128i masks16(__m128i b) {
     const __m128i nib = _mm_and_si128(b, _mm_set1_epi8(15));
     const __m128i hit = _mm_cmpeq_epi8(b, _mm_shuffle_epi8(want, nib));
     return _mm_blendv_epi8(_mm_set1_epi8(1), _mm_shuffle_epi8(mask, nib), hit);
+}
+
+// Planes of 16 bytes, by the same low-nibble shuffle as masks16.
+PYPHMM_AVX2 inline __m128i planes16(__m128i b) {
+    const __m128i want = _mm_setr_epi8(0, 'A', 0, 'C', 'T', 0, 0, 'G', 0, 0, 0, 0, 0, 0, 'N', 0);
+    const __m128i plane = _mm_setr_epi8(0, 0, 0, 1, 3, 0, 0, 2, 0, 0, 0, 0, 0, 0, 4, 0);
+    const __m128i nib = _mm_and_si128(b, _mm_set1_epi8(15));
+    const __m128i hit = _mm_cmpeq_epi8(b, _mm_shuffle_epi8(want, nib));
+    return _mm_and_si128(_mm_shuffle_epi8(plane, nib), hit);
+}
+
+PYPHMM_AVX2 void base_planes_avx2(const uint8_t* src, int64_t n, uint8_t* dst) {
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + j),
+                         planes16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j))));
+    for (; j < n; ++j) dst[j] = kPlanes.v[src[j]];
 }
 
 PYPHMM_AVX2 void base_masks_avx2(const uint8_t* src, int64_t n, uint8_t* dst) {
@@ -90,6 +119,17 @@ bool use_avx2() {
 
 void pack_base_masks_scalar(const uint8_t* src, int64_t n, uint8_t* dst) {
     for (int64_t j = 0; j < n; ++j) dst[j] = kTable.v[src[j]];
+}
+
+void pack_base_planes_scalar(const uint8_t* src, int64_t n, uint8_t* dst) {
+    for (int64_t j = 0; j < n; ++j) dst[j] = kPlanes.v[src[j]];
+}
+
+void pack_base_planes(const uint8_t* src, int64_t n, uint8_t* dst) {
+    if (use_avx2())
+        base_planes_avx2(src, n, dst);
+    else
+        pack_base_planes_scalar(src, n, dst);
 }
 
 void pack_read_elems_scalar(const uint8_t* bases, const uint8_t* quals, const uint8_t* ins, const uint8_t* dels,

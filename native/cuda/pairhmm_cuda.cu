@@ -403,7 +403,7 @@ struct PieceCursor {
     int64_t bin[kNumBins] = {};
 };
 
-// Packs one piece: its haplotypes (base masks, zero-padded), its reads and
+// Packs one piece: its haplotypes (base planes A=0 C=1 G=2 T=3 N=4, zero-padded), its reads and
 // one descriptor per (read, haplotype) into its bins. Returns the longest
 // haplotype.
 int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor cur, const uint8_t* read_bin,
@@ -416,7 +416,7 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
         hoff[h] = static_cast<uint32_t>(cur.hpos);
         hlen[h] = static_cast<uint32_t>(n);
         uint8_t* dst = hbytes + cur.hpos;
-        pack_base_masks(src, n, dst);
+        pack_base_planes(src, n, dst);
         std::memset(dst + n, 0, hap_stride(n) - n);
         cur.hpos += hap_stride(n);
         mn = std::max<int>(mn, static_cast<int>(n));

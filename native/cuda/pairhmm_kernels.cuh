@@ -194,17 +194,18 @@ __device__ __forceinline__ RowConsts<T> row_consts(const KernelArgs<T>& a, uint3
 // emissions with K/4 conflict-free vector loads instead of choosing
 // match ? em : ex per cell (a LOP3 to a predicate and an FSEL: two of the
 // ~11 instructions per cell). The table is private to its lane (no sync).
-// Planes: A, C, G, T, N; a haplotype byte is a base mask (A=1 C=2 G=4 T=8
-// N=15; 0 past the end, whose cells are never used).
+// Planes: A, C, G, T, N; the host packs each haplotype byte as its plane
+// (0-4; 0 past the end, whose cells are never used), which lane 0 reads and
+// the lanes pass on.
 constexpr int kPlanes = 5;
 template <int K>
 __host__ __device__ constexpr int etab_chunks() { return (K + 3) / 4; }
 template <int K>
 __host__ __device__ constexpr int etab_warp_float4s() { return kPlanes * etab_chunks<K>() * 32; }
 
-__device__ __forceinline__ uint32_t plane_of(uint32_t mask) {
-    return static_cast<uint32_t>((0x4000000300020100ull >> (4u * mask)) & 0xfu);
-}
+// A haplotype byte's base mask (A=1 C=2 G=4 T=8 N=15), for the kernels
+// without tables.
+__device__ __forceinline__ uint32_t mask_of(uint32_t plane) { return (0xF8421u >> (4u * plane)) & 0xfu; }
 
 template <int K>
 __device__ __forceinline__ void etab_fill(float4* tab, int wl, const float (&em)[K], const float (&ex)[K],
@@ -361,7 +362,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
 #define PYPHMM_STEP(CHECK, B, OM, OX, OY, NM, NX, NY, DM, DX, DY, UM, UX, FM, FX, FY)                         \
     {                                                                                                       \
         h = shfl_up(gmask, h, P);                                                                           \
-        if (t == 0) h = ETAB ? plane_of((word >> (8 * (B))) & 0xffu) : (word >> (8 * (B))) & 0xffu;         \
+        if (t == 0) h = ETAB ? (word >> (8 * (B))) & 0xffu : mask_of((word >> (8 * (B))) & 0xffu);          \
         const int j = s0 + (B) - t + 1;                                                                     \
         if (!(CHECK) || static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                      \
             T ev[K];                                                                                        \
