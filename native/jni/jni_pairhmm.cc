@@ -104,6 +104,26 @@ struct LocalFrame {
     }
 };
 
+// This thread's scratch buffer laid out for one region: n_results doubles
+// (returned), then the sections bases, quals, ins, dels, gcp (read_total
+// bytes each) and haplotypes (hap_total), contiguous. nullptr with an
+// OutOfMemoryError pending when it cannot be allocated.
+double* region_buffer(JNIEnv* env, int64_t n_results, int64_t read_total, int64_t hap_total,
+                      uint8_t* section[6]) {
+    const size_t results_bytes = static_cast<size_t>(n_results) * sizeof(double);
+    const size_t total = results_bytes + 5 * static_cast<size_t>(read_total) + static_cast<size_t>(hap_total);
+    unsigned char* buf;
+    try {
+        buf = t_scratch.get(total);
+    } catch (const std::bad_alloc&) {
+        throw_java(env, "java/lang/OutOfMemoryError", "pyphmm: cannot allocate %zu bytes for a region", total);
+        return nullptr;
+    }
+    section[0] = buf + results_bytes;
+    for (int k = 1; k < 6; ++k) section[k] = section[k - 1] + read_total;
+    return reinterpret_cast<double*>(buf);
+}
+
 // Runs one region whose arrays are packed in the scratch buffer (sections:
 // bases, quals, ins, dels, gcp, haplotypes) and copies its results to out.
 void run_packed(JNIEnv* env, jint n_reads, jint n_haps, const int64_t* read_off, const int64_t* hap_off,
@@ -246,21 +266,10 @@ void compute(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdoubleArray ou
     hap_off[n_haps] = hap_total;
 
     Clock::time_point t1 = timed ? Clock::now() : Clock::time_point();
-    // Pass 2: one packed buffer = results (doubles) + 5 read arrays + haps.
-    const size_t results_bytes = static_cast<size_t>(n_results) * sizeof(double);
-    const size_t total = results_bytes + 5 * static_cast<size_t>(read_total) + static_cast<size_t>(hap_total);
-    unsigned char* buf;
-    try {
-        buf = t_scratch.get(total);
-    } catch (const std::bad_alloc&) {
-        throw_java(env, "java/lang/OutOfMemoryError", "pyphmm: cannot allocate %zu bytes for a region", total);
-        return;
-    }
-    double* results = reinterpret_cast<double*>(buf);
+    // Pass 2: copy every array into its section of the scratch buffer.
     uint8_t* section[6];
-    section[0] = buf + results_bytes;
-    for (int k = 1; k < 5; ++k) section[k] = section[k - 1] + read_total;
-    section[5] = section[4] + read_total;
+    double* results = region_buffer(env, n_results, read_total, hap_total, section);
+    if (!results) return;
     for (jsize r = 0; r < n_reads; ++r) {
         jsize len = static_cast<jsize>(read_off[r + 1] - read_off[r]);
         for (int k = 0; k < 5; ++k)
@@ -330,22 +339,13 @@ void compute_packed(JNIEnv* env, jbyteArray packed, jintArray lengths, jint n_re
                    env->GetArrayLength(packed), (long long)in_bytes);
         return;
     }
-    const size_t results_bytes = static_cast<size_t>(n_results) * sizeof(double);
-    unsigned char* buf;
-    try {
-        buf = t_scratch.get(results_bytes + static_cast<size_t>(in_bytes));
-    } catch (const std::bad_alloc&) {
-        throw_java(env, "java/lang/OutOfMemoryError", "pyphmm: cannot allocate %lld bytes for a region",
-                   (long long)(results_bytes + in_bytes));
-        return;
-    }
     uint8_t* section[6];
-    section[0] = buf + results_bytes;
-    for (int k = 1; k < 6; ++k) section[k] = section[k - 1] + read_total;
+    double* results = region_buffer(env, n_results, read_total, hap_total, section);
+    if (!results) return;
     env->GetByteArrayRegion(packed, 0, static_cast<jsize>(in_bytes), reinterpret_cast<jbyte*>(section[0]));
     if (env->ExceptionCheck()) return;
     if (timed) g_copy_ns += ns_since(t0);
-    run_packed(env, n_reads, n_haps, read_off, hap_off, section, reinterpret_cast<double*>(buf), out);
+    run_packed(env, n_reads, n_haps, read_off, hap_off, section, results, out);
 }
 
 }  // namespace
