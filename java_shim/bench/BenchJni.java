@@ -15,7 +15,6 @@ import java.lang.reflect.Field;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
-import java.lang.reflect.Method;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.util.ArrayList;
@@ -107,8 +106,7 @@ public class BenchJni {
                         Array.newInstance(readCls, 0).getClass(), Array.newInstance(hapCls, 0).getClass(),
                         double[].class))
                 .asType(MethodType.methodType(void.class, Object.class, Object.class, Object.class, double[].class));
-        if (System.getenv("BENCHJNI_REFLECT") != null) impl.getMethod("initialize", argsCls).invoke(hmm, args);
-        else init.invokeExact(hmm, args);
+        init.invokeExact(hmm, args);
         String[] rf = {"readBases", "readQuals", "insertionGOP", "deletionGOP", "overallGCP"};
         Field[] readFields = new Field[5];
         for (int k = 0; k < 5; ++k) readFields[k] = readCls.getField(rf[k]);
