@@ -54,12 +54,9 @@ struct PairDesc {
     int32_t out;     // index of the result in this chunk's output
 };
 
-// Packed read element: bits 0-3 base mask (A=1 C=2 G=4 T=8 N=15), then four
-// 7-bit fields: base quality, insertion, deletion, gap continuation.
-__host__ __device__ inline uint32_t pack_read_elem(uint32_t mask, uint32_t q, uint32_t i, uint32_t d,
-                                                   uint32_t c) {
-    return mask | (q << 4) | (i << 11) | (d << 18) | (c << 25);
-}
+// Packed read element (built on the host by pack_read_elems): bits 0-3 base
+// mask (A=1 C=2 G=4 T=8 N=15), then four 7-bit fields: base quality << 4,
+// insertion << 11, deletion << 18, gap continuation << 25.
 
 template <typename T>
 struct DevTables {
@@ -213,7 +210,7 @@ __device__ __forceinline__ void etab_fill(float4* tab, int wl, const float (&em)
     constexpr int KV = etab_chunks<K>();
 #pragma unroll
     for (int p = 0; p < kPlanes; ++p) {
-        const uint32_t pm = p == 4 ? 15u : (1u << p);
+        const uint32_t pm = mask_of(p);
 #pragma unroll
         for (int v = 0; v < KV; ++v) {
             float q[4];
