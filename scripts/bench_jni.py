@@ -10,8 +10,9 @@ GCUPS, per-call latency median / p99.
 Data, in order: --realistic N GATK-like regions (default 2000, the realistic
 set of scripts/bench_pairhmm_gpu.py: 1-500 reads x 1-40 haplotypes, ~20 G
 cells; GKL AVX timed over one pass after the warm-up pass, as it needs ~10 s
-per pass, GKL OMP over 3, the shim over --reps + 2), --generated N small test regions (tests/oracle/shim.py: 1-60 reads x
-1-8 haplotypes; --reps passes) and the shared 1m.in records if present.
+per pass, GKL OMP over 3, the shim over --reps + 2), --generated N small
+test regions (tests/oracle/shim.py: 1-60 reads x 1-8 haplotypes; --reps
+passes) and the shared 1m.in records if present.
 
 The harness calls initialize and computeLikelihoods through method handles,
 never Method.invoke: a reflective call enters Java through the JVM's call

@@ -15,8 +15,9 @@ the same native methods, so in one JVM both would bind to whichever library
 loaded first. Java holders are built before timing and only the
 computeLikelihoods calls are timed, after a warm-up pass over all regions;
 GKL's seconds are the mean of --repeats passes, pyphmm's the best. Seconds
-are wall time of the calls only; GCUPS = sum(read_len * hap_len) / seconds / 1e9. The last column is
-max |pyphmm - GKL| over every pair; "others" is the share of the machine's
+are wall time of the calls only; GCUPS = sum(read_len * hap_len) / seconds
+/ 1e9. --double runs both sides with every pair in double. The last column
+is max |pyphmm - GKL| over every pair; "others" is the share of the machine's
 CPU that other processes used meanwhile (a shared machine makes timings
 noisy: rerun, or use --repeats, when it is not near 0%).
 
@@ -90,7 +91,10 @@ def gkl_in_jvm(a, regions, omp: bool, threads: int):
         cfg = {"classes": bench_jni.harness_classes(None, d), "java": bench_jni.java_exe(),
                "shim_jar": shim.SHIM_JAR}
         mode = f"gkl{'-omp' if omp else ''}:{threads}"
-        rows, _ = bench_jni.run(cfg, records, a.repeats, [mode], {"BENCHJNI_OUT": os.path.join(d, "out")})
+        env = {"BENCHJNI_OUT": os.path.join(d, "out")}
+        if a.double:
+            env["BENCHJNI_DOUBLE"] = "1"
+        rows, _ = bench_jni.run(cfg, records, a.repeats, [mode], env)
         flat = np.fromfile(os.path.join(d, "out." + mode.replace(":", "_")), dtype=">f8")
     results, k = [], 0
     for r, h in regions:

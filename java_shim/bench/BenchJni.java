@@ -6,7 +6,8 @@
 //        REGIONS.in SHIM.jar BINDINGS.jar REPS MODE[:THREADS]...
 // MODE[:THREADS[:REPS]]: shim | shim-omp | gkl | gkl-omp (REPS overrides the
 // common count). Prints one JSON line per mode; with
-// BENCHJNI_OUT=PREFIX also writes each mode's likelihoods to PREFIX.MODE_THREADS.
+// BENCHJNI_OUT=PREFIX also writes each mode's likelihoods to PREFIX.MODE_THREADS;
+// BENCHJNI_DOUBLE=1 initialises every mode with useDoublePrecision.
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileReader;
@@ -91,7 +92,7 @@ public class BenchJni {
             throw new RuntimeException(label + ": load failed");
         Object args = argsCls.getConstructor().newInstance();
         argsCls.getField("maxNumberOfThreads").setInt(args, threads);
-        argsCls.getField("useDoublePrecision").setBoolean(args, false);
+        argsCls.getField("useDoublePrecision").setBoolean(args, System.getenv("BENCHJNI_DOUBLE") != null);
         // Method handles, not Method.invoke: reflective calls re-enter Java
         // through the JVM's call stub, which saves and restores the floating-
         // point control register (MXCSR) around every call. GKL's initNative
