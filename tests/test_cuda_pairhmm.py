@@ -4,6 +4,7 @@
 Skipped where no usable GPU exists. PYPHMM_TEST_GPU_BACKEND=cpu runs the same
 checks with the CPU on both sides (a dry run of the test code itself).
 """
+import ctypes
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import pyphmm
+from pyphmm import _native
 from pyphmm.pairhmm import HaplotypeBatch, ReadBatch
 
 GPU = os.environ.get("PYPHMM_TEST_GPU_BACKEND", "cuda")
@@ -214,6 +216,88 @@ def test_gap_continuation_quality_zero():
     diff, st, _, got = compare([(zero, hb), (rb, hb)], finite=False)
     assert np.isneginf(got[0]).all() and np.isfinite(got[1]).all()
     assert diff <= TOL
+
+
+# ----------------------------------------------------------------- constant transitions
+def _with_triple(region, triple):
+    rb, hb = region
+    n = rb.bases.size
+    ins, dels, gcp = (np.full(n, v, np.uint8) for v in triple)
+    return ReadBatch(rb.bases, rb.quals, ins, dels, gcp, rb.offsets), hb
+
+
+def _last_const_pairs():
+    f = ctypes.CDLL(_native.library_path()).pyphmm_cuda_last_const_pairs
+    f.restype = ctypes.c_int64
+    return f()
+
+
+def _const_expected(regions, triple):
+    """Pairs the constant kernels should take: reads of <= 256 rows (the
+    fused bins) whose every row carries `triple`."""
+    n = 0
+    for rb, hb in regions:
+        for r in range(len(rb.offsets) - 1):
+            a, b = rb.offsets[r], rb.offsets[r + 1]
+            if 0 < b - a <= 256 and all((q[a:b] == v).all() for q, v in zip((rb.ins, rb.dels, rb.gcp), triple)):
+                n += len(hb.offsets) - 1
+    return n
+
+
+@pytest.mark.parametrize("triple,accepted", [((45, 45, 10), True), ((20, 70, 10), True), ((30, 12, 5), True),
+                                             ((90, 12, 30), True), ((10, 45, 10), False), ((90, 12, 40), False)])
+def test_constant_transition_kernels(triple, accepted):
+    """A call's reads that all carry the triple of its first read (GATK's
+    default data: 45, 45, 10) run in kernels with per-launch constants and X
+    kept scaled by up to cc^-3, which the host allows while mx * cc^-3 / gm
+    <= 64: (20, 70, 10) gives 11, (90, 12, 30) 1.0; (10, 45, 10) gives 111 and
+    (90, 12, 40) 1000, so those calls' constant triple is GATK's default. Every read-length bin, the latency
+    variants (small calls), the double pass and mixed triples in one call:
+    all must agree with the CPU."""
+    rng = np.random.default_rng(sum(triple))
+    bins = [(1, 16), (17, 32), (33, 64), (65, 96), (97, 128), (129, 160), (161, 256), (257, 400)]
+    regions = [_with_triple(make_region(rng, int(rng.integers(5, 40)), int(rng.integers(1, 8)), b, (b[1], b[1] + 200)),
+                            triple) for b in bins]
+    # float underflow: long reads, many mismatches at high quality
+    regions.append(_with_triple(make_region(rng, 20, 4, (150, 256), (400, 500), mismatch=0.1, qual=(30, 50)), triple))
+    mixed = make_region(rng, 30, 5, (50, 151), (160, 300), uniform=True)  # other triples in the same call
+    diff, st, _, _ = compare(regions + [mixed])
+    chosen = triple if accepted else (45, 45, 10)
+    expected = _const_expected(regions + [mixed], chosen)
+    assert (expected > 0) == accepted
+    print(f"\ntriple {triple}: {st['pairs']} pairs, max |GPU-CPU| = {diff:.3g}, double pairs {st['double_pairs']}")
+    assert diff <= TOL and st["backend"] == GPU and not st["fell_back"]
+    if GPU == "cuda":
+        assert _last_const_pairs() == expected
+        if expected:
+            assert st["double_pairs"] > 0, "the underflow region must take the double pass"
+    for r in regions[:6]:  # per-region calls: latency variants
+        diff, st, _, _ = compare([r])
+        assert diff <= TOL
+        if GPU == "cuda":
+            assert _last_const_pairs() == _const_expected([r], chosen)
+
+
+def test_constant_transitions_first_read_decides():
+    """The first read's triple is the call's constant one; when that read's
+    qualities vary per row, GATK's defaults are."""
+    rng = np.random.default_rng(8)
+    default = _with_triple(make_region(rng, 20, 3, (30, 151), (160, 200)), (45, 45, 10))
+    other = _with_triple(make_region(rng, 20, 3, (30, 151), (160, 200)), (40, 40, 9))
+    per_row = make_region(rng, 5, 3, (30, 151), (160, 200))  # varying per row
+    for regions, chosen in (([other, default], (40, 40, 9)), ([default, other], (45, 45, 10)),
+                            ([per_row, other, default], (45, 45, 10))):
+        diff, st, _, _ = compare(regions)
+        assert diff <= TOL
+        if GPU == "cuda":
+            assert _last_const_pairs() == _const_expected(regions, chosen) > 0
+    env = dict(os.environ, PYPHMM_CUDA_CONST_GAPS="0")
+    code = ("import sys; sys.path.insert(0, %r); import test_cuda_pairhmm as t, numpy as np;"
+            "r = t._with_triple(t.make_region(np.random.default_rng(1), 20, 3, (30, 151), (160, 200)), (45, 45, 10));"
+            "d, st, _, _ = t.compare([r]); print(d); assert d <= t.TOL;"
+            "assert t.GPU != 'cuda' or t._last_const_pairs() == 0" % os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
 
 
 # ----------------------------------------------------------------- edge shapes

@@ -133,7 +133,7 @@ cudaError_t upload_tables() {
 }
 
 // ---------------------------------------------------------------- kernels
-template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM = false>
+template <typename T, int P, int K, bool STRIPED, int AR, int UNIFORM = cudak::kRowTr>
 struct Kern {
     static void* fn() {
         return reinterpret_cast<void*>(&cudak::pairhmm_kernel<T, P, K, STRIPED, AR, UNIFORM, kBlock>);
@@ -177,13 +177,29 @@ constexpr BinSpec kDoubleBinSpec[kDoubleBins] = {{16, 4, 4}, {32, 8, 4}, {64, 16
 // hold those constants as scalars (fewer registers, more warps per SM): bin
 // b + kFloatBins for the non-striped float bins b.
 constexpr int kUniformBins = kFloatBins - 1;
-constexpr int kNumBins = kFloatBins + kUniformBins;
+// Uniform pairs whose triple is the call's chosen one (GapChoice) go to the
+// kConstTr fused kernel: bin b + kConstBin0 for the fused bins b.
+constexpr int kConstBin0 = kFloatBins + kUniformBins;
+constexpr int kNumBins = kConstBin0 + kFusedBins;
 
-int bin_of(int m, bool dbl, bool uniform) {
+// The transition-quality triple of a call's kConstTr launch. Chosen once per
+// call (all chunks alike): the triple of the call's first read if that read
+// is uniform, else GATK's defaults (45, 45, 10); `on` is false where X' could
+// overflow float (see cudak::GapConsts) or for the double and exact modes.
+struct GapChoice {
+    bool on = false;
+    int ins = 0, del = 0, gcp = 0;
+    cudak::GapConsts c{};
+    bool matches(const pyphmm_region& g, int64_t ro) const {
+        return on && (g.read_ins[ro] & 127) == ins && (g.read_dels[ro] & 127) == del && (g.read_gcp[ro] & 127) == gcp;
+    }
+};
+
+int bin_of(int m, bool dbl, bool uniform, bool cst) {
     const BinSpec* spec = dbl ? kDoubleBinSpec : kFloatBinSpec;
     int nb = dbl ? kDoubleBins : kFloatBins;
     for (int b = 0; b < nb - 1; ++b)
-        if (m <= spec[b].max_rows) return uniform ? b + kFloatBins : b;
+        if (m <= spec[b].max_rows) return cst && b < kFusedBins ? b + kConstBin0 : uniform ? b + kFloatBins : b;
     return nb - 1;
 }
 
@@ -196,26 +212,76 @@ bool uniform_transitions(const pyphmm_region& g, int64_t ro, int m) {
     return (diff & 127u) == 0;
 }
 
+// The constants of a triple, from the same float tables (and the same float
+// operations) as the kernels' per-pair path.
+GapChoice make_gap_choice(int ins, int del, int gcp) {
+    const PairhmmTables<float>& t = tables_float();
+    GapChoice g;
+    g.ins = ins;
+    g.del = del;
+    g.gcp = gcp;
+    cudak::GapConsts& c = g.c;
+    c.mx = t.ph2pr[ins];
+    c.my = t.ph2pr[del];
+    c.cc = t.ph2pr[gcp];
+    c.gm = 1.0f - c.cc;
+    c.mm = t.match_to_match[std::max(ins, del) * (std::max(ins, del) + 1) / 2 + std::min(ins, del)];
+    // (see cudak::GapConsts) X' <= IC * mx * cc^-(B-1) / gm must stay below 2^126.
+    const double cc = c.cc, B = cudak::kConstBlock;
+    if (!(c.gm > 0.0f) || !(cc > 0.0) || c.mx * std::pow(cc, -(B - 1)) / c.gm > 64.0) return g;
+    c.mmg = c.mm / c.gm;
+    for (int i = 0; i <= cudak::kConstBlock; ++i) {
+        c.pw[i] = static_cast<float>(std::pow(cc, i));
+        c.gpw[i] = static_cast<float>(static_cast<double>(c.gm) * std::pow(cc, i));
+    }
+    for (int i = 0; i < cudak::kConstBlock; ++i) c.xs[i] = static_cast<float>(c.mx * std::pow(cc, -i));
+    g.on = true;
+    return g;
+}
+
+GapChoice choose_gaps(const pyphmm_region* regions, int64_t num_regions) {
+    static const bool off = std::getenv("PYPHMM_CUDA_CONST_GAPS") && !env_flag("PYPHMM_CUDA_CONST_GAPS");
+    if (off) return GapChoice{};
+    for (int64_t k = 0; k < num_regions; ++k) {
+        const pyphmm_region& g = regions[k];
+        if (!g.num_reads || !g.num_haps) continue;
+        const int64_t ro = g.read_offsets[0];
+        const int m = static_cast<int>(g.read_offsets[1] - ro);
+        if (m > 0 && uniform_transitions(g, ro, m)) {
+            GapChoice c = make_gap_choice(g.read_ins[ro] & 127, g.read_dels[ro] & 127, g.read_gcp[ro] & 127);
+            if (c.on) return c;
+        }
+        break;
+    }
+    return make_gap_choice(45, 45, 10);
+}
+
 int groups_grid(int64_t count, int P) { return static_cast<int>((count + (kBlock / P) - 1) / (kBlock / P)); }
 
-// Float pass of one kind (UNIFORM or not): bins 0..6 in one fused launch,
-// the long-read bins on their own. `bin_start`/`bin_count` point at that
-// kind's bins.
-template <bool FAST, bool UNIFORM>
+// Float pass of one kind (TR: per-row, uniform or constant transitions):
+// bins 0..6 in one fused launch, the long-read bins (not kConstTr) on their
+// own. `bin_start`/`bin_count` point at that kind's bins.
+template <bool FAST, int TR>
 void launch_float(KernelArgs<float> a, const int64_t* bin_start, const int64_t* bin_count, cudaStream_t s,
                   pyphmm_error* err) {
-    if (!UNIFORM && bin_count[8]) {
-        typedef Kern<float, 32, 8, true, FAST ? cudak::kFma : cudak::kExact> G;
-        a.first = static_cast<int>(bin_start[8]);
-        a.count = static_cast<int>(bin_count[8]);
-        G::launch(a, std::min(groups_grid(a.count, 32), G::persistent_blocks()), s);
-        CK(cudaGetLastError());
+    static_assert(TR != cudak::kConstTr || FAST, "constant transitions: fast arithmetic only");
+    if constexpr (TR == cudak::kRowTr) {
+        if (bin_count[8]) {
+            typedef Kern<float, 32, 8, true, FAST ? cudak::kFma : cudak::kExact> G;
+            a.first = static_cast<int>(bin_start[8]);
+            a.count = static_cast<int>(bin_count[8]);
+            G::launch(a, std::min(groups_grid(a.count, 32), G::persistent_blocks()), s);
+            CK(cudaGetLastError());
+        }
     }
-    if (bin_count[7]) {
-        a.first = static_cast<int>(bin_start[7]);
-        a.count = static_cast<int>(bin_count[7]);
-        Kern<float, 32, 16, false, FAST ? cudak::kFma : cudak::kExact, UNIFORM>::launch(a, groups_grid(a.count, 32), s);
-        CK(cudaGetLastError());
+    if constexpr (TR != cudak::kConstTr) {
+        if (bin_count[7]) {
+            a.first = static_cast<int>(bin_start[7]);
+            a.count = static_cast<int>(bin_count[7]);
+            Kern<float, 32, 16, false, FAST ? cudak::kFma : cudak::kExact, TR>::launch(a, groups_grid(a.count, 32),
+                                                                                       s);
+            CK(cudaGetLastError());
+        }
     }
     // A call small enough to run every pair as a whole warp within one wave
     // (512 resident threads per SM at these kernels' 128 registers; GATK's
@@ -239,7 +305,7 @@ void launch_float(KernelArgs<float> a, const int64_t* bin_start, const int64_t* 
     }
     plan.block_start[plan.nb] = blocks;
     if (plan.nb) {
-        cudak::pairhmm_fused_kernel<FAST, UNIFORM, kBlock><<<blocks, kBlock, 0, s>>>(a, plan);
+        cudak::pairhmm_fused_kernel<FAST, TR, kBlock><<<blocks, kBlock, 0, s>>>(a, plan);
         CK(cudaGetLastError());
     }
 }
@@ -350,6 +416,10 @@ std::atomic<bool> g_timing{env_flag("PYPHMM_CUDA_TIMING")};
 // GPU time of the last call on this thread (when timing).
 thread_local double t_last_kernel_seconds = 0;
 
+// Pairs of the last call on this thread that ran in the kConstTr kernels
+// (tests check the dispatch with it).
+thread_local int64_t t_last_const_pairs = 0;
+
 // Host-side phases of the last call on this thread (PYPHMM_CUDA_TIMING=1):
 // setup (plan, context), pack, enqueue (copies, launches), wait (stream
 // sync), copy-out; seconds, summed over the call's chunks. For benchmarks.
@@ -442,13 +512,15 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
 
 // Pass 1 for one piece: the bin of each of its reads, and its sizes (read
 // elements, haplotype bytes, pairs per bin) as a cursor relative to 0.
-PieceCursor size_piece(const pyphmm_region& g, const Piece& p, bool dbl, bool uni, uint8_t* read_bin) {
+PieceCursor size_piece(const pyphmm_region& g, const Piece& p, bool dbl, bool uni, const GapChoice& gaps,
+                       uint8_t* read_bin) {
     PieceCursor sz;
     for (int32_t h = 0; h < g.num_haps; ++h) sz.hpos += hap_stride(g.hap_offsets[h + 1] - g.hap_offsets[h]);
     for (int32_t r = p.r0; r < p.r1; ++r) {
         const int64_t ro = g.read_offsets[r];
         const int m = static_cast<int>(g.read_offsets[r + 1] - ro);
-        const int b = bin_of(m, dbl, uni && uniform_transitions(g, ro, m));
+        const bool u = uni && uniform_transitions(g, ro, m);
+        const int b = bin_of(m, dbl, u, u && gaps.matches(g, ro));
         read_bin[r - p.r0] = static_cast<uint8_t>(b);
         sz.rpos += m;
         sz.bin[b] += g.num_haps;
@@ -460,8 +532,9 @@ PieceCursor size_piece(const pyphmm_region& g, const Piece& p, bool dbl, bool un
 // longest haplotype. Pass 1 sizes every piece, pass 2 packs them, each in
 // parallel over pieces (whole workloads have thousands); in between, prefix
 // sums tell each piece where its data goes.
-void pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, bool dbl, bool uni, char* buf,
-                int64_t bin_start[kNumBins], int64_t bin_count[kNumBins], int* max_n) {
+void pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, bool dbl, bool uni,
+                const GapChoice& gaps, char* buf, int64_t bin_start[kNumBins], int64_t bin_count[kNumBins],
+                int* max_n) {
     std::memset(buf, 0, 16);
     PairDesc* desc = reinterpret_cast<PairDesc*>(buf + L.desc_off);
     uint32_t* relem = reinterpret_cast<uint32_t*>(buf + L.read_off);
@@ -488,7 +561,7 @@ void pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, b
         if (no_memory) throw std::bad_alloc();
     };
     each_piece([&](int64_t k) {
-        cur[k] = size_piece(regions[c.pieces[k].region], c.pieces[k], dbl, uni, read_bin.data() + read_first[k]);
+        cur[k] = size_piece(regions[c.pieces[k].region], c.pieces[k], dbl, uni, gaps, read_bin.data() + read_first[k]);
     });
     PieceCursor total;
     for (PieceCursor& pc : cur) {  // sizes -> starts (per bin: relative to the bin's start)
@@ -567,7 +640,9 @@ struct CallState {
     bool dbl;
     bool fast;
     bool timing;
+    GapChoice gaps;  // fast float calls: the kConstTr launch's triple
     int64_t double_pairs = 0;
+    int64_t const_pairs = 0;
     cudaEvent_t first = nullptr;
     bool first_recorded = false;
     std::vector<std::pair<double, double>> busy;  // kernel intervals of the chunks (timing)
@@ -621,8 +696,9 @@ void run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, double* ou
     int64_t bin_start[kNumBins], bin_count[kNumBins];
     int max_n = 1;
     Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
-    pack_chunk(regions, c, L, st.dbl, !st.dbl && st.fast, s.hin.p, bin_start, bin_count, &max_n);
+    pack_chunk(regions, c, L, st.dbl, !st.dbl && st.fast, st.gaps, s.hin.p, bin_start, bin_count, &max_n);
     lap(st.timing, t, kPack);
+    for (int b = kConstBin0; b < kNumBins; ++b) st.const_pairs += bin_count[b];
 
     char* din = static_cast<char*>(s.din.p);
     // Small chunks (per-region calls) have the kernels write their results
@@ -662,11 +738,13 @@ void run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, double* ou
         a.under_count = counter;
         a.scratch = static_cast<float*>(s.dscratch.p);
         a.scratch_stride = stride;
+        a.gc = st.gaps.c;
         if (st.fast) {
-            launch_float<true, false>(a, bin_start, bin_count, s.stream, err);
-            launch_float<true, true>(a, bin_start + kFloatBins, bin_count + kFloatBins, s.stream, err);
+            launch_float<true, cudak::kRowTr>(a, bin_start, bin_count, s.stream, err);
+            launch_float<true, cudak::kUniformTr>(a, bin_start + kFloatBins, bin_count + kFloatBins, s.stream, err);
+            launch_float<true, cudak::kConstTr>(a, bin_start + kConstBin0, bin_count + kConstBin0, s.stream, err);
         } else {
-            launch_float<false, false>(a, bin_start, bin_count, s.stream, err);
+            launch_float<false, cudak::kRowTr>(a, bin_start, bin_count, s.stream, err);
         }
         KernelArgs<double> d{};
         d.pairs = pairs;
@@ -808,6 +886,7 @@ int cuda_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
                            (g.hap_offsets[g.num_haps] - g.hap_offsets[0]);
     }
     CallState st{double_precision, fast, timing};
+    if (fast && !double_precision && total_pairs > 0) st.gaps = choose_gaps(regions, num_regions);
     if (timing) std::fill(t_last_phases, t_last_phases + kPhases, 0.0);
     Clock::time_point t_setup = Clock::now();
     if (total_pairs > 0) {
@@ -850,6 +929,7 @@ int cuda_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
         }
     }
     t_last_kernel_seconds = st.busy_seconds();
+    t_last_const_pairs = st.const_pairs;
     if (stats) {
         stats->pairs = total_pairs;
         stats->cells = total_cells;
@@ -868,6 +948,10 @@ int cuda_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
 // not part of the ABI (load it with ctypes).
 extern "C" __attribute__((visibility("default"))) double pyphmm_cuda_last_kernel_seconds(void) {
     return pyphmm::t_last_kernel_seconds;
+}
+
+extern "C" __attribute__((visibility("default"))) int64_t pyphmm_cuda_last_const_pairs(void) {
+    return pyphmm::t_last_const_pairs;
 }
 
 // Host-side phases of the last call on this thread (see t_last_phases):

@@ -37,6 +37,13 @@
 //    length (measured vs the CPU: 3.8e-6 up to 96 rows, 7.6e-6 up to 256,
 //    1.5e-5 up to 512), hence the 160-row limit.
 // The double pass always uses the exact arithmetic.
+//
+// Transition constants (the TR template parameter, fast arithmetic only):
+// per read row from the tables (kRowTr); once per pair when the read has
+// one insertion/deletion/gap-continuation quality triple (kUniformTr); or
+// once per launch for the reads of the call's chosen triple (kConstTr, GATK's
+// usual data: every read at 45/45/10), which reads them from the constant
+// bank and keeps X scaled so that its recurrence is one FFMA (GapConsts).
 #pragma once
 #include <cstdint>
 
@@ -66,6 +73,36 @@ struct DevTables {
     T log10_ic;                // log10(INITIAL_CONSTANT), as the host computed it
 };
 
+// Transition constants of a launch whose reads all carry one insertion,
+// deletion and gap-continuation quality (the TR == kConstTr kernels; the
+// host picks the triple, see pairhmm_cuda.cu). Kernel parameters live in the
+// constant bank, which FFMA/FMUL read as an operand: none of these costs a
+// register.
+// These kernels keep X (insertion) scaled within blocks of kConstBlock rows
+// of a lane: X' = X * cc^-r at block row r, which turns X's recurrence,
+// X_k = mx*M_{k-1} + cc*X_{k-1}, into X'_k = xs[r]*M_{k-1} + X'_{k-1}: one
+// FFMA per cell instead of FMUL + FFMA (a block's first row keeps the
+// two). M reads X back through pw[r] folded into an FFMA it already had.
+// cc is small (0.1 at GATK's gap-continuation quality 10), so X' grows by
+// up to cc^-(kConstBlock-1); the host takes a triple only while
+// mx * cc^-(kConstBlock-1) / gm <= 64, which keeps X' below 2^126 (every
+// value of the matrices is at most INITIAL_CONSTANT = 2^120, and
+// X <= mx/gm * max M).
+constexpr int kConstBlock = 4;
+struct GapConsts {
+    float mx, my, cc, gm;
+    float mm;                  // match-to-match
+    float mmg;                 // mm / gm (factored arithmetic)
+    float pw[kConstBlock + 1];   // cc^i
+    float gpw[kConstBlock + 1];  // gm * cc^i (GKL-order arithmetic)
+    float xs[kConstBlock];       // mx * cc^-i
+};
+
+// How the kernels get a pair's transition constants.
+constexpr int kRowTr = 0;      // per read row, from the tables
+constexpr int kUniformTr = 1;  // once per pair (one quality triple for the whole read)
+constexpr int kConstTr = 2;    // once per launch (GapConsts), X kept scaled
+
 // Kernel arguments shared by every instantiation.
 template <typename T>
 struct KernelArgs {
@@ -83,6 +120,7 @@ struct KernelArgs {
     int* header_count;         // double pass: copies *count_ptr here for the host
     T* scratch;                // striped: 3 * scratch_stride values per group
     int scratch_stride;
+    GapConsts gc;              // kConstTr launches
 };
 
 // Float arithmetics of the kernels (see the header comment).
@@ -151,6 +189,32 @@ __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], co
             nM[k] = A::mul(e, A::madd(gm[k], py, A::madd(mm[k], pm, A::mul(gm[k], px))));
         nX[k] = A::madd(mx[k], am, A::mul(cc[k], ax));
         nY[k] = A::madd(my[k], oM[k], A::mul(cc[k], oY[k]));
+    }
+}
+
+// lane_step of the kConstTr kernels (float, fused arithmetic, emission
+// tables): X held as X' = X * cc^-(k % kConstBlock) (see GapConsts); the
+// lane above's last row (k == 0's diagonal and up values) has r = (K-1) % B.
+template <int K, int AR>
+__device__ __forceinline__ void lane_step_const(const GapConsts& g, const float (&cc)[K], const float (&ev)[K],
+                                                float dM, float dX, float dY, float uM, float uX,
+                                                const float (&oM)[K], const float (&oX)[K], const float (&oY)[K],
+                                                float (&nM)[K], float (&nX)[K], float (&nY)[K]) {
+    constexpr int B = kConstBlock;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const float pm = k == 0 ? dM : oM[k - 1], px = k == 0 ? dX : oX[k - 1], py = k == 0 ? dY : oY[k - 1];
+        const float am = k == 0 ? uM : nM[k - 1], ax = k == 0 ? uX : nX[k - 1];
+        const int r_above = (k == 0 ? K - 1 : k - 1) % B;  // block row of px and ax: X = X' * cc^r_above
+        if (AR == kFactored)  // ev = e*gm: M = e*gm*((mm/gm)*M + X + Y)
+            nM[k] = __fmul_rn(ev[k], __fmaf_rn(g.mmg, pm, __fmaf_rn(g.pw[r_above], px, py)));
+        else  // GKL's order: e*((mm*M + gm*X) + gm*Y)
+            nM[k] = __fmul_rn(ev[k], __fmaf_rn(g.gm, py, __fmaf_rn(g.mm, pm, __fmul_rn(g.gpw[r_above], px))));
+        if (k % B == 0)  // a block's first row: X' = X = mx*M_above + cc*(X'_above * cc^r_above)
+            nX[k] = __fmaf_rn(g.pw[r_above + 1], ax, __fmul_rn(g.mx, am));
+        else
+            nX[k] = __fmaf_rn(g.xs[k % B], am, ax);
+        nY[k] = __fmaf_rn(g.my, oM[k], __fmul_rn(cc[k], oY[k]));  // cc[k] = 1 in padding rows
     }
 }
 
@@ -240,11 +304,13 @@ __device__ __forceinline__ void etab_load(const float4* tab, int wl, uint32_t pl
 
 // The forward algorithm for one pair by one group. Returns the raw sum
 // (meaningful in lane P-1 only).
-template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM, bool ETAB>
+template <typename T, int P, int K, bool STRIPED, int AR, int TR, bool ETAB>
 __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min,
                                           int steps, int t, T* scratch, float4* etab, bool& unfactorable) {
     static_assert(!ETAB || (!STRIPED && sizeof(T) == 4), "emission tables: float kernels without stripes");
     static_assert(!STRIPED || P == 32, "striped kernels use one group per warp");
+    static_assert(TR != kConstTr || (ETAB && AR >= kFma), "constant transitions: fused float kernels with tables");
+    constexpr bool UNIFORM = TR != kRowTr, CONST = TR == kConstTr;
     constexpr unsigned gmask = 0xffffffffu;  // every lane of the warp runs the same steps
     constexpr int R = P * K;
     constexpr int NMASKW = (K + 7) / 8;  // read base masks, 8 rows (nibbles) per word
@@ -272,7 +338,15 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         // rows need only e = 0 and cc = 1 to reproduce row 0: M = e*(...) = 0,
         // X = mx*0 + cc*0 = 0, Y = my*0 + 1*Y.)
         RowConsts<T> u{};
-        if (UNIFORM) u = row_consts<T, AR>(a, __ldg(rd), unfactorable);
+        if (CONST) {  // (the host checked gm > 0)
+            u.mm = AR == kFactored ? a.gc.mmg : a.gc.mm;
+            u.gm = a.gc.gm;
+            u.mx = a.gc.mx;
+            u.my = a.gc.my;
+            u.cc = a.gc.cc;
+        } else if (UNIFORM) {
+            u = row_consts<T, AR>(a, __ldg(rd), unfactorable);
+        }
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int row = stripe * R + t * K + k - pad;  // 0-based read row; < 0: padding
@@ -364,8 +438,11 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         if (!(CHECK) || static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                      \
             T ev[K];                                                                                        \
             if constexpr (ETAB) etab_load<K>(etab, wl, h, ev);                                              \
-            lane_step<T, K, AR, ETAB>(mm, gm, mx, my, cc, em, ex, ev, rmask, h, DM, DX, DY, UM, UX, OM, OX, \
-                                       OY, NM, NX, NY);                                                     \
+            if constexpr (CONST)                                                                            \
+                lane_step_const<K, AR>(a.gc, cc, ev, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, NY);           \
+            else                                                                                            \
+                lane_step<T, K, AR, ETAB>(mm, gm, mx, my, cc, em, ex, ev, rmask, h, DM, DX, DY, UM, UX, OM, \
+                                          OX, OY, NM, NX, NY);                                              \
             if (t == P - 1) {                                                                               \
                 if (last_stripe) {                                                                          \
                     sum_m += NM[K - 1];                                                                     \
@@ -432,6 +509,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         const unsigned group = P == 32 ? 0xffffffffu : ((1u << P) - 1u) << ((threadIdx.x & 31) & ~(P - 1));
         unfactorable = (lanes & group) != 0u;
     }
+    if constexpr (CONST) return __fmaf_rn(sum_x, a.gc.pw[(K - 1) % kConstBlock], sum_m);  // sum_x: X' of row K-1
     return sum_m + sum_x;
 }
 
@@ -442,7 +520,9 @@ __device__ __forceinline__ void store_result(const KernelArgs<T>& a, int pi, con
 template <>
 __device__ __forceinline__ void store_result<float>(const KernelArgs<float>& a, int pi, const PairDesc& d,
                                                     float sum, bool redo) {
-    if (sum < 1e-28f || redo) {  // GKL's underflow guard: redo this pair in double
+    // GKL's underflow guard: redo this pair in double. (Also for a sum that is
+    // not finite, which valid input cannot give: never return inf or NaN.)
+    if (!(sum >= 1e-28f && sum <= 3.4028235e38f) || redo) {
         a.under_list[atomicAdd(a.under_count, 1)] = pi;
         return;
     }
@@ -462,7 +542,7 @@ __device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a
 // listed ones), `nblocks` blocks of which this is block `block`. Groups of a
 // warp take consecutive pairs and run the warp's longest step count, so all
 // shuffles are full-warp and converged.
-template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM, int BLOCK>
+template <typename T, int P, int K, bool STRIPED, int AR, int TR, int BLOCK>
 __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int nblocks, float4* etab_block) {
     constexpr bool ETAB = !STRIPED && sizeof(T) == 4;
     float4* etab = ETAB ? etab_block + (threadIdx.x >> 5) * etab_warp_float4s<K>() : nullptr;
@@ -485,8 +565,8 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
         const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
         const int n_min = __reduce_min_sync(0xffffffffu, n_act);
         bool redo = false;
-        const T sum = forward_pair<T, P, K, STRIPED, AR, UNIFORM, ETAB>(a, d, n_act, n_min, steps, t, scratch, etab,
-                                                                        redo);
+        const T sum =
+            forward_pair<T, P, K, STRIPED, AR, TR, ETAB>(a, d, n_act, n_min, steps, t, scratch, etab, redo);
         if (valid && t == P - 1) store_result<T>(a, pi, d, sum, redo);
     }
 }
@@ -497,16 +577,16 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
 #ifndef PYPHMM_UNIFORM_MIN_BLOCKS
 #define PYPHMM_UNIFORM_MIN_BLOCKS 4
 #endif
-template <bool UNIFORM, int K>
+template <int TR, int K>
 constexpr int min_blocks() {
-    return UNIFORM ? (K <= 10 ? PYPHMM_UNIFORM_MIN_BLOCKS : 3) : 1;
+    return TR != kRowTr ? (K <= 10 ? PYPHMM_UNIFORM_MIN_BLOCKS : 3) : 1;
 }
 
-template <typename T, int P, int K, bool STRIPED, int AR, bool UNIFORM, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, K>())) pairhmm_kernel(KernelArgs<T> a) {
+template <typename T, int P, int K, bool STRIPED, int AR, int TR, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, (min_blocks<TR, K>())) pairhmm_kernel(KernelArgs<T> a) {
     constexpr bool ETAB = !STRIPED && sizeof(T) == 4;
     __shared__ float4 etab[ETAB ? (BLOCK / 32) * etab_warp_float4s<K>() : 1];
-    run_bin<T, P, K, STRIPED, AR, UNIFORM, BLOCK>(a, blockIdx.x, gridDim.x, etab);
+    run_bin<T, P, K, STRIPED, AR, TR, BLOCK>(a, blockIdx.x, gridDim.x, etab);
 }
 
 // Several short-read bins in ONE launch: block ranges map to bins, so bins
@@ -522,8 +602,8 @@ struct FusedPlan {
 };
 
 // The float bins with K <= 10; bin numbers are the host's kFloatBinSpec indices.
-template <bool FAST, bool UNIFORM, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, 10>())) pairhmm_fused_kernel(KernelArgs<float> a,
+template <bool FAST, int TR, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, (min_blocks<TR, 10>())) pairhmm_fused_kernel(KernelArgs<float> a,
                                                                                          FusedPlan plan) {
     __shared__ float4 etab[(BLOCK / 32) * etab_warp_float4s<10>()];  // the largest K of these bins
     int i = 0;
@@ -537,22 +617,22 @@ __global__ void __launch_bounds__(BLOCK, (min_blocks<UNIFORM, 10>())) pairhmm_fu
     // FMAs in GKL's order beyond.
     constexpr int F = FAST ? kFactored : kExact, L = FAST ? kFma : kExact;
     switch (plan.bin[i]) {
-        case 0: run_bin<float, 4, 4, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
-        case 1: run_bin<float, 4, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
-        case 2: run_bin<float, 8, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
-        case 3: run_bin<float, 16, 6, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
-        case 4: run_bin<float, 16, 8, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
-        case 5: run_bin<float, 16, 10, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
-        case 6: run_bin<float, 32, 8, false, L, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case 0: run_bin<float, 4, 4, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
+        case 1: run_bin<float, 4, 8, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
+        case 2: run_bin<float, 8, 8, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
+        case 3: run_bin<float, 16, 6, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
+        case 4: run_bin<float, 16, 8, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
+        case 5: run_bin<float, 16, 10, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
+        case 6: run_bin<float, 32, 8, false, L, TR, BLOCK>(a, block, nblocks, etab); break;
         // Latency variants of bins 0..5 (kLatencyBin + b): whole warps per
         // pair, so a call too small to fill the GPU finishes in fewer steps
         // per lane (see launch_float).
         case kLatencyBin + 0:
-        case kLatencyBin + 1: run_bin<float, 32, 1, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
-        case kLatencyBin + 2: run_bin<float, 32, 2, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
-        case kLatencyBin + 3: run_bin<float, 32, 3, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
-        case kLatencyBin + 4: run_bin<float, 32, 4, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
-        case kLatencyBin + 5: run_bin<float, 32, 5, false, F, UNIFORM, BLOCK>(a, block, nblocks, etab); break;
+        case kLatencyBin + 1: run_bin<float, 32, 1, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
+        case kLatencyBin + 2: run_bin<float, 32, 2, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
+        case kLatencyBin + 3: run_bin<float, 32, 3, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
+        case kLatencyBin + 4: run_bin<float, 32, 4, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
+        case kLatencyBin + 5: run_bin<float, 32, 5, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
         default: break;
     }
 }
