@@ -149,6 +149,7 @@ int fake_gpu() {
 }  // namespace
 
 bool gpu_usable() { return fake_gpu() || cuda_probe().usable; }
+bool gpu_is_fake() { return fake_gpu() != 0; }
 
 int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, bool dbl, pyphmm_stats* stats,
                 pyphmm_error* err) {

@@ -14,6 +14,7 @@ namespace pyphmm {
 // 4th, ...: the calibration fails, and a whole-workload call's GPU side
 // fails after its first batch). Unset, these are the CUDA backend.
 bool gpu_usable();
+bool gpu_is_fake();  // the CPU stand-in above (whose speed is one CPU thread's)
 int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, bool double_precision,
                 pyphmm_stats* stats, pyphmm_error* error);
 

@@ -13,12 +13,20 @@
 // drivers one packs while the other's batch computes, and packing runs on
 // two cores. PYPHMM_HYBRID_GPU_THREADS changes the count.
 //
-// A CPU worker takes its next claim only if, at the rates seen so far in the
-// call (calibration's until then), it would finish it before GPU and CPU
-// workers together finish everything still unclaimed or in flight. So the
-// CPU never holds the last regions while the GPU idles (the tail is at most
-// part of one small claim), and where it is too slow to help it takes
-// nothing: the call is then as fast as the GPU alone.
+// First the call decides whether sharing can pay: at the bulk rates learned
+// by earlier calls in this process (priors until then: 1 T cells/s for a
+// GPU, 1 G per CPU thread), the CPU workers' share of an ideal split is
+// workers x cpu / (gpu + workers x cpu). Under PYPHMM_HYBRID_MIN_CPU_SHARE
+// percent (default 5) the whole workload goes to the GPU as one call, which
+// packs in parallel and overlaps its chunks: batches and CPU workers would
+// cost more than they add (on an H100 with 16 cores the share is about 1.4%,
+// and sharing measured 1.4-2.2x slower than one GPU call).
+//
+// When sharing, a CPU worker takes its next claim only if, at the rates seen
+// so far in the call (the learned or prior ones until then), it would finish
+// it before GPU and CPU workers together finish everything still unclaimed
+// or in flight. So the CPU never holds the last regions while the GPU idles
+// (the tail is at most part of one small claim).
 //
 // Results go straight to each region's slice of the caller's output. If the
 // GPU fails, one warning is printed and the CPU computes the failed batch
@@ -46,15 +54,28 @@ constexpr int64_t kCpuClaimCells = 2'000'000;        // ~1 ms on one core: small
 constexpr int64_t kMinGpuBatch = 32'000'000;         // below this a GPU call is mostly fixed cost
 constexpr int64_t kMaxGpuBatch = 512'000'000;        // a few hundred us of kernels on an H100
 constexpr int kBatchesPerDriverLeft = 4;             // batch = unclaimed / (4 x drivers): shrinks near the end
-constexpr double kPriorGpuRate = 1e12;               // cells/s, when no calibration ran (fast: the CPU
-constexpr double kPriorCpuThreadRate = 1e9;          //   then takes only small regions until measured)
+constexpr double kPriorGpuRate = 1e12;               // cells/s of a whole-workload GPU call, until measured
+constexpr double kPriorCpuThreadRate = 1e9;          // cells/s of one CPU thread, until measured
+constexpr int64_t kLearnMinCells = 100'000'000;      // a rate is learned from calls at least this large
+constexpr int64_t kDefaultMinCpuSharePct = 5;
 constexpr int64_t kMaxRegions = int64_t(1) << 32;    // each cursor is 32 bits
 
 using Clock = std::chrono::steady_clock;
 
 int env_hybrid() {
-    static const int v = static_cast<int>(env_int("PYPHMM_HYBRID", 0));  // off: see README (measured slower)
+    static const int v = static_cast<int>(env_int("PYPHMM_HYBRID", 0));  // off unless asked for (see README)
     return v;
+}
+
+// Read at every call, like PYPHMM_HYBRID_GPU_THREADS (benchmarks compare).
+double min_cpu_share() { return env_int("PYPHMM_HYBRID_MIN_CPU_SHARE", kDefaultMinCpuSharePct) / 100.0; }
+
+// Bulk rates learned from this process's whole-workload calls (0: none yet).
+std::atomic<double> g_gpu_rate{0}, g_cpu_thread_rate{0};
+
+double learned(const std::atomic<double>& r, double prior) {
+    const double v = r.load(std::memory_order_relaxed);
+    return v > 0 ? v : prior;
 }
 
 // Both ends of the sorted region list in one atomic word: [lo, hi) is unclaimed.
@@ -113,6 +134,7 @@ struct Hybrid {
     Cursors cursors;
     Clock::time_point start = Clock::now();
     double prior_gpu_rate, prior_cpu_rate;
+    double cpu_share = 0;            // predicted share of the CPU workers
     std::atomic<bool> gpu_failed{false};
     std::atomic<int64_t> gpu_inflight{0}, gpu_cells{0}, gpu_regions{0};
     std::atomic<int64_t> cpu_cells{0}, cpu_regions{0}, cpu_busy_ns{0}, double_pairs{0};
@@ -248,6 +270,23 @@ void gpu_driver(Hybrid& h) {
     cpu_worker(h);  // the GPU has nothing left to claim: help at the small end if that still pays
 }
 
+// Sharing cannot pay: every region in one GPU call (the caller's order, so
+// results land in place), all on the CPU if the GPU fails.
+void gpu_alone(Hybrid& h) {
+    const int64_t n = static_cast<int64_t>(h.order.size());
+    pyphmm_stats st;
+    std::memset(&st, 0, sizeof(st));
+    pyphmm_error err;
+    clear_error(&err);
+    if (gpu_pairhmm(h.regions, n, h.out, h.dbl, &st, &err) != PYPHMM_OK) {
+        gpu_failed(h, 0, 0, err);  // (takes every region: none is claimed)
+        return;
+    }
+    h.gpu_cells += h.prefix[n];
+    h.gpu_regions += n;
+    h.double_pairs += st.double_pairs;
+}
+
 }  // namespace
 
 // Read at every call (unlike the other variables) so a benchmark can compare
@@ -271,20 +310,35 @@ bool hybrid_wanted(const pyphmm_options* o, int64_t num_regions) {
 
 int hybrid_pairhmm(const pyphmm_region* regions, int64_t num_regions, const int64_t* region_cells,
                    double* out, const pyphmm_options* options, pyphmm_stats* stats) {
-    const Calibration& cal = calibration();
     Hybrid h(regions, num_regions, region_cells, out);
     h.dbl = options && options->double_precision;
     h.threads = default_threads(options);
     h.gpu_threads = std::min(hybrid_gpu_threads(), h.threads);
-    h.prior_gpu_rate = cal.ran ? cal.gpu_rate : kPriorGpuRate;
-    h.prior_cpu_rate = cal.ran ? cal.cpu_rate / cal.cpu_threads : kPriorCpuThreadRate;
+    // (the fake GPU of the tests is one CPU thread)
+    h.prior_gpu_rate = learned(g_gpu_rate, gpu_is_fake() ? kPriorCpuThreadRate : kPriorGpuRate);
+    h.prior_cpu_rate = learned(g_cpu_thread_rate, kPriorCpuThreadRate);
     h.cpu_workers = h.threads - h.gpu_threads;
-    parallel_for(h.threads, h.threads, [&](int64_t i) {
-        if (i < h.gpu_threads)
-            gpu_driver(h);
-        else
-            cpu_worker(h);
-    });
+    const double cpu_all = h.cpu_workers * h.prior_cpu_rate;
+    h.cpu_share = cpu_all / (h.prior_gpu_rate + cpu_all);
+    if (h.cpu_workers > 0 && h.cpu_share < min_cpu_share()) h.cpu_workers = 0;
+    if (h.cpu_workers == 0) {
+        gpu_alone(h);
+    } else {
+        parallel_for(h.threads, h.threads, [&](int64_t i) {
+            if (i < h.gpu_threads)
+                gpu_driver(h);
+            else
+                cpu_worker(h);
+        });
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - h.start).count();
+    if (!h.gpu_failed && h.gpu_cells >= kLearnMinCells && h.cpu_cells == 0 && seconds > 0)
+        g_gpu_rate.store(h.gpu_cells / seconds, std::memory_order_relaxed);
+    if (h.cpu_cells >= kLearnMinCells / 10) g_cpu_thread_rate.store(h.cpu_thread_rate(), std::memory_order_relaxed);
+    if (debug_dispatch())
+        std::fprintf(stderr, "pyphmm: hybrid: GPU %.3g cells/s, CPU %.3g cells/s x %d workers: CPU share %.1f%% -> %s\n",
+                     h.prior_gpu_rate, h.prior_cpu_rate, h.threads - h.gpu_threads, 100.0 * h.cpu_share,
+                     h.cpu_workers ? "shared" : "GPU alone");
     if (stats) {
         stats->double_pairs = h.double_pairs;
         stats->backend_used = h.gpu_cells > 0 ? PYPHMM_BACKEND_CUDA : PYPHMM_BACKEND_CPU;
@@ -296,7 +350,7 @@ int hybrid_pairhmm(const pyphmm_region* regions, int64_t num_regions, const int6
         stats->hybrid = 1;
         stats->hybrid_gpu_threads = h.gpu_threads;
         stats->hybrid_cpu_threads = h.cpu_workers;
-        stats->seconds = std::chrono::duration<double>(Clock::now() - h.start).count();
+        stats->seconds = seconds;
     }
     return PYPHMM_OK;
 }

@@ -38,8 +38,8 @@ def make_options(backend: str = "auto", threads: int | None = None, double: bool
                  hybrid: bool | None = None):
     """Validates Python-level options and returns a pyphmm_options*.
 
-    ``hybrid``: None follows PYPHMM_HYBRID (on when unset); True/False turn
-    whole-workload GPU+CPU sharing on or off for this call."""
+    ``hybrid``: None follows PYPHMM_HYBRID (off when unset); True/False turn
+    the whole-workload GPU+CPU scheduler on or off for this call."""
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {sorted(BACKENDS)}, not {backend!r}")
     if threads is not None:

@@ -263,11 +263,13 @@ def compute_regions(regions: Iterable, *, double: bool = False, backend: str = "
     (pairs, cells, double_pairs, backend, fell_back, seconds, and regions and
     cells per side: gpu_regions, gpu_cells, cpu_regions, cpu_cells, hybrid).
 
-    Under ``backend="auto"`` with a usable GPU and several regions, GPU and
-    CPU threads share the regions (the GPU takes the largest, the CPU threads
-    the smallest, as long as that finishes sooner than the GPU alone);
-    ``hybrid=False`` (or PYPHMM_HYBRID=0) keeps the whole call on the GPU,
-    ``hybrid=True`` asks for sharing whatever PYPHMM_HYBRID says.
+    Under ``backend="auto"`` with a usable GPU and several regions the call
+    runs on the GPU as one batch. ``hybrid=True`` (or PYPHMM_HYBRID=1)
+    lets GPU and CPU threads share the regions (the GPU the largest, the CPU
+    threads the smallest, as long as that finishes sooner than the GPU
+    alone) when the CPU's predicted share of the work is at least
+    PYPHMM_HYBRID_MIN_CPU_SHARE percent (default 5); otherwise the GPU
+    computes them alone. ``hybrid=False`` overrides PYPHMM_HYBRID=1.
     ``backend="cuda"`` is always GPU only, ``"cpu"`` CPU only.
     """
     opts = _native.make_options(backend, threads, double, hybrid)

@@ -232,30 +232,30 @@ def bench_dispatch(regions, reps, driver_counts):
     cells = packed.cells
     drivers = inf["hybrid_gpu_threads"]
     ref = np.empty(packed.total)
-    whole = [("GPU only (backend=cuda, one call)", _native.make_options("cuda"), reps),
-             ("hybrid GPU+CPU (auto)", _native.make_options("auto", hybrid=True), reps),
-             (f"hybrid, GPU drivers only (threads={drivers})", _native.make_options("auto", drivers, hybrid=True),
-              reps),
-             ("CPU only", _native.make_options("cpu"), 1)]
-    # PYPHMM_HYBRID_GPU_THREADS is read at each call: the same hybrid call
-    # with other driver counts.
-    whole += [(f"hybrid GPU+CPU (auto), {d} GPU drivers", _native.make_options("auto", hybrid=True), reps, d)
-              for d in driver_counts if d != drivers]
+    force = {"PYPHMM_HYBRID_MIN_CPU_SHARE": "0"}  # share even where the predicted CPU share is tiny
+    whole = [("GPU only (backend=cuda, one call)", _native.make_options("cuda"), reps, {}),
+             ("hybrid GPU+CPU (auto: decides by predicted CPU share)", _native.make_options("auto", hybrid=True),
+              reps, {}),
+             (f"hybrid, sharing forced, {drivers} GPU drivers", _native.make_options("auto", hybrid=True), reps, force),
+             ("CPU only", _native.make_options("cpu"), 1, {})]
+    # PYPHMM_HYBRID_GPU_THREADS and _MIN_CPU_SHARE are read at each call: the
+    # same hybrid call with other driver counts.
+    whole += [(f"hybrid, sharing forced, {d} GPU drivers", _native.make_options("auto", hybrid=True), reps,
+               dict(force, PYPHMM_HYBRID_GPU_THREADS=str(d))) for d in driver_counts if d != drivers]
     times = {}
-    saved = os.environ.get("PYPHMM_HYBRID_GPU_THREADS")
-    for k, (name, opts, n, *d) in enumerate(whole):
+    for k, (name, opts, n, env) in enumerate(whole):
         out = ref if k == 0 else np.empty(packed.total)
-        if d:
-            os.environ["PYPHMM_HYBRID_GPU_THREADS"] = str(d[0])
+        saved = {v: os.environ.get(v) for v in env}
+        os.environ.update(env)
         dt, st = best_native(packed, opts, out, n)
-        if d:
-            os.environ.pop("PYPHMM_HYBRID_GPU_THREADS") if saved is None else os.environ.update(
-                PYPHMM_HYBRID_GPU_THREADS=saved)
+        for v, old in saved.items():
+            os.environ.pop(v) if old is None else os.environ.update({v: old})
         times[name] = dt
         diff = float(np.max(np.abs(out - ref))) if k else 0.0
         print(f"whole, {name}: {dt:.4f} s = {cells / dt / 1e9:.1f} GCUPS; {sides(st)}; "
               f"max |diff| vs GPU only {diff:.3g}")
-    print(f"whole: hybrid / GPU only time = {times[whole[1][0]] / times[whole[0][0]]:.3f}")
+    print(f"whole: hybrid (auto) / GPU only time = {times[whole[1][0]] / times[whole[0][0]]:.3f}; "
+          f"sharing forced / GPU only = {times[whole[2][0]] / times[whole[0][0]]:.3f}")
 
     packs = [_Packed([r]) for r in regions]
     outs = [np.empty(p.total) for p in packs]

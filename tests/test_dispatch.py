@@ -15,6 +15,7 @@ child process. Two kinds of children:
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -73,14 +74,16 @@ def cells(r):
 # prints one JSON line. same_gpu compares with the GPU backend within 1e-9
 # (GPU and CPU differ by ~1e-6, so it still says which side computed it).
 CHILD = r"""
-import json, sys
+import json, os, sys
 import numpy as np
 sys.path.insert(0, {here!r})
 import pyphmm, test_dispatch as t
 mode, kwargs = {mode!r}, {kwargs!r}
 regions = t.workload(kwargs.pop("scale", 1))
 cpu = pyphmm.compute_regions(regions, backend="cpu")
-gpu = pyphmm.compute_regions(regions, backend="cuda") if pyphmm.info()["cuda_usable"] else cpu
+# (the fake GPU is the CPU backend; and =fail counts GPU calls, so make none here)
+fake = os.environ.get("PYPHMM_TEST_FAKE_GPU", "0") != "0"
+gpu = pyphmm.compute_regions(regions, backend="cuda") if pyphmm.info()["cuda_usable"] and not fake else cpu
 out = {{"info": pyphmm.info()}}
 if mode == "per_call":
     out["calls"] = []
@@ -103,8 +106,8 @@ print("RESULT " + json.dumps(out))
 """
 
 
-POLICY_ENV = ("PYPHMM_BACKEND", "PYPHMM_HYBRID", "PYPHMM_HYBRID_GPU_THREADS", "PYPHMM_GPU_MIN_CELLS",
-              "PYPHMM_TEST_FAKE_GPU", "PYPHMM_DEBUG_DISPATCH", "PYPHMM_CUDA_INJECT_FAILURE")
+POLICY_ENV = ("PYPHMM_BACKEND", "PYPHMM_HYBRID", "PYPHMM_HYBRID_GPU_THREADS", "PYPHMM_HYBRID_MIN_CPU_SHARE",
+              "PYPHMM_GPU_MIN_CELLS", "PYPHMM_TEST_FAKE_GPU", "PYPHMM_DEBUG_DISPATCH", "PYPHMM_CUDA_INJECT_FAILURE")
 
 
 def policy_env(env):
@@ -272,6 +275,39 @@ def test_fake_gpu_fails_midway():
     assert err.count("the CPU computes the remaining regions") == 1, err
 
 
+HYBRID_LINE = re.compile(r"pyphmm: hybrid: GPU (\S+) cells/s, CPU (\S+) cells/s x (\d+) workers: "
+                         r"CPU share (\S+)% -> (shared|GPU alone)")
+
+
+def hybrid_decision(err):
+    """(gpu rate, cpu rate per thread, workers, share %, shared?) from the debug line."""
+    m = HYBRID_LINE.search(err)
+    assert m, err
+    return float(m[1]), float(m[2]), int(m[3]), float(m[4]), m[5] == "shared"
+
+
+def test_fake_gpu_hybrid_decision_line():
+    """The debug line states the predicted CPU share behind the decision; the
+    fake GPU is one CPU thread, so with 2 workers their share is 2/3."""
+    out, err = run_child("whole", dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1",
+                                       PYPHMM_DEBUG_DISPATCH="1"), threads=3)
+    gpu, cpu, workers, share, shared = hybrid_decision(err)
+    assert workers == 2 and shared and abs(share - 100 * 2 * cpu / (gpu + 2 * cpu)) < 0.1 and 60 < share < 70
+    check_shared(out)
+
+
+def test_fake_gpu_hybrid_too_small_a_share_runs_gpu_alone():
+    """Below PYPHMM_HYBRID_MIN_CPU_SHARE percent the CPU workers take nothing:
+    one GPU call computes every region (the GPU's results, exactly)."""
+    out, err = run_child("whole", dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1",
+                                       PYPHMM_HYBRID_MIN_CPU_SHARE="70", PYPHMM_DEBUG_DISPATCH="1"), threads=3)
+    st = out["stats"]
+    *_, share, shared = hybrid_decision(err)
+    assert not shared and share < 70
+    assert st["hybrid"] and st["hybrid_cpu_threads"] == 0 and st["gpu_regions"] == 40 and st["cpu_regions"] == 0
+    assert all(out["same_cpu"])  # the fake GPU is the CPU backend
+
+
 def test_one_thread_hybrid_is_gpu_only():
     out, _ = run_child("whole", dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0"), threads=1)
     st = out["stats"]
@@ -303,11 +339,26 @@ def test_gpu_per_call_split():
 
 
 @needs_gpu
-def test_gpu_hybrid_shares_regions():
-    """The large regions total ~1 G cells, enough GPU time for the CPU
-    threads to take the tiny ones; each region's result is exactly one
-    backend's."""
+def test_gpu_hybrid_decides_by_predicted_share():
+    """A GPU with the throughput of an H100 leaves the CPU workers a share
+    under 5%: the call then runs the GPU alone, with its results exactly."""
     out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_DEBUG_DISPATCH": "1", **ON}, scale=8)
+    gpu, cpu, workers, share, shared = hybrid_decision(err)
+    print(f"\n{err.strip()}")
+    assert shared == (workers > 0 and share >= 5.0)
+    st = out["stats"]
+    if not shared:
+        assert st["hybrid_cpu_threads"] == 0 and st["cpu_regions"] == 0 and st["gpu_regions"] == 40
+        assert all(out["same_gpu"])
+
+
+@needs_gpu
+def test_gpu_hybrid_shares_regions():
+    """Sharing forced (PYPHMM_HYBRID_MIN_CPU_SHARE=0): the large regions total
+    ~1 G cells, enough GPU time for the CPU threads to take the tiny ones;
+    each region's result is exactly one backend's."""
+    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_DEBUG_DISPATCH": "1",
+                                   "PYPHMM_HYBRID_MIN_CPU_SHARE": "0", **ON}, scale=8)
     st = check_shared(out)
     print(f"\n{err.strip()}")
     assert all(c or g for c, g in zip(out["same_cpu"], out["same_gpu"]))

@@ -62,9 +62,10 @@ typedef struct pyphmm_options {
 
 /* Whole-workload scheduling of a PairHMM call with several regions under
  * AUTO: GPU and CPU threads share the regions (GPU the largest, CPU the
- * smallest). DEFAULT (0, what a zeroed struct says) follows env
- * PYPHMM_HYBRID=0|1 and is OFF when unset (measured slower than the GPU alone
- * on an H100 with 16 cores: see README); a GPU must be usable. */
+ * smallest) when the CPU's predicted share of the work is at least
+ * PYPHMM_HYBRID_MIN_CPU_SHARE percent (default 5), else the GPU computes them
+ * alone in one call. DEFAULT (0, what a zeroed struct says) follows env
+ * PYPHMM_HYBRID=0|1 and is OFF when unset; a GPU must be usable. */
 #define PYPHMM_HYBRID_DEFAULT 0
 #define PYPHMM_HYBRID_ON 1
 #define PYPHMM_HYBRID_OFF 2
