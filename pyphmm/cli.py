@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
-from . import _native, io
+from . import _native
+from ._pyphmm import ffi, lib
 from ._version import __version__
-from .pairhmm import compute_regions
 
 # Records are computed in chunks: big enough to keep a GPU busy, small
 # enough that a 10 GB input never sits in memory.
@@ -68,8 +69,34 @@ class _Progress:
                 f"total {total:.3f} s; backend {backend}")
 
 
+def _likelihoods_native(args, progress: _Progress) -> bool:
+    """The native reader's path (native/records.cc): parses, computes and
+    writes in C++, parsing the next chunk while one computes. False when it
+    did not finish, for whatever reason (a file outside its strict subset of
+    the format, a malformed file, an unusable backend): the Python path then
+    computes the file or reports the problem in its own words."""
+    tmp = f"{args.output}.partial"
+    opts = _native.make_options(args.backend, args.threads, args.double)
+    err, st, records = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
+    rc = lib.pyphmm_pairhmm_file(os.fsencode(args.input), os.fsencode(tmp), opts, 0, records, st, err)
+    if rc != lib.PYPHMM_OK:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        return False
+    os.replace(tmp, args.output)
+    progress.add(records[0], _native.stats_dict(st))
+    return True
+
+
 def cmd_likelihoods(args) -> int:
     progress = _Progress()
+    if args.input != "-" and args.output != "-" and os.environ.get("PYPHMM_NATIVE_READER", "1") != "0":
+        if _likelihoods_native(args, progress):
+            print(progress.summary(), file=sys.stderr)
+            return 0
+    from . import io  # (numpy: only the Python path needs it)
+    from .pairhmm import compute_regions
+
     with io.atomic_output(args.output) as out:
         for chunk in _chunks(io.read_records(args.input)):
             stats = {}
@@ -120,7 +147,10 @@ def cmd_info(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(full: bool = True) -> argparse.ArgumentParser:
+    """The command line; full=False registers only likelihoods and info,
+    whose modules load without numpy (a record file then runs in native
+    code from a fast start)."""
     p = argparse.ArgumentParser(prog="pyphmm", description="GATK PairHMM and Smith-Waterman, GPU and CPU.")
     p.add_argument("--version", action="version", version=f"pyphmm {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -137,15 +167,17 @@ def build_parser() -> argparse.ArgumentParser:
     inf.add_argument("--json", action="store_true", help="machine-readable output")
     inf.set_defaults(func=cmd_info)
 
-    from . import gatk  # GATK entry points: gatk-jar, gatk-libdir, gatk
-    from .sw import add_align_parser  # Smith-Waterman: pyphmm align (handler in sw.py)
-    add_align_parser(sub)
-    gatk.add_subcommands(sub)
+    if full:
+        from . import gatk  # GATK entry points: gatk-jar, gatk-libdir, gatk
+        from .sw import add_align_parser  # Smith-Waterman: pyphmm align (handler in sw.py)
+        add_align_parser(sub)
+        gatk.add_subcommands(sub)
     return p
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(full=argv[:1] != ["likelihoods"]).parse_args(argv)
     try:
         return args.func(args)
     except (ValueError, TypeError, OSError, _native.BackendUnavailableError) as e:

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -16,6 +19,18 @@ from oracle.gkl import GklPairHmm  # noqa: E402
 from pyphmm import HaplotypeBatch, ReadBatch  # noqa: E402
 
 TOL = 1e-5
+
+
+def build_native_check(tmp_path, name, *sources):
+    """Compiles tests/native/NAME.cc with native/ SOURCES into an executable
+    (skips the test where no C++ compiler is)."""
+    cxx = os.environ.get("CXX", "g++")
+    if not shutil.which(cxx):
+        pytest.skip(f"{cxx} not found")
+    exe = tmp_path / name
+    subprocess.run([cxx, "-std=c++17", "-O2", f"-I{ROOT}/native", f"{ROOT}/tests/native/{name}.cc",
+                    *(f"{ROOT}/native/{s}" for s in sources), "-o", str(exe)], check=True)
+    return exe
 
 
 def random_region(rng, num_reads, num_haps, *, read_len=(1, 160), hap_len=(1, 300),

@@ -2,21 +2,15 @@
 path equals its scalar loop and the documented element layout. Compiled and
 run here, so it is checked on machines without a GPU too."""
 import os
-import shutil
 import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import build_native_check
 
 
 def test_vector_packer_matches_scalar_and_layout(tmp_path):
-    cxx = os.environ.get("CXX", "g++")
-    if not shutil.which(cxx):
-        pytest.skip(f"{cxx} not found")
-    exe = tmp_path / "pack_check"
-    subprocess.run([cxx, "-std=c++17", "-O2", f"-I{ROOT}/native", f"{ROOT}/tests/native/pack_check.cc",
-                    f"{ROOT}/native/common/pack_elems.cc", "-o", str(exe)], check=True)
+    exe = build_native_check(tmp_path, "pack_check", "common/pack_elems.cc")
     res = subprocess.run([str(exe)], capture_output=True, text=True, env=dict(os.environ, PYPHMM_PACK_SCALAR=""))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     if res.stdout.startswith("no-avx2"):

@@ -124,6 +124,21 @@ int pyphmm_pairhmm(const pyphmm_region *regions, int64_t num_regions,
                    double *out, const pyphmm_options *options,
                    pyphmm_stats *stats, pyphmm_error *error);
 
+/*
+ * A record file (SPEC section 2) computed as pyphmm_pairhmm would, results
+ * written to out_path in the results format (values as Python's repr()), in
+ * chunks of up to chunk_cells cells (<= 0: a default) while the next chunk
+ * is parsed. This reader takes a strict subset of the format (fields split
+ * by spaces or tabs, printable ASCII, unsigned counts); anything else, and
+ * a malformed file, is PYPHMM_E_INVALID naming the line, and the Python
+ * reader (pyphmm.io), which defines the format, is the one to use then.
+ * out_path may be partly written on failure. *records receives the number
+ * of records, *stats the sums over the chunks' calls.
+ */
+int pyphmm_pairhmm_file(const char *in_path, const char *out_path, const pyphmm_options *options,
+                        int64_t chunk_cells, int64_t *records, pyphmm_stats *stats,
+                        pyphmm_error *error);
+
 /* ---- Smith-Waterman (GATK semantics) -------------------------------------
  * Overhang strategy codes are GKL's byte codes. */
 #define PYPHMM_SW_SOFTCLIP 9

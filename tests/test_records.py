@@ -1,0 +1,133 @@
+"""The native record-file path of ``pyphmm likelihoods`` (native/records.cc):
+the same bytes as the Python reader and writer on every file it takes, the
+Python path for every file it leaves (which then computes or reports it),
+and Python's repr() for every double it writes."""
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from oracle import child_env
+from pyphmm import cli, io
+from pyphmm._pyphmm import ffi, lib
+from pyphmm.samples import sample_path
+
+from helpers import build_native_check, generate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOOD = "ACGT IIII IIII IIII ++++"
+
+
+def test_repr_of_doubles_is_pythons(tmp_path):
+    exe = build_native_check(tmp_path, "repr_check", "common/repr.cc")
+    rng = np.random.default_rng(1)
+    vals = list(rng.integers(0, 2 ** 64, 60_000, dtype=np.uint64).view(np.float64))  # every kind of bits
+    vals += list(-rng.random(30_000) * 300)  # log10 likelihoods
+    vals += [float(x) for x in range(-300, 300)] + [10.0 ** k for k in range(-25, 25)]
+    vals += [-(10.0 ** k) * 1.5 for k in range(-25, 25)]
+    vals += [0.0, -0.0, 1e-5, 1e-4, 0.00012, 1e15, 1e16, 9999999999999998.0, 5e-324, 2.2250738585072014e-308,
+             1.7976931348623157e308, float("inf"), -float("inf"), float("nan")]
+    text = "".join("%016x\n" % struct.unpack("<Q", struct.pack("<d", v))[0] for v in vals)
+    out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(out) == len(vals)
+    bad = [(repr(float(v)), o) for v, o in zip(vals, out) if repr(float(v)) != o]
+    assert not bad, bad[:10]
+
+
+def run_cli(*args, native=True):
+    env = child_env(ROOT, PYPHMM_NATIVE_READER="1" if native else "0")
+    return subprocess.run([sys.executable, "-m", "pyphmm", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def both_paths(tmp_path, path, *extra):
+    """Output bytes of the native and the Python path (exit codes checked)."""
+    out = []
+    for native in (True, False):
+        o = tmp_path / f"{'n' if native else 'p'}.out"
+        p = run_cli("likelihoods", str(path), "-o", str(o), "--backend", "cpu", *extra, native=native)
+        assert p.returncode == 0, p.stderr
+        out.append(o.read_bytes())
+    return out
+
+
+def tricky_file(tmp_path):
+    """Generated regions (N and other bytes, an underflowing one for the
+    double pass, a read whose gcp is 0 for -inf), written with blank lines,
+    tabs, runs of spaces and CRLF endings, plus empty records."""
+    regs = generate(regions=10, seed=4, underflow=1, odd_rate=0.3, n_rate=0.3)
+    path = tmp_path / "t.in"
+    io.write_input_records(str(path), regs)
+    lines = path.read_text().splitlines()
+    out = []
+    for k, line in enumerate(lines):
+        if len(line.split()) == 2 and k:  # a header: blank lines may come before it
+            out += ["", " \t"]
+        if " " in line and k % 3 == 0:
+            line = line.replace(" ", "\t", 1).replace(" ", "   ", 1)
+        out.append(line + ("\r" if k % 5 == 0 else ""))
+    out += ["", "0 2", "ACGT", "AC", "1 0", GOOD, "1 1", "ACGT IIII IIII IIII !!!!", "ACGTACGT"]
+    path.write_bytes(("\n".join(out) + "\n").encode("ascii"))
+    return path
+
+
+def test_native_and_python_paths_write_the_same_bytes(tmp_path):
+    for path in (sample_path(), tricky_file(tmp_path)):
+        nat, py = both_paths(tmp_path, path)
+        assert nat == py, path
+        assert b"-inf" in nat or path == sample_path()
+    nat, py = both_paths(tmp_path, sample_path(), "--double", "--threads", "1")
+    assert nat == py
+
+
+def test_native_path_takes_ordinary_files_in_small_chunks(tmp_path):
+    """chunk_cells = 1: one record per chunk, so the reader parses while the
+    previous chunk computes; the results are still the Python path's."""
+    path = tricky_file(tmp_path)
+    out = tmp_path / "c.out"
+    opts = cli._native.make_options("cpu")
+    err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
+    rc = lib.pyphmm_pairhmm_file(str(path).encode(), str(out).encode(), opts, 1, rec, st, err)
+    assert rc == lib.PYPHMM_OK, ffi.string(err.message)
+    _, py = both_paths(tmp_path, path)
+    assert out.read_bytes() == py
+    assert rec[0] == len(list(io.read_records(str(path)))) and st.pairs > 0
+
+
+@pytest.mark.parametrize("text,line", [
+    ("1 1\n" + GOOD + "\nACGT\n1 1\nA\x01GT IIII IIII IIII ++++\nACGT\n", 5),  # a control byte as a base
+    ("+1 1\n" + GOOD + "\nACGT\n", 1),  # a sign Python's int() takes
+    ("1 1\n" + GOOD + "\nAC\x7fT\n", 3),  # DEL, ASCII
+])
+def test_files_outside_the_native_subset_take_the_python_path(tmp_path, text, line):
+    path = tmp_path / "odd.in"
+    path.write_bytes(text.encode("ascii"))
+    err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
+    rc = lib.pyphmm_pairhmm_file(str(path).encode(), str(tmp_path / "x").encode(), cli._native.make_options("cpu"),
+                                 0, rec, st, err)
+    assert rc == lib.PYPHMM_E_INVALID and f"{path}:{line}:" in ffi.string(err.message).decode()
+    nat, py = both_paths(tmp_path, path)  # the CLI still computes it, through the Python reader
+    assert nat == py and nat.startswith(b"1 1\n")
+    assert sorted(os.listdir(tmp_path)) == ["n.out", "odd.in", "p.out", "x"]
+
+
+def test_missing_file_is_an_error_not_a_crash(tmp_path):
+    err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
+    rc = lib.pyphmm_pairhmm_file(str(tmp_path / "nope.in").encode(), str(tmp_path / "o").encode(),
+                                 cli._native.make_options("cpu"), 0, rec, st, err)
+    assert rc == lib.PYPHMM_E_INVALID and b"nope.in" in ffi.string(err.message)
+    rc = lib.pyphmm_pairhmm_file(ffi.NULL, str(tmp_path / "o").encode(), ffi.NULL, 0, ffi.NULL, ffi.NULL, err)
+    assert rc == lib.PYPHMM_E_INVALID
+
+
+def test_native_path_starts_without_numpy(tmp_path):
+    """The record-file path runs in native code: the CLI loads no numpy for
+    it (on a 16-core host numpy's import alone took ~0.4 s)."""
+    code = ("import sys; from pyphmm import cli; "
+            f"rc = cli.main(['likelihoods', {sample_path()!r}, '-o', {str(tmp_path / 'o')!r}, '--backend', 'cpu']); "
+            "print(rc, 'numpy' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(ROOT), timeout=120)
+    assert p.returncode == 0 and p.stdout.split() == ["0", "False"], p.stdout + p.stderr
