@@ -114,8 +114,8 @@ int requested_backend(const pyphmm_options* o) {
 
 int resolve_backend(const pyphmm_options* o, int64_t cells, int64_t min_cells, bool gpu_ok, pyphmm_error* err) {
     int asked = requested_backend(o);
+    if (asked == PYPHMM_BACKEND_CPU) return PYPHMM_BACKEND_CPU;  // (before the probe: it starts the driver)
     const CudaProbe& cuda = cuda_probe();
-    if (asked == PYPHMM_BACKEND_CPU) return PYPHMM_BACKEND_CPU;
     if (asked == PYPHMM_BACKEND_CUDA) {
         if (!cuda.usable)
             return -set_error(err, PYPHMM_E_UNAVAILABLE, "CUDA backend requested but unavailable: %s",
@@ -232,7 +232,8 @@ int pairhmm_call(const pyphmm_region* regions, int64_t n, const std::vector<int6
     const bool dbl = options && options->double_precision;
     const int threads = default_threads(options);
     // Only AUTO with a GPU needs the threshold (the first such call calibrates it).
-    const bool gpu_ok = gpu_usable();
+    // A CPU call never probes the GPU (starting the CUDA driver takes ~0.2 s).
+    const bool gpu_ok = requested_backend(options) != PYPHMM_BACKEND_CPU && gpu_usable();
     const int64_t min_cells =
         requested_backend(options) == PYPHMM_BACKEND_AUTO && gpu_ok ? gpu_min_cells(threads, nullptr) : 0;
     int backend = resolve_backend(options, cells, min_cells, gpu_ok, error);

@@ -8,13 +8,32 @@ likelihoods within 1e-5 of GKL's, Smith-Waterman CIGARs identical to GATK's.
 >>> pyphmm.compute_likelihoods([read], ["ACGTACGT"]).shape
 (1, 1)
 """
+import importlib
+
 from ._native import BackendUnavailableError, info
 from ._version import __version__
-from .pairhmm import (HaplotypeBatch, Read, ReadBatch, compute_likelihoods,
-                      compute_regions)
-from . import sw
-from .sw import (ALIGNMENT_TO_BEST_HAPLOTYPE, NEW_SW_PARAMETERS, ORIGINAL_DEFAULT, STANDARD_NGS,
-                 OverhangStrategy, SWParameters, align, align_batch)
+
+# The array API loads on first use (PEP 562), so `python -m pyphmm` on a
+# record file, which runs in native code, starts without importing numpy.
+_LAZY = {name: ".pairhmm" for name in ("HaplotypeBatch", "Read", "ReadBatch", "compute_likelihoods",
+                                       "compute_regions")}
+_LAZY.update({name: ".sw" for name in ("ALIGNMENT_TO_BEST_HAPLOTYPE", "NEW_SW_PARAMETERS", "ORIGINAL_DEFAULT",
+                                       "STANDARD_NGS", "OverhangStrategy", "SWParameters", "align",
+                                       "align_batch")})
+
+
+def __getattr__(name):
+    if name == "sw":
+        return importlib.import_module(".sw", __name__)
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
 
 __all__ = [
     "__version__", "info", "BackendUnavailableError",
