@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 
 from . import _native
@@ -78,7 +79,20 @@ def _likelihoods_native(args, progress: _Progress) -> bool:
     tmp = f"{args.output}.partial"
     opts = _native.make_options(args.backend, args.threads, args.double)
     err, st, records = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
-    rc = lib.pyphmm_pairhmm_file(os.fsencode(args.input), os.fsencode(tmp), opts, 0, records, st, err)
+    result = []
+    # On a worker thread, so that Ctrl-C still reaches this one (a call into
+    # C cannot be interrupted); the interpreter's exit then ends the worker.
+    worker = threading.Thread(target=lambda: result.append(lib.pyphmm_pairhmm_file(
+        os.fsencode(args.input), os.fsencode(tmp), opts, 0, records, st, err)), daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    rc = result[0] if result else lib.PYPHMM_E_INTERNAL
     if rc != lib.PYPHMM_OK:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -183,3 +197,6 @@ def main(argv=None) -> int:
     except (ValueError, TypeError, OSError, _native.BackendUnavailableError) as e:
         print(f"pyphmm: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("pyphmm: interrupted", file=sys.stderr)
+        return 130
