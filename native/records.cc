@@ -181,6 +181,7 @@ unsupported:
 struct Totals {
     int64_t records = 0;
     pyphmm_stats st{};
+    int64_t* progress = nullptr;  // the caller's records, pairs, cells (see pyphmm.h)
 };
 
 // Computes a chunk and appends its results to out. Runs on a worker thread.
@@ -224,6 +225,11 @@ int compute_and_write(const Chunk& c, FILE* out, const pyphmm_options* options, 
     if (std::fwrite(text.data(), 1, text.size(), out) != text.size())
         return set_error(err, PYPHMM_E_INVALID, "writing the results failed");
     t.records += static_cast<int64_t>(n);
+    if (t.progress) {
+        __atomic_store_n(&t.progress[0], t.records, __ATOMIC_RELAXED);
+        __atomic_store_n(&t.progress[1], t.st.pairs + st.pairs, __ATOMIC_RELAXED);
+        __atomic_store_n(&t.progress[2], t.st.cells + st.cells, __ATOMIC_RELAXED);
+    }
     t.st.pairs += st.pairs;
     t.st.cells += st.cells;
     t.st.double_pairs += st.double_pairs;
@@ -302,12 +308,13 @@ int run_file(const char* in_path, const char* out_path, const pyphmm_options* op
 }  // namespace pyphmm
 
 extern "C" int pyphmm_pairhmm_file(const char* in_path, const char* out_path, const pyphmm_options* options,
-                                   int64_t chunk_cells, int64_t* records, pyphmm_stats* stats,
+                                   int64_t chunk_cells, int64_t* records, pyphmm_stats* stats, int64_t* progress,
                                    pyphmm_error* error) {
     using namespace pyphmm;
     clear_error(error);
     if (!in_path || !out_path) return set_error(error, PYPHMM_E_INVALID, "in_path and out_path must not be NULL");
     Totals t;
+    t.progress = progress;
     int rc;
     try {
         rc = run_file(in_path, out_path, options, chunk_cells > 0 ? chunk_cells : kDefaultFileChunkCells, t, error);

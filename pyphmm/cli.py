@@ -55,11 +55,15 @@ class _Progress:
         self.cells += stats["cells"]
         self.compute_s += stats["seconds"]
         self.backends.add(stats["backend"] + (" (GPU failed, CPU fallback)" if stats["fell_back"] else ""))
+        self.report(self.records, self.pairs, self.cells)
+
+    def report(self, records: int, pairs: int, cells: int) -> None:
+        """A progress line on stderr, at most every PROGRESS_EVERY_S."""
         now = time.perf_counter()
         if now - self.last >= PROGRESS_EVERY_S:
             self.last = now
-            print(f"pyphmm: {self.records} records, {self.pairs} pairs, "
-                  f"{self.cells / 1e9:.2f} G cells, {now - self.start:.1f} s", file=sys.stderr, flush=True)
+            print(f"pyphmm: {records} records, {pairs} pairs, {cells / 1e9:.2f} G cells, {now - self.start:.1f} s",
+                  file=sys.stderr, flush=True)
 
     def summary(self) -> str:
         total = time.perf_counter() - self.start
@@ -79,15 +83,17 @@ def _likelihoods_native(args, progress: _Progress) -> bool:
     tmp = f"{args.output}.partial"
     opts = _native.make_options(args.backend, args.threads, args.double)
     err, st, records = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
+    done = ffi.new("int64_t[3]")  # records, pairs, cells written so far
     result = []
     # On a worker thread, so that Ctrl-C still reaches this one (a call into
     # C cannot be interrupted); the interpreter's exit then ends the worker.
     worker = threading.Thread(target=lambda: result.append(lib.pyphmm_pairhmm_file(
-        os.fsencode(args.input), os.fsencode(tmp), opts, 0, records, st, err)), daemon=True)
+        os.fsencode(args.input), os.fsencode(tmp), opts, 0, records, st, done, err)), daemon=True)
     worker.start()
     try:
         while worker.is_alive():
             worker.join(0.2)
+            progress.report(done[0], done[1], done[2])
     except KeyboardInterrupt:
         if os.path.exists(tmp):
             os.unlink(tmp)

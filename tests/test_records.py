@@ -90,11 +90,13 @@ def test_native_path_takes_ordinary_files_in_small_chunks(tmp_path):
     out = tmp_path / "c.out"
     opts = cli._native.make_options("cpu")
     err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
-    rc = lib.pyphmm_pairhmm_file(str(path).encode(), str(out).encode(), opts, 1, rec, st, err)
+    done = ffi.new("int64_t[3]")
+    rc = lib.pyphmm_pairhmm_file(str(path).encode(), str(out).encode(), opts, 1, rec, st, done, err)
     assert rc == lib.PYPHMM_OK, ffi.string(err.message)
     _, py = both_paths(tmp_path, path)
     assert out.read_bytes() == py
     assert rec[0] == len(list(io.read_records(str(path)))) and st.pairs > 0
+    assert list(done) == [rec[0], st.pairs, st.cells]  # the progress counters end at the totals
 
 
 @pytest.mark.parametrize("text,line", [
@@ -107,7 +109,7 @@ def test_files_outside_the_native_subset_take_the_python_path(tmp_path, text, li
     path.write_bytes(text.encode("ascii"))
     err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
     rc = lib.pyphmm_pairhmm_file(str(path).encode(), str(tmp_path / "x").encode(), cli._native.make_options("cpu"),
-                                 0, rec, st, err)
+                                 0, rec, st, ffi.NULL, err)
     assert rc == lib.PYPHMM_E_INVALID and f"{path}:{line}:" in ffi.string(err.message).decode()
     nat, py = both_paths(tmp_path, path)  # the CLI still computes it, through the Python reader
     assert nat == py and nat.startswith(b"1 1\n")
@@ -117,9 +119,10 @@ def test_files_outside_the_native_subset_take_the_python_path(tmp_path, text, li
 def test_missing_file_is_an_error_not_a_crash(tmp_path):
     err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
     rc = lib.pyphmm_pairhmm_file(str(tmp_path / "nope.in").encode(), str(tmp_path / "o").encode(),
-                                 cli._native.make_options("cpu"), 0, rec, st, err)
+                                 cli._native.make_options("cpu"), 0, rec, st, ffi.NULL, err)
     assert rc == lib.PYPHMM_E_INVALID and b"nope.in" in ffi.string(err.message)
-    rc = lib.pyphmm_pairhmm_file(ffi.NULL, str(tmp_path / "o").encode(), ffi.NULL, 0, ffi.NULL, ffi.NULL, err)
+    rc = lib.pyphmm_pairhmm_file(ffi.NULL, str(tmp_path / "o").encode(), ffi.NULL, 0, ffi.NULL, ffi.NULL, ffi.NULL,
+                                 err)
     assert rc == lib.PYPHMM_E_INVALID
 
 

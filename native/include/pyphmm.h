@@ -133,11 +133,13 @@ int pyphmm_pairhmm(const pyphmm_region *regions, int64_t num_regions,
  * a malformed file, is PYPHMM_E_INVALID naming the line, and the Python
  * reader (pyphmm.io), which defines the format, is the one to use then.
  * out_path may be partly written on failure. *records receives the number
- * of records, *stats the sums over the chunks' calls.
+ * of records, *stats the sums over the chunks' calls. progress (may be
+ * NULL) points at 3 values, records, pairs and cells written so far, which
+ * the call updates (atomically) after each chunk for another thread to read.
  */
 int pyphmm_pairhmm_file(const char *in_path, const char *out_path, const pyphmm_options *options,
                         int64_t chunk_cells, int64_t *records, pyphmm_stats *stats,
-                        pyphmm_error *error);
+                        int64_t *progress, pyphmm_error *error);
 
 /* ---- Smith-Waterman (GATK semantics) -------------------------------------
  * Overhang strategy codes are GKL's byte codes. */
