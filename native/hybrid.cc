@@ -7,11 +7,10 @@
 // is one compare-and-swap and the two sides meet wherever their speeds put
 // the meeting point.
 //
-// Why two GPU drivers by default: a GPU call packs its batch on the host
-// with one thread, and on realistic regions that packing, not the kernels,
-// bounds the GPU path (README: kernels 1.5 TCUPS, whole call 0.5). With two
-// drivers one packs while the other's batch computes, and packing runs on
-// two cores. PYPHMM_HYBRID_GPU_THREADS changes the count.
+// Why two GPU drivers by default: a GPU call spends much of its time packing
+// its batch on the host (README: kernels vs whole native call), so with two
+// drivers one packs while the other's batch computes.
+// PYPHMM_HYBRID_GPU_THREADS changes the count.
 //
 // First the call decides whether sharing can pay: at the bulk rates learned
 // by earlier calls in this process (priors until then: 1 T cells/s for a
