@@ -233,9 +233,9 @@ int pairhmm_call(const pyphmm_region* regions, int64_t n, const std::vector<int6
     const int threads = default_threads(options);
     // Only AUTO with a GPU needs the threshold (the first such call calibrates it).
     // A CPU call never probes the GPU (starting the CUDA driver takes ~0.2 s).
-    const bool gpu_ok = requested_backend(options) != PYPHMM_BACKEND_CPU && gpu_usable();
-    const int64_t min_cells =
-        requested_backend(options) == PYPHMM_BACKEND_AUTO && gpu_ok ? gpu_min_cells(threads, nullptr) : 0;
+    const int asked = requested_backend(options);
+    const bool gpu_ok = asked != PYPHMM_BACKEND_CPU && gpu_usable();
+    const int64_t min_cells = asked == PYPHMM_BACKEND_AUTO && gpu_ok ? gpu_min_cells(threads, nullptr) : 0;
     int backend = resolve_backend(options, cells, min_cells, gpu_ok, error);
     if (backend < 0) return -backend;
     int rc;

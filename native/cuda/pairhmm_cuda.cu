@@ -133,16 +133,16 @@ cudaError_t upload_tables() {
 }
 
 // ---------------------------------------------------------------- kernels
-template <typename T, int P, int K, bool STRIPED, int AR, int UNIFORM = cudak::kRowTr>
+template <typename T, int P, int K, bool STRIPED, int AR, int TR = cudak::kRowTr>
 struct Kern {
     static void* fn() {
-        return reinterpret_cast<void*>(&cudak::pairhmm_kernel<T, P, K, STRIPED, AR, UNIFORM, kBlock>);
+        return reinterpret_cast<void*>(&cudak::pairhmm_kernel<T, P, K, STRIPED, AR, TR, kBlock>);
     }
     static int max_blocks_per_sm() {
         static const int v = [] {
             int b = 0;
             if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &b, cudak::pairhmm_kernel<T, P, K, STRIPED, AR, UNIFORM, kBlock>, kBlock, 0) != cudaSuccess ||
+                    &b, cudak::pairhmm_kernel<T, P, K, STRIPED, AR, TR, kBlock>, kBlock, 0) != cudaSuccess ||
                 b < 1) {
                 cudaGetLastError();
                 b = 1;
@@ -154,7 +154,7 @@ struct Kern {
     // Groups a persistent launch uses (striped kernels need one scratch slot each).
     static int persistent_blocks() { return max_blocks_per_sm() * g_num_sms; }
     static int launch(const KernelArgs<T>& a, int blocks, cudaStream_t s) {
-        cudak::pairhmm_kernel<T, P, K, STRIPED, AR, UNIFORM, kBlock><<<blocks, kBlock, 0, s>>>(a);
+        cudak::pairhmm_kernel<T, P, K, STRIPED, AR, TR, kBlock><<<blocks, kBlock, 0, s>>>(a);
         return 0;
     }
 };
@@ -225,7 +225,7 @@ GapChoice make_gap_choice(int ins, int del, int gcp) {
     c.my = t.ph2pr[del];
     c.cc = t.ph2pr[gcp];
     c.gm = 1.0f - c.cc;
-    c.mm = t.match_to_match[std::max(ins, del) * (std::max(ins, del) + 1) / 2 + std::min(ins, del)];
+    c.mm = t.match_to_match[mm_index(ins, del)];
     // (see cudak::GapConsts) X' <= IC * mx * cc^-(B-1) / gm must stay below 2^126.
     const double cc = c.cc, B = cudak::kConstBlock;
     if (!(c.gm > 0.0f) || !(cc > 0.0) || c.mx * std::pow(cc, -(B - 1)) / c.gm > 64.0) return g;

@@ -338,11 +338,8 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         // rows need only e = 0 and cc = 1 to reproduce row 0: M = e*(...) = 0,
         // X = mx*0 + cc*0 = 0, Y = my*0 + 1*Y.)
         RowConsts<T> u{};
-        if (CONST) {  // (the host checked gm > 0)
-            u.mm = AR == kFactored ? a.gc.mmg : a.gc.mm;
-            u.gm = a.gc.gm;
-            u.mx = a.gc.mx;
-            u.my = a.gc.my;
+        if (CONST) {  // gm scales the emissions, cc the Y rows; lane_step_const reads the rest from a.gc
+            u.gm = a.gc.gm;  // (the host checked gm > 0)
             u.cc = a.gc.cc;
         } else if (UNIFORM) {
             u = row_consts<T, AR>(a, __ldg(rd), unfactorable);
