@@ -41,6 +41,9 @@ extern "C" {
 #define PYPHMM_E_NOMEM 2        /* host allocation failed */
 #define PYPHMM_E_UNAVAILABLE 3  /* the backend asked for is not usable here */
 #define PYPHMM_E_INTERNAL 4     /* a bug or an unexpected device failure */
+#define PYPHMM_E_UNSUPPORTED 5  /* valid input this entry point does not handle (the native
+                                   record reader's subset): use the general path */
+#define PYPHMM_E_IO 6           /* reading or writing a file failed; message names the file */
 
 /* ---- backends ---------------------------------------------------------- */
 #define PYPHMM_BACKEND_AUTO 0   /* CUDA when a usable GPU is present, else CPU */
