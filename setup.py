@@ -127,14 +127,15 @@ class NativeBuild:
 
     def sources(self):
         cc = glob.glob(os.path.join(NATIVE, "*.cc"))
-        cc += glob.glob(os.path.join(NATIVE, "common", "*.cc"))
-        cc += glob.glob(os.path.join(NATIVE, "cpu", "*.cc"))
-        if self.jni:
-            cc += glob.glob(os.path.join(NATIVE, "jni", "*.cc"))
+        for sub in ("common", "cpu", "dispatch") + (("jni",) if self.jni else ()):
+            cc += glob.glob(os.path.join(NATIVE, sub, "*.cc"))
         cuda_dir = os.path.join(NATIVE, "cuda")
+        absent = os.path.join(cuda_dir, "cuda_absent.cc")
         cu = glob.glob(os.path.join(cuda_dir, "*.cu")) if self.nvcc else []
-        if not cu:
-            cc.append(os.path.join(cuda_dir, "cuda_absent.cc"))
+        if cu:  # the CUDA backend's host-only files (planning) go through the host compiler
+            cc += [f for f in glob.glob(os.path.join(cuda_dir, "*.cc")) if f != absent]
+        else:
+            cc.append(absent)
         return sorted(cc), sorted(cu)
 
     def cxx_command(self, src, obj):

@@ -74,7 +74,17 @@ def stats_dict(stats) -> dict:
         "hybrid": bool(stats.hybrid),
         "hybrid_gpu_threads": stats.hybrid_gpu_threads,
         "hybrid_cpu_threads": stats.hybrid_cpu_threads,
+        # GPU work: the device, launch-constant pairs, and (timing=True) kernel
+        # and host-phase seconds
+        "device": stats.device,
+        "const_pairs": stats.const_pairs,
+        "kernel_seconds": stats.kernel_seconds,
+        "phase_seconds": dict(zip(PHASES, stats.phase_seconds)),
     }
+
+
+# pyphmm_stats.phase_seconds, in order.
+PHASES = ("setup", "pack", "enqueue", "wait", "copy_out")
 
 
 def info() -> dict:
@@ -107,6 +117,14 @@ def info() -> dict:
                         if i.gpu_min_cells_source == lib.PYPHMM_THRESHOLD_CALIBRATED else None),
         "hybrid": bool(i.hybrid),
         "hybrid_gpu_threads": i.hybrid_gpu_threads,
+        # sharing the GPU: devices calls may use, how this process's was
+        # chosen, other processes on it then, whether MPS serves this process
+        "usable_devices": i.usable_devices,
+        "device_pinned": bool(i.device_pinned),
+        "device_choice": s(i.device_choice) or None,
+        "gpu_other_processes": i.gpu_other_processes,
+        "mps": bool(i.mps),
+        "mps_pipe_dir": s(i.mps_pipe_dir) or None,
         "jni_compiled": bool(i.jni_compiled),
         "library": library_path(),
     }
@@ -114,3 +132,12 @@ def info() -> dict:
 
 def library_path() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libpyphmm.so")
+
+
+def config_text() -> str:
+    """The native library's PYPHMM_* environment variables: one line each
+    with the value in use, where it came from and what it does."""
+    n = lib.pyphmm_config_describe(ffi.NULL, 0)
+    buf = ffi.new("char[]", n + 1)
+    lib.pyphmm_config_describe(buf, n + 1)
+    return ffi.string(buf).decode("utf-8", "replace")

@@ -154,17 +154,35 @@ def cmd_info(args) -> int:
     if args.json:
         print(json.dumps(inf, indent=2))
         return 0
-    cuda = (f"CUDA on {inf['device_name']} (device {inf['device']})" if inf["cuda_usable"]
+    cuda = (f"CUDA on {inf['device_name']} (device {inf['device']}, {inf['device_choice']})" if inf["cuda_usable"]
             else f"no CUDA: {inf['cuda_status']}")
     print(f"pyphmm {inf['version']} (ABI {inf['abi_version']})")
     print(f"backends: {', '.join(inf['backends'])}")
     print(f"gpu: {cuda}")
+    if inf["cuda_usable"]:
+        print(f"gpu sharing: {_sharing_line(inf)}")
     print(f"cpu: {inf['cpu_threads']} threads, PairHMM kernel {inf['cpu_kernel']}")
     print(f"dispatch: {_threshold_line(inf)}")
     print(f"whole workloads: {_hybrid_line(inf)}")
     print(f"GKL JNI entry points: {'yes' if inf['jni_compiled'] else 'no (built without a JDK)'}")
     print(f"library: {inf['library']}")
+    if args.verbose:
+        print("environment (PYPHMM_*):")
+        print(_native.config_text(), end="")
     return 0
+
+
+def _sharing_line(inf) -> str:
+    """Several GPUs, other processes, MPS: what this process shares its GPU with."""
+    devices = (f"calls spread over {inf['usable_devices']} GPUs" if inf["usable_devices"] > 1 and not inf["device_pinned"]
+               else "one GPU")
+    others = inf["gpu_other_processes"]
+    if inf["mps"]:
+        mps = f"MPS serves this process (pipe directory {inf['mps_pipe_dir']})"
+    else:
+        mps = "no MPS" + ("" if others <= 0 else "; start it with `pyphmm mps start` for many processes per GPU")
+    seen = "unknown" if others < 0 else str(others)
+    return f"{devices}; other processes on device {inf['device']} at start: {seen}; {mps}"
 
 
 def build_parser(full: bool = True) -> argparse.ArgumentParser:
@@ -185,6 +203,7 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
 
     inf = sub.add_parser("info", help="version, backends, GPU")
     inf.add_argument("--json", action="store_true", help="machine-readable output")
+    inf.add_argument("--verbose", "-v", action="store_true", help="also list the PYPHMM_* environment variables")
     inf.set_defaults(func=cmd_info)
 
     if full:

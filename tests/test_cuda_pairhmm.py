@@ -414,7 +414,7 @@ print("RESULT", st["backend"], st["fell_back"], d)
 """
 
 
-@pytest.mark.parametrize("env", [{"PYPHMM_DEVICE": "99"}, {"PYPHMM_CUDA_INJECT_FAILURE": "1"}])
+@pytest.mark.parametrize("env", [{"PYPHMM_DEVICE": "99"}, {"PYPHMM_TEST_GPU_FAILURE": "always"}])
 def test_fallback_to_cpu(env):
     if GPU != "cuda":
         pytest.skip("GPU only")
@@ -426,5 +426,5 @@ def test_fallback_to_cpu(env):
     line = [x for x in p.stdout.splitlines() if x.startswith("RESULT")][0].split()
     assert line[1] == "cpu" and float(line[3]) == 0.0
     assert "pyphmm:" in p.stderr and ("CPU" in p.stderr), p.stderr
-    if "PYPHMM_CUDA_INJECT_FAILURE" in env:
+    if "PYPHMM_TEST_GPU_FAILURE" in env:
         assert line[2] == "True" and "GPU PairHMM failed" in p.stderr

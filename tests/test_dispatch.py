@@ -107,7 +107,8 @@ print("RESULT " + json.dumps(out))
 
 
 POLICY_ENV = ("PYPHMM_BACKEND", "PYPHMM_HYBRID", "PYPHMM_HYBRID_GPU_THREADS", "PYPHMM_HYBRID_MIN_CPU_SHARE",
-              "PYPHMM_GPU_MIN_CELLS", "PYPHMM_TEST_FAKE_GPU", "PYPHMM_DEBUG_DISPATCH", "PYPHMM_CUDA_INJECT_FAILURE")
+              "PYPHMM_GPU_MIN_CELLS", "PYPHMM_TEST_FAKE_GPU", "PYPHMM_DEBUG_DISPATCH", "PYPHMM_TEST_GPU_FAILURE",
+              "PYPHMM_TEST_GPU_LOAD", "PYPHMM_DEVICE")
 
 
 def policy_env(env):
@@ -265,7 +266,8 @@ def test_cpu_backend_never_shares():
 def test_fake_gpu_fails_midway():
     """The GPU side fails after its first batch: one warning, the CPU
     finishes, every result is the CPU backend's."""
-    out, err = run_child("whole", {"PYPHMM_TEST_FAKE_GPU": "fail", "PYPHMM_GPU_MIN_CELLS": "0",
+    out, err = run_child("whole", {"PYPHMM_TEST_FAKE_GPU": "1", "PYPHMM_TEST_GPU_FAILURE": "alternate",
+                                   "PYPHMM_GPU_MIN_CELLS": "0",
                                    "PYPHMM_HYBRID_GPU_THREADS": "1", **ON}, threads=3)
     st = out["stats"]
     assert st["hybrid"] and st["fell_back"]
@@ -377,7 +379,7 @@ def test_gpu_hybrid_off_and_cuda_backend_are_gpu_only():
 
 @needs_gpu
 def test_gpu_hybrid_failure_falls_back():
-    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_CUDA_INJECT_FAILURE": "1", **ON})
+    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_TEST_GPU_FAILURE": "always", **ON})
     st = out["stats"]
     assert st["hybrid"] and st["fell_back"] and st["gpu_regions"] == 0 and st["cpu_regions"] == 40
     assert all(out["same_cpu"])

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "common/transitions.h"
+
 namespace pyphmm {
 
 // Base codes. The mapping mirrors GKL's: A, C, G, T, N are significant and
@@ -16,12 +18,6 @@ constexpr int kQualMask = 127;   // GKL masks every quality with & 127
 constexpr int kNumQuals = 128;
 constexpr int kMatchToMatchSize = kNumQuals * (kNumQuals + 1) / 2;
 
-// Index into the triangular match-to-match table, as GKL lays it out.
-inline int mm_index(int ins_qual, int del_qual) {
-    int lo = ins_qual < del_qual ? ins_qual : del_qual;
-    int hi = ins_qual < del_qual ? del_qual : ins_qual;
-    return hi * (hi + 1) / 2 + lo;
-}
 
 // Per-precision tables. float and double differ not only in width: GKL
 // builds the float match-to-match table with float Jacobian arithmetic, and
@@ -32,6 +28,10 @@ struct PairhmmTables {
     T match_to_match[kMatchToMatchSize];
     T initial_constant;            // 2^120 (float) or 2^1020 (double)
     T log10_initial_constant;
+
+    // The table view row_transitions reads.
+    T prob(int q) const { return ph2pr[q]; }
+    T mm_at(int index) const { return match_to_match[index]; }
 };
 
 const PairhmmTables<float>& tables_float();

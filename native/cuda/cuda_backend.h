@@ -1,34 +1,59 @@
-// The CUDA backend's entry points as the dispatcher sees them. Implemented in
-// native/cuda/*.cu when the build has nvcc, else by cuda_absent.cc.
+// The CUDA backend as the dispatcher's GPU facade (dispatch/gpu.cc) sees
+// it. Implemented in native/cuda/ when the build has nvcc, else by
+// cuda_absent.cc.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "pyphmm.h"
 
 namespace pyphmm {
 
-struct CudaProbe {
-    bool compiled = false;    // this build contains CUDA kernels
-    bool usable = false;      // a driver and a device answered
-    int device_count = 0;
-    int device = -1;          // the ordinal that will be used
+constexpr int kMaxCudaDevices = 64;
+
+struct CudaDeviceInfo {
     char name[256] = {0};
-    char status[256] = {0};   // human-readable reason / description
+    int major = 0, minor = 0;
+    int sms = 0;
+    size_t memory = 0;
+    char pci_bus_id[32] = {0};  // for NVML
+    bool eligible = false;      // compute capability 8.0 or newer
 };
 
-// Looks for a usable GPU once per process (later calls return the cached
-// answer); `device` < 0 selects PYPHMM_DEVICE or 0.
+// What the driver says about the visible devices (CUDA_VISIBLE_DEVICES
+// applies), without creating a context.
+struct CudaProbe {
+    bool compiled = false;      // this build contains CUDA kernels
+    bool driver = false;        // a driver answered
+    int device_count = 0;
+    int eligible_count = 0;
+    CudaDeviceInfo device[kMaxCudaDevices];
+    char status[256] = {0};     // why no device is eligible, or a summary
+};
 const CudaProbe& cuda_probe();
 
-// Same contract as cpu_pairhmm. Returns PYPHMM_OK or an error (device
-// failure, out of device memory); the dispatcher then falls back to the CPU.
-int cuda_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
-                 bool double_precision, pyphmm_stats* stats, pyphmm_error* error);
+// Creates device d's context and checks that this build has a kernel image
+// for it, once per process (later calls return the first answer).
+int cuda_device_init(int device, pyphmm_error* error);
 
-// Smith-Waterman on the GPU (sw_cuda.cu): same contract as cpu_sw_align for a
-// batch validated by check_sw_batch. Returns PYPHMM_OK or an error (device
-// failure, out of device memory); the dispatcher then falls back to the CPU.
-int cuda_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
+// Same contract as cpu_pairhmm, on device `device` (initialised). `timing`
+// fills the stats' kernel and host-phase times. Returns PYPHMM_OK or an
+// error (device failure, out of device memory); the dispatcher then falls
+// back to the CPU.
+int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out,
+                 bool double_precision, bool timing, pyphmm_stats* stats, pyphmm_error* error);
+
+// Smith-Waterman on device `device`: same contract as cpu_sw_align for a
+// batch validated by check_sw_batch.
+int cuda_sw_align(int device, const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
                   int32_t* alignment_offsets, pyphmm_stats* stats, pyphmm_error* error);
+
+// Compute processes other than this one that use device d, from NVML
+// (-1 when NVML is unavailable or does not know).
+int cuda_other_processes(int device);
+
+// Whether this process's GPU work goes through an MPS server; pipe_dir
+// receives the MPS pipe directory in use (or the one that would be).
+bool cuda_mps_active(char* pipe_dir, size_t capacity);
 
 }  // namespace pyphmm

@@ -25,45 +25,35 @@
 // in a per-group scratch slot and lane 0 of the next stripe reads it back.
 //
 // Float arithmetic (the AR template parameter; PYPHMM_CUDA_ARITH picks):
-//  exact (kExact): GKL's operation order, every product and sum rounded on
+//  exact (Arith::kExact): GKL's operation order, every product and sum rounded on
 //    its own (__fmul_rn/__fadd_rn, so nvcc cannot contract), the same
 //    roundings as the CPU backend:
 //      M = e * ((mm*M' + gm*X') + gm*Y'),  X = mx*M^ + xx*X^,  Y = my*M< + yy*Y<
-//  fast (default) uses, for reads of up to 160 rows (kFactored),
+//  fast (default) uses, for reads of up to kFactoredMaxRows rows (kFactored),
 //      M = (e*gm) * ((mm/gm)*M' + (X' + Y'))   with fused multiply-adds,
 //    9 instead of 12 floating-point instructions per cell; and for longer
 //    reads GKL's order with fused multiply-adds (kFma). The factored
 //    constants are rounded once per row, an error that grows with the read
-//    length (measured vs the CPU: 3.8e-6 up to 96 rows, 7.6e-6 up to 256,
-//    1.5e-5 up to 512), hence the 160-row limit.
+//    length (docs/PERFORMANCE.md has the measurements), hence the row limit.
 // The double pass always uses the exact arithmetic.
 //
 // Transition constants (the TR template parameter, fast arithmetic only):
-// per read row from the tables (kRowTr); once per pair when the read has
-// one insertion/deletion/gap-continuation quality triple (kUniformTr); or
-// once per launch for the reads of the call's chosen triple (kConstTr, GATK's
+// per read row from the tables (Tr::kRow); once per pair when the read has
+// one insertion/deletion/gap-continuation quality triple (Tr::kUniform); or
+// once per launch for the reads of the call's chosen triple (Tr::kConst, GATK's
 // usual data: every read at 45/45/10), which reads them from the constant
 // bank and keeps X scaled so that its recurrence is one FFMA (GapConsts).
 #pragma once
 #include <cstdint>
+#include <utility>
 
 #include <cuda_runtime.h>
 
+#include "common/transitions.h"
+#include "cuda/pairhmm_layout.h"
+
 namespace pyphmm {
 namespace cudak {
-
-// One pair, in the order the kernels process them (sorted by bin).
-struct PairDesc {
-    uint32_t roff;   // first element of the read in the packed read array
-    uint32_t hoff;   // first byte of the haplotype in the packed hap array (4-aligned)
-    int32_t m;       // read length
-    int32_t n;       // haplotype length
-    int32_t out;     // index of the result in this chunk's output
-};
-
-// Packed read element (built on the host by pack_read_elems): bits 0-3 base
-// mask (A=1 C=2 G=4 T=8 N=15), then four 7-bit fields: base quality << 4,
-// insertion << 11, deletion << 18, gap continuation << 25.
 
 template <typename T>
 struct DevTables {
@@ -71,42 +61,16 @@ struct DevTables {
     const T* mm;               // GKL's triangular match-to-match table
     T ic;                      // INITIAL_CONSTANT
     T log10_ic;                // log10(INITIAL_CONSTANT), as the host computed it
-};
 
-// Transition constants of a launch whose reads all carry one insertion,
-// deletion and gap-continuation quality (the TR == kConstTr kernels; the
-// host picks the triple, see pairhmm_cuda.cu). Kernel parameters live in the
-// constant bank, which FFMA/FMUL read as an operand: none of these costs a
-// register.
-// These kernels keep X (insertion) scaled within blocks of kConstBlock rows
-// of a lane: X' = X * cc^-r at block row r, which turns X's recurrence,
-// X_k = mx*M_{k-1} + cc*X_{k-1}, into X'_k = xs[r]*M_{k-1} + X'_{k-1}: one
-// FFMA per cell instead of FMUL + FFMA (a block's first row keeps the
-// two). M reads X back through pw[r] folded into an FFMA it already had.
-// cc is small (0.1 at GATK's gap-continuation quality 10), so X' grows by
-// up to cc^-(kConstBlock-1); the host takes a triple only while
-// mx * cc^-(kConstBlock-1) / gm <= 64, which keeps X' below 2^126 (every
-// value of the matrices is at most INITIAL_CONSTANT = 2^120, and
-// X <= mx/gm * max M).
-constexpr int kConstBlock = 4;
-struct GapConsts {
-    float mx, my, cc, gm;
-    float mm;                  // match-to-match
-    float mmg;                 // mm / gm (factored arithmetic)
-    float pw[kConstBlock + 1];   // cc^i
-    float gpw[kConstBlock + 1];  // gm * cc^i (GKL-order arithmetic)
-    float xs[kConstBlock];       // mx * cc^-i
+    // The table view row_transitions reads (through the read-only cache).
+    __device__ __forceinline__ T prob(int q) const { return __ldg(ph2pr + q); }
+    __device__ __forceinline__ T mm_at(int index) const { return __ldg(mm + index); }
 };
-
-// How the kernels get a pair's transition constants.
-constexpr int kRowTr = 0;      // per read row, from the tables
-constexpr int kUniformTr = 1;  // once per pair (one quality triple for the whole read)
-constexpr int kConstTr = 2;    // once per launch (GapConsts), X kept scaled
 
 // Kernel arguments shared by every instantiation.
 template <typename T>
 struct KernelArgs {
-    const PairDesc* pairs;     // all pairs of the chunk, sorted by bin
+    const PairDesc* pairs;     // all pairs of the chunk, sorted by pass and bin
     int first;                 // first pair of this launch (when index == nullptr)
     int count;                 // number of pairs (when count_ptr == nullptr)
     const int* count_ptr;      // device count (double pass)
@@ -120,19 +84,14 @@ struct KernelArgs {
     int* header_count;         // double pass: copies *count_ptr here for the host
     T* scratch;                // striped: 3 * scratch_stride values per group
     int scratch_stride;
-    GapConsts gc;              // kConstTr launches
+    GapConsts gc;              // Tr::kConst launches
 };
 
-// Float arithmetics of the kernels (see the header comment).
-constexpr int kExact = 0;     // GKL's operation order, no contraction
-constexpr int kFma = 1;       // GKL's order with fused multiply-adds
-constexpr int kFactored = 2;  // FMAs and gm factored out of M's sum
-
 template <typename T, bool FMA>
-struct Arith;
+struct Ops;
 
 template <>
-struct Arith<float, false> {
+struct Ops<float, false> {
     static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
     // a*b + acc, product rounded first
     static __device__ __forceinline__ float madd(float a, float b, float acc) {
@@ -140,12 +99,12 @@ struct Arith<float, false> {
     }
 };
 template <>
-struct Arith<float, true> {
+struct Ops<float, true> {
     static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
     static __device__ __forceinline__ float madd(float a, float b, float acc) { return __fmaf_rn(a, b, acc); }
 };
 template <>
-struct Arith<double, false> {
+struct Ops<double, false> {
     static __device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
     static __device__ __forceinline__ double madd(double a, double b, double acc) {
         return __dadd_rn(__dmul_rn(a, b), acc);
@@ -169,13 +128,13 @@ __device__ __forceinline__ double tdiv<double>(double a, double b) { return __dd
 // rows at column j-1, `n*` receive column j; (dM,dX,dY) is the row above at
 // column j-1 and (uM,uX) at column j. Callers alternate two register sets
 // for o/n (and for d/u), so no value is ever copied between steps.
-template <typename T, int K, int AR, bool ETAB>
+template <typename T, int K, Arith AR, bool ETAB>
 __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], const T (&mx)[K], const T (&my)[K],
                                           const T (&cc)[K], const T (&em)[K], const T (&ex)[K], const T (&ev)[K],
                                           const uint32_t (&rmask)[(K + 7) / 8], uint32_t h, T dM, T dX, T dY,
                                           T uM, T uX, const T (&oM)[K], const T (&oX)[K], const T (&oY)[K],
                                           T (&nM)[K], T (&nX)[K], T (&nY)[K]) {
-    typedef Arith<T, (AR >= kFma)> A;
+    typedef Ops<T, (AR >= Arith::kFma)> A;
     const uint32_t hrep = h * 0x11111111u;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -183,7 +142,7 @@ __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], co
         const T am = k == 0 ? uM : nM[k - 1], ax = k == 0 ? uX : nX[k - 1];
         const bool match = (rmask[k / 8] & hrep & (0xfu << (4 * (k % 8)))) != 0u;
         const T e = ETAB ? ev[k] : match ? em[k] : ex[k];
-        if (AR == kFactored)  // (see row_consts): mm = mm/gm, em/ex = e*gm
+        if (AR == Arith::kFactored)  // (see row_consts): mm = mm/gm, em/ex = e*gm
             nM[k] = A::mul(e, A::madd(mm[k], pm, px + py));
         else
             nM[k] = A::mul(e, A::madd(gm[k], py, A::madd(mm[k], pm, A::mul(gm[k], px))));
@@ -192,10 +151,10 @@ __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], co
     }
 }
 
-// lane_step of the kConstTr kernels (float, fused arithmetic, emission
+// lane_step of the Tr::kConst kernels (float, fused arithmetic, emission
 // tables): X held as X' = X * cc^-(k % kConstBlock) (see GapConsts); the
 // lane above's last row (k == 0's diagonal and up values) has r = (K-1) % B.
-template <int K, int AR>
+template <int K, Arith AR>
 __device__ __forceinline__ void lane_step_const(const GapConsts& g, const float (&cc)[K], const float (&ev)[K],
                                                 float dM, float dX, float dY, float uM, float uX,
                                                 const float (&oM)[K], const float (&oX)[K], const float (&oY)[K],
@@ -206,7 +165,7 @@ __device__ __forceinline__ void lane_step_const(const GapConsts& g, const float 
         const float pm = k == 0 ? dM : oM[k - 1], px = k == 0 ? dX : oX[k - 1], py = k == 0 ? dY : oY[k - 1];
         const float am = k == 0 ? uM : nM[k - 1], ax = k == 0 ? uX : nX[k - 1];
         const int r_above = (k == 0 ? K - 1 : k - 1) % B;  // block row of px and ax: X = X' * cc^r_above
-        if (AR == kFactored)  // ev = e*gm: M = e*gm*((mm/gm)*M + X + Y)
+        if (AR == Arith::kFactored)  // ev = e*gm: M = e*gm*((mm/gm)*M + X + Y)
             nM[k] = __fmul_rn(ev[k], __fmaf_rn(g.mmg, pm, __fmaf_rn(g.pw[r_above], px, py)));
         else  // GKL's order: e*((mm*M + gm*X) + gm*Y)
             nM[k] = __fmul_rn(ev[k], __fmaf_rn(g.gm, py, __fmaf_rn(g.mm, pm, __fmul_rn(g.gpw[r_above], px))));
@@ -218,27 +177,14 @@ __device__ __forceinline__ void lane_step_const(const GapConsts& g, const float 
     }
 }
 
-// Transition constants of one read row (GKL's tables).
-template <typename T>
-struct RowConsts {
-    T mm, gm, mx, my, cc;
-};
-
-// kFactored: gm is factored out of M's sum: e*(mm*M + gm*X + gm*Y) =
-// (e*gm) * ((mm/gm)*M + (X + Y)), so mm holds mm/gm and the caller scales the
-// emissions by gm. gm == 0 (gap-continuation quality 0) cannot be factored:
-// such a row sets `unfactorable` and the pair is redone in double.
-template <typename T, int AR>
-__device__ __forceinline__ RowConsts<T> row_consts(const KernelArgs<T>& a, uint32_t e, bool& unfactorable) {
-    const int ins = (e >> 11) & 127, del = (e >> 18) & 127, c = e >> 25;
-    const int lo = ins < del ? ins : del, hi = ins < del ? del : ins;
-    RowConsts<T> r;
-    r.mm = __ldg(a.tab.mm + hi * (hi + 1) / 2 + lo);
-    r.cc = __ldg(a.tab.ph2pr + c);
-    r.gm = T(1) - r.cc;
-    r.mx = __ldg(a.tab.ph2pr + ins);
-    r.my = __ldg(a.tab.ph2pr + del);
-    if (AR == kFactored) {
+// Arith::kFactored: gm is factored out of M's sum: e*(mm*M + gm*X + gm*Y)
+// = (e*gm) * ((mm/gm)*M + (X + Y)), so mm holds mm/gm and the caller scales
+// the emissions by gm. gm == 0 (gap-continuation quality 0) cannot be
+// factored: such a row sets `unfactorable` and the pair is redone in double.
+template <typename T, Arith AR>
+__device__ __forceinline__ RowTransitions<T> row_consts(const KernelArgs<T>& a, uint32_t e, bool& unfactorable) {
+    RowTransitions<T> r = row_transitions<T>(a.tab, (e >> 11) & 127, (e >> 18) & 127, e >> 25);
+    if (AR == Arith::kFactored) {
         if (r.gm == T(0)) {
             unfactorable = true;
             r.mm = T(0);
@@ -304,13 +250,13 @@ __device__ __forceinline__ void etab_load(const float4* tab, int wl, uint32_t pl
 
 // The forward algorithm for one pair by one group. Returns the raw sum
 // (meaningful in lane P-1 only).
-template <typename T, int P, int K, bool STRIPED, int AR, int TR, bool ETAB>
+template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, bool ETAB>
 __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min,
                                           int steps, int t, T* scratch, float4* etab, bool& unfactorable) {
     static_assert(!ETAB || (!STRIPED && sizeof(T) == 4), "emission tables: float kernels without stripes");
     static_assert(!STRIPED || P == 32, "striped kernels use one group per warp");
-    static_assert(TR != kConstTr || (ETAB && AR >= kFma), "constant transitions: fused float kernels with tables");
-    constexpr bool UNIFORM = TR != kRowTr, CONST = TR == kConstTr;
+    static_assert(TR != Tr::kConst || (ETAB && AR >= Arith::kFma), "constant transitions: fused float kernels with tables");
+    constexpr bool UNIFORM = TR != Tr::kRow, CONST = TR == Tr::kConst;
     constexpr unsigned gmask = 0xffffffffu;  // every lane of the warp runs the same steps
     constexpr int R = P * K;
     constexpr int NMASKW = (K + 7) / 8;  // read base masks, 8 rows (nibbles) per word
@@ -337,7 +283,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         // one register, so only the emissions and cc stay per row. (Padding
         // rows need only e = 0 and cc = 1 to reproduce row 0: M = e*(...) = 0,
         // X = mx*0 + cc*0 = 0, Y = my*0 + 1*Y.)
-        RowConsts<T> u{};
+        RowTransitions<T> u{};
         if (CONST) {  // gm scales the emissions, cc the Y rows; lane_step_const reads the rest from a.gc
             u.gm = a.gc.gm;  // (the host checked gm > 0)
             u.cc = a.gc.cc;
@@ -361,7 +307,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
                 Ya[k] = ic_n;
             } else {
                 const uint32_t e = __ldg(rd + row);
-                const RowConsts<T> c = UNIFORM ? u : row_consts<T, AR>(a, e, unfactorable);
+                const RowTransitions<T> c = UNIFORM ? u : row_consts<T, AR>(a, e, unfactorable);
                 if (!UNIFORM) {
                     mm[k] = c.mm;
                     gm[k] = c.gm;
@@ -372,7 +318,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
                 const T err = __ldg(a.tab.ph2pr + ((e >> 4) & 127));
                 em[k] = T(1) - err;
                 ex[k] = tdiv<T>(err, T(3));
-                if (AR == kFactored) {  // e*gm (see row_consts)
+                if (AR == Arith::kFactored) {  // e*gm (see row_consts)
                     em[k] = em[k] * c.gm;
                     ex[k] = ex[k] * c.gm;
                 }
@@ -501,7 +447,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         if (STRIPED) __syncwarp();
     }
     // A pair is unfactorable if any lane of its group found a gm == 0 row.
-    if (AR == kFactored) {
+    if (AR == Arith::kFactored) {
         const unsigned lanes = __ballot_sync(gmask, unfactorable);
         const unsigned group = P == 32 ? 0xffffffffu : ((1u << P) - 1u) << ((threadIdx.x & 31) & ~(P - 1));
         unfactorable = (lanes & group) != 0u;
@@ -539,7 +485,7 @@ __device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a
 // listed ones), `nblocks` blocks of which this is block `block`. Groups of a
 // warp take consecutive pairs and run the warp's longest step count, so all
 // shuffles are full-warp and converged.
-template <typename T, int P, int K, bool STRIPED, int AR, int TR, int BLOCK>
+template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, int BLOCK>
 __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int nblocks, float4* etab_block) {
     constexpr bool ETAB = !STRIPED && sizeof(T) == 4;
     float4* etab = ETAB ? etab_block + (threadIdx.x >> 5) * etab_warp_float4s<K>() : nullptr;
@@ -574,12 +520,12 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
 #ifndef PYPHMM_UNIFORM_MIN_BLOCKS
 #define PYPHMM_UNIFORM_MIN_BLOCKS 4
 #endif
-template <int TR, int K>
+template <Tr TR, int K>
 constexpr int min_blocks() {
-    return TR != kRowTr ? (K <= 10 ? PYPHMM_UNIFORM_MIN_BLOCKS : 3) : 1;
+    return TR != Tr::kRow ? (K <= 10 ? PYPHMM_UNIFORM_MIN_BLOCKS : 3) : 1;
 }
 
-template <typename T, int P, int K, bool STRIPED, int AR, int TR, int BLOCK>
+template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (min_blocks<TR, K>())) pairhmm_kernel(KernelArgs<T> a) {
     constexpr bool ETAB = !STRIPED && sizeof(T) == 4;
     __shared__ float4 etab[ETAB ? (BLOCK / 32) * etab_warp_float4s<K>() : 1];
@@ -587,51 +533,62 @@ __global__ void __launch_bounds__(BLOCK, (min_blocks<TR, K>())) pairhmm_kernel(K
 }
 
 // Several short-read bins in ONE launch: block ranges map to bins, so bins
-// run side by side (no per-bin tail, one launch per call for typical regions).
-constexpr int kMaxFused = 8;
-constexpr int kLatencyBin = 16;  // plan.bin of bin b's latency variant: kLatencyBin + b
+// run side by side (no per-bin tail, one launch per call for typical
+// regions). plan.bin[i] is a float bin below kNumFusedBins, or
+// kLatencyBin + K for a latency variant with K rows per lane (a whole warp
+// per pair: a call too small to fill the GPU finishes in fewer steps per
+// lane; bins of equal latency_k share it).
+constexpr int kLatencyBin = 16;
+static_assert(kNumFusedBins <= kLatencyBin, "latency bin codes follow the fused bins");
+constexpr int kMaxLatencyK = latency_k(kNumLatencyBins - 1);
+static_assert(kFloatBins[kNumLatencyBins - 1].max_rows <= kFactoredMaxRows,
+              "latency variants share one arithmetic (see run_latency)");
 struct FusedPlan {
     int nb;
-    int block_start[kMaxFused + 1];
-    int bin[kMaxFused];
-    int first[kMaxFused];
-    int count[kMaxFused];
+    int block_start[kNumFusedBins + 1];
+    int bin[kNumFusedBins];
+    int first[kNumFusedBins];
+    int count[kNumFusedBins];
 };
 
-// The float bins with K <= 10; bin numbers are the host's kFloatBinSpec indices.
-template <bool FAST, int TR, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, (min_blocks<TR, 10>())) pairhmm_fused_kernel(KernelArgs<float> a,
-                                                                                         FusedPlan plan) {
-    __shared__ float4 etab[(BLOCK / 32) * etab_warp_float4s<10>()];  // the largest K of these bins
+// Runs plan code `code`: fused bin b (code b) with the table's P, K and
+// arithmetic, or the latency variant with K rows per lane (code
+// kLatencyBin + K). A switch (one jump table) keeps the kernel's register
+// allocation as low as hand-written cases: an if-chain over the codes costs
+// registers in the kConst kernels, which run at the 128-register cap.
+template <bool FAST, Tr TR, int BLOCK>
+__device__ __forceinline__ void run_fused(int code, const KernelArgs<float>& a, int block, int nblocks,
+                                          float4* etab) {
+#define PYPHMM_FUSED(b)                                                                                         \
+    case b:                                                                                                     \
+        run_bin<float, kFloatBins[b].P, kFloatBins[b].K, false, float_arith(FAST, kFloatBins[b].max_rows), TR, \
+                BLOCK>(a, block, nblocks, etab);                                                                \
+        break;
+#define PYPHMM_LATENCY(K)                                                                                         \
+    case kLatencyBin + K:                                                                                         \
+        run_bin<float, 32, K, false, float_arith(FAST, kFloatBins[0].max_rows), TR, BLOCK>(a, block, nblocks, etab); \
+        break;
+    static_assert(kNumFusedBins == 7 && kMaxLatencyK == 5, "one case per fused bin and latency K below");
+    switch (code) {
+        PYPHMM_FUSED(0) PYPHMM_FUSED(1) PYPHMM_FUSED(2) PYPHMM_FUSED(3) PYPHMM_FUSED(4) PYPHMM_FUSED(5) PYPHMM_FUSED(6)
+        PYPHMM_LATENCY(1) PYPHMM_LATENCY(2) PYPHMM_LATENCY(3) PYPHMM_LATENCY(4) PYPHMM_LATENCY(5)
+        default: break;
+    }
+#undef PYPHMM_FUSED
+#undef PYPHMM_LATENCY
+}
+
+template <bool FAST, Tr TR, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, (min_blocks<TR, kMaxFusedK>())) pairhmm_fused_kernel(KernelArgs<float> a,
+                                                                                                FusedPlan plan) {
+    __shared__ float4 etab[(BLOCK / 32) * etab_warp_float4s<kMaxFusedK>()];  // the largest K of these bins
     int i = 0;
     while (i + 1 < plan.nb && static_cast<int>(blockIdx.x) >= plan.block_start[i + 1]) ++i;
     a.first = plan.first[i];
     a.count = plan.count[i];
     const int block = blockIdx.x - plan.block_start[i];
     const int nblocks = plan.block_start[i + 1] - plan.block_start[i];
-    // fast: factored arithmetic up to 160 rows, where its rounded constants
-    // stay far inside GKL's 1e-5 (their error grows with the read length);
-    // FMAs in GKL's order beyond.
-    constexpr int F = FAST ? kFactored : kExact, L = FAST ? kFma : kExact;
-    switch (plan.bin[i]) {
-        case 0: run_bin<float, 4, 4, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
-        case 1: run_bin<float, 4, 8, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
-        case 2: run_bin<float, 8, 8, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
-        case 3: run_bin<float, 16, 6, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
-        case 4: run_bin<float, 16, 8, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
-        case 5: run_bin<float, 16, 10, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
-        case 6: run_bin<float, 32, 8, false, L, TR, BLOCK>(a, block, nblocks, etab); break;
-        // Latency variants of bins 0..5 (kLatencyBin + b): whole warps per
-        // pair, so a call too small to fill the GPU finishes in fewer steps
-        // per lane (see launch_float).
-        case kLatencyBin + 0:
-        case kLatencyBin + 1: run_bin<float, 32, 1, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
-        case kLatencyBin + 2: run_bin<float, 32, 2, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
-        case kLatencyBin + 3: run_bin<float, 32, 3, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
-        case kLatencyBin + 4: run_bin<float, 32, 4, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
-        case kLatencyBin + 5: run_bin<float, 32, 5, false, F, TR, BLOCK>(a, block, nblocks, etab); break;
-        default: break;
-    }
+    run_fused<FAST, TR, BLOCK>(plan.bin[i], a, block, nblocks, etab);
 }
 
 }  // namespace cudak

@@ -33,7 +33,7 @@ extern "C" {
 
 /* CDEF-BEGIN */
 
-#define PYPHMM_ABI_VERSION 2   /* 2: options.hybrid, stats split by side, info dispatch fields */
+#define PYPHMM_ABI_VERSION 3   /* 3: options.device honoured + flags, stats GPU timing, info GPU sharing, config */
 
 /* ---- status codes ------------------------------------------------------ */
 #define PYPHMM_OK 0
@@ -55,13 +55,24 @@ typedef struct pyphmm_error {
     char message[512];          /* NUL-terminated, empty on success */
 } pyphmm_error;
 
+/* Initialise with PYPHMM_OPTIONS_INIT (C; see below the CDEF block) or set
+ * every field: a zeroed struct pins device 0. */
 typedef struct pyphmm_options {
     int32_t backend;            /* PYPHMM_BACKEND_*; env PYPHMM_BACKEND overrides AUTO */
     int32_t threads;            /* CPU threads; <= 0 means all available cores */
     int32_t double_precision;   /* PairHMM: 1 = every pair in double */
-    int32_t device;             /* CUDA device ordinal; < 0 = PYPHMM_DEVICE or 0 */
+    int32_t device;             /* CUDA device ordinal of this call, or PYPHMM_DEVICE_AUTO */
     int32_t hybrid;             /* PairHMM whole workloads: PYPHMM_HYBRID_* */
+    int32_t flags;              /* PYPHMM_FLAG_* */
 } pyphmm_options;
+
+/* options.device: PYPHMM_DEVICE_AUTO lets pyphmm choose (PYPHMM_DEVICE if
+ * set, else the process's GPU, calls of several threads spread over every
+ * usable GPU); N >= 0 runs the call on CUDA device N (after
+ * CUDA_VISIBLE_DEVICES), PYPHMM_E_INVALID if there is none such. */
+#define PYPHMM_DEVICE_AUTO -1
+/* options.flags */
+#define PYPHMM_FLAG_TIMING 1    /* fill the stats' GPU kernel and host-phase times (costs a few us) */
 
 /* Whole-workload scheduling of a PairHMM call with several regions under
  * AUTO: GPU and CPU threads share the regions (GPU the largest, CPU the
@@ -89,6 +100,11 @@ typedef struct pyphmm_stats {
     int32_t hybrid;             /* 1 if GPU and CPU threads shared the regions */
     int32_t hybrid_gpu_threads; /* threads driving the GPU in that mode */
     int32_t hybrid_cpu_threads; /* CPU worker threads in that mode */
+    /* GPU work of the call (CUDA backend) */
+    int32_t device;             /* CUDA device that ran the GPU part, -1 if none */
+    int64_t const_pairs;        /* pairs in the kernels with the call's quality triple as constants */
+    double kernel_seconds;      /* PYPHMM_FLAG_TIMING: time at least one kernel was running */
+    double phase_seconds[5];    /* PYPHMM_FLAG_TIMING: host time in setup, pack, enqueue, wait, copy-out */
 } pyphmm_stats;
 
 /* ---- PairHMM -----------------------------------------------------------
@@ -228,6 +244,14 @@ typedef struct pyphmm_info {
     double calib_cpu_gcups;     /* calibration: CPU cells/s at cpu_threads threads, / 1e9 */
     int32_t hybrid;             /* 1 if whole-workload calls under AUTO share GPU and CPU */
     int32_t hybrid_gpu_threads; /* threads that drive the GPU in that mode */
+    /* GPU sharing (several threads, processes or GPUs) */
+    int32_t usable_devices;     /* GPUs AUTO calls may use */
+    int32_t device_pinned;      /* 1 if PYPHMM_DEVICE pins every call to `device` */
+    char device_choice[128];    /* how `device` was chosen */
+    int32_t mps;                /* 1 if an MPS server serves this process's GPU work */
+    int32_t gpu_other_processes;/* other processes on `device` when it was chosen, -1 unknown */
+    char mps_pipe_dir[256];     /* MPS pipe directory in use (or the default one) */
+    int32_t backend_env;        /* PYPHMM_BACKEND as a PYPHMM_BACKEND_* code (AUTO when unset) */
 } pyphmm_info;
 
 /* Where info.gpu_min_cells comes from. */
@@ -237,7 +261,24 @@ typedef struct pyphmm_info {
 
 void pyphmm_get_info(pyphmm_info *info);
 
+/* The GPU threshold (cells) of a PairHMM call under AUTO with `threads` CPU
+ * threads (<= 0: all cores), as info.gpu_min_cells is for cpu_threads;
+ * *source (may be NULL) receives PYPHMM_THRESHOLD_*. */
+int64_t pyphmm_gpu_min_cells(int32_t threads, int32_t *source);
+
+/* ---- configuration -------------------------------------------------------
+ * Writes one line per PYPHMM_* environment variable the library reads
+ * (name, value, source, meaning) into buf, NUL-terminated and truncated to
+ * capacity; returns the length of the whole text. */
+int64_t pyphmm_config_describe(char *buf, int64_t capacity);
+/* Parses the environment again (for tests). Decisions taken once per
+ * process (GPU probe and choice, calibration, CPU kernel) stay as taken. */
+void pyphmm_config_reload(void);
+
 /* CDEF-END */
+
+/* C callers: pyphmm_options opts = PYPHMM_OPTIONS_INIT; */
+#define PYPHMM_OPTIONS_INIT {PYPHMM_BACKEND_AUTO, 0, 0, PYPHMM_DEVICE_AUTO, PYPHMM_HYBRID_DEFAULT, 0}
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

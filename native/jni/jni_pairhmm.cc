@@ -141,12 +141,9 @@ void run_packed(JNIEnv* env, jint n_reads, jint n_haps, const int64_t* read_off,
     region.read_offsets = read_off;
     region.hap_bases = section[5];
     region.hap_offsets = hap_off;
-    pyphmm_options opts;
-    opts.backend = PYPHMM_BACKEND_AUTO;
+    pyphmm_options opts = PYPHMM_OPTIONS_INIT;  // one region per call: never shared
     opts.threads = g_threads.load(std::memory_order_relaxed);
     opts.double_precision = g_double.load(std::memory_order_relaxed) ? 1 : 0;
-    opts.device = -1;
-    opts.hybrid = PYPHMM_HYBRID_DEFAULT;  // one region per call: never shared
     pyphmm_error err;
     Clock::time_point t1 = timed ? Clock::now() : Clock::time_point();
     int rc = pyphmm_pairhmm(&region, 1, results, &opts, nullptr, &err);

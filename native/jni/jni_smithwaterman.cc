@@ -116,7 +116,7 @@ JNIEXPORT jstring JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_py
     pyphmm_sw_batch batch = {1, seq, off, seq, off, &params, &strat, 0};
     char cigar[8];
     int32_t offset = 0;
-    pyphmm_options opts = {PYPHMM_BACKEND_CPU, 1, 0, -1, PYPHMM_HYBRID_DEFAULT};
+    pyphmm_options opts = {PYPHMM_BACKEND_CPU, 1, 0, PYPHMM_DEVICE_AUTO, PYPHMM_HYBRID_DEFAULT, 0};
     pyphmm_error err;
     int rc = pyphmm_sw_align(&batch, cigar, cigar_off, &offset, &opts, nullptr, &err);
     if (rc == PYPHMM_OK) return nullptr;

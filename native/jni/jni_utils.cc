@@ -6,7 +6,6 @@
 #include <cstring>
 #include <string>
 
-#include "dispatch.h"
 
 namespace pyphmm {
 namespace jni {
@@ -72,14 +71,13 @@ jstring info_line(JNIEnv* env, const char* what, int threads) {
     pyphmm_info info;
     pyphmm_get_info(&info);
     char line[768];
-    const char* forced = std::getenv("PYPHMM_BACKEND");
     // GKL's Smith-Waterman entry points align one pair per call, on the CPU.
-    bool cpu_only = !info.cuda_usable || (forced && !std::strcmp(forced, "cpu")) || std::strcmp(what, "PairHMM");
+    bool cpu_only = !info.cuda_usable || info.backend_env == PYPHMM_BACKEND_CPU || std::strcmp(what, "PairHMM");
     int cpu_threads = threads > 0 ? threads : info.cpu_threads;
     if (!cpu_only) {
         // The threshold of the calls this caller will make, at its thread count.
-        int source = PYPHMM_THRESHOLD_DEFAULT;
-        long long min_cells = (long long)pyphmm::gpu_min_cells(cpu_threads, &source);
+        int32_t source = PYPHMM_THRESHOLD_DEFAULT;
+        long long min_cells = (long long)pyphmm_gpu_min_cells(cpu_threads, &source);
         std::snprintf(line, sizeof(line),
                       "pyphmm %s: %s on CUDA (%s), CPU (%d thread%s, kernel %s) for regions under %lld cells (%s)",
                       info.version, what, info.device_name, cpu_threads, cpu_threads == 1 ? "" : "s",

@@ -21,9 +21,12 @@
 #include <mutex>
 #include <vector>
 
+#include "common/config.h"
 #include "common/thread_pool.h"
 #include "cpu/pairhmm_cpu.h"
-#include "dispatch.h"
+#include "dispatch/calibrate.h"
+#include "dispatch/gpu.h"
+#include "pyphmm.h"
 
 namespace pyphmm {
 
@@ -101,7 +104,7 @@ Calibration measure() {
     pyphmm_error err;
     err.message[0] = '\0';
     auto gpu = [&](const Probe& p) {
-        return gpu_pairhmm(&p.region, 1, out.data(), false, nullptr, &err) == PYPHMM_OK;
+        return gpu_pairhmm(&p.region, 1, out.data(), false, PYPHMM_DEVICE_AUTO, false, nullptr, &err) == PYPHMM_OK;
     };
     auto cpu = [&](const Probe& p) {
         return cpu_pairhmm(&p.region, 1, out.data(), c.cpu_threads, false, nullptr) == PYPHMM_OK;
@@ -138,7 +141,7 @@ Calibration measure() {
         c.min_cells = denom <= 0 ? kMaxCalibrated : clamp_cells(std::max(c.gpu_call_s / denom, 2.0 * last.cells));
     }
     c.ran = true;
-    if (debug_dispatch())
+    if (config::on(config::Knob::kDebugDispatch))
         std::fprintf(stderr,
                      "pyphmm: calibration: GPU call %.1f us + %.1f GCUPS, CPU %.2f GCUPS on %d threads at %lld "
                      "cells -> threshold %lld cells\n",
@@ -147,10 +150,8 @@ Calibration measure() {
     return c;
 }
 
-int64_t env_threshold() {
-    static const int64_t v = env_int("PYPHMM_GPU_MIN_CELLS", -1);
-    return v;
-}
+// PYPHMM_GPU_MIN_CELLS, or -1 when unset.
+int64_t env_threshold() { return config::get(config::Knob::kGpuMinCells); }
 
 }  // namespace
 

@@ -1,4 +1,6 @@
-// Validation of a Smith-Waterman batch and its output buffers, so the
+// The Smith-Waterman entry points: pyphmm_sw_align (batches, CPU or GPU),
+// pyphmm_sw_align_one (one pair on the calling thread) and the CIGAR
+// compaction, after validating the batch and its output buffers so the
 // kernels never see unchecked input. Every rejection names the pair.
 //
 // Accepted input (anything else is PYPHMM_E_INVALID):
@@ -13,18 +15,25 @@
 // - cigar_offsets: num_pairs + 1 non-decreasing entries; pair i may use
 //   [cigar_offsets[i], cigar_offsets[i+1]), which must hold at least
 //   2 * (len(ref) + len(alt)) + 1 bytes.
-#include <cstring>
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/errors.h"
-#include "dispatch.h"
+#include "cpu/sw_cpu.h"
+#include "dispatch/calibrate.h"
+#include "dispatch/gpu.h"
+#include "dispatch/policy.h"
 
 namespace pyphmm {
 
 namespace {
 
 constexpr int64_t kMaxParamTimesLength = int64_t(1) << 29;
+
+// Batches with fewer pairs than this stay on the CPU under AUTO whatever
+// their cell count: one warp per pair needs many pairs.
+constexpr int64_t kSwGpuMinPairs = 256;
 
 const char* strategy_ok(int s) {
     return (s == PYPHMM_SW_SOFTCLIP || s == PYPHMM_SW_INDEL || s == PYPHMM_SW_LEADING_INDEL ||
@@ -40,8 +49,6 @@ int64_t max_abs_param(const pyphmm_sw_params& p) {
     v = std::max<int64_t>(v, std::llabs(static_cast<int64_t>(p.gap_extend)));
     return v;
 }
-
-}  // namespace
 
 int check_sw_batch(const pyphmm_sw_batch* batch, const char* cigars, const int64_t* cigar_offsets,
                    const int32_t* alignment_offsets, pyphmm_error* err) {
@@ -99,7 +106,65 @@ int check_sw_batch(const pyphmm_sw_batch* batch, const char* cigars, const int64
     return PYPHMM_OK;
 }
 
+}  // namespace
+
 }  // namespace pyphmm
+
+using namespace pyphmm;
+
+extern "C" int pyphmm_sw_align(const pyphmm_sw_batch* batch, char* cigars, const int64_t* cigar_offsets,
+                               int32_t* alignment_offsets, const pyphmm_options* options, pyphmm_stats* stats,
+                               pyphmm_error* error) {
+    clear_error(error);
+    clear_stats(stats);
+    return guarded(error, [&]() -> int {
+        if (int rc = check_options(options, error)) return rc;
+        if (int rc = check_sw_batch(batch, cigars, cigar_offsets, alignment_offsets, error)) return rc;
+        if (batch->num_pairs == 0) return PYPHMM_OK;
+        int64_t cells = 0;
+        for (int64_t i = 0; i < batch->num_pairs; ++i)
+            cells += (batch->ref_offsets[i + 1] - batch->ref_offsets[i]) *
+                     (batch->alt_offsets[i + 1] - batch->alt_offsets[i]);
+        // Small batches never go to the GPU under AUTO (HaplotypeCaller's
+        // one-pair calls are latency-bound); large ones do.
+        const int backend = batch->num_pairs < kSwGpuMinPairs && requested_backend(options) == PYPHMM_BACKEND_AUTO
+                                ? PYPHMM_BACKEND_CPU
+                                : resolve_backend(options, cells, fixed_gpu_min_cells(), error);
+        if (backend < 0) return -backend;
+        auto cpu = [&] {
+            return cpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, default_threads(options), stats,
+                                error);
+        };
+        if (backend != PYPHMM_BACKEND_CUDA) return cpu();
+        return gpu_else_cpu("Smith-Waterman", stats,
+                            [&](pyphmm_error* e) {
+                                return gpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets,
+                                                    requested_device(options), stats, e);
+                            },
+                            cpu);
+    });
+}
+
+extern "C" int pyphmm_sw_align_one(const uint8_t* ref, int64_t ref_len, const uint8_t* alt, int64_t alt_len,
+                                   const pyphmm_sw_params* params, int32_t strategy, char* cigar,
+                                   int64_t cigar_capacity, int32_t* alignment_offset, pyphmm_error* error) {
+    clear_error(error);
+    return guarded(error, [&]() -> int {
+        // Range-check before narrowing to the batch's int8 code.
+        if (strategy < PYPHMM_SW_SOFTCLIP || strategy > PYPHMM_SW_IGNORE)
+            return set_error(error, PYPHMM_E_INVALID,
+                             "unknown overhang strategy code %d (SOFTCLIP=9, INDEL=10, LEADING_INDEL=11, IGNORE=12)",
+                             strategy);
+        if (!params) return set_error(error, PYPHMM_E_INVALID, "NULL params");
+        const int64_t ref_off[2] = {0, ref_len}, alt_off[2] = {0, alt_len}, cigar_off[2] = {0, cigar_capacity};
+        const int8_t strat = static_cast<int8_t>(strategy);
+        const pyphmm_sw_batch batch = {1, ref, ref_off, alt, alt_off, params, &strat, 0};
+        if (int rc = check_sw_batch(&batch, cigar, cigar_off, alignment_offset, error)) return rc;
+        *alignment_offset = sw_align_one(ref, static_cast<int>(ref_len), alt, static_cast<int>(alt_len), *params,
+                                         strategy, cigar);
+        return PYPHMM_OK;
+    });
+}
 
 extern "C" int64_t pyphmm_sw_compact_cigars(char* cigars, const int64_t* cigar_offsets, int64_t num_pairs) {
     // Slot i starts at or after byte `used`, so each move goes left (or

@@ -39,16 +39,18 @@
 #include <numeric>
 #include <vector>
 
+#include "common/config.h"
 #include "common/errors.h"
 #include "common/thread_pool.h"
 #include "cpu/pairhmm_cpu.h"
-#include "dispatch.h"
+#include "dispatch/gpu.h"
+#include "dispatch/hybrid.h"
+#include "dispatch/policy.h"
 
 namespace pyphmm {
 
 namespace {
 
-constexpr int kDefaultGpuThreads = 2;                // see the top of this file
 constexpr int64_t kCpuClaimCells = 2'000'000;        // ~1 ms on one core: small claims balance well
 constexpr int64_t kMinGpuBatch = 32'000'000;         // below this a GPU call is mostly fixed cost
 constexpr int64_t kMaxGpuBatch = 512'000'000;        // a few hundred us of kernels on an H100
@@ -56,18 +58,11 @@ constexpr int kBatchesPerDriverLeft = 4;             // batch = unclaimed / (4 x
 constexpr double kPriorGpuRate = 1e12;               // cells/s of a whole-workload GPU call, until measured
 constexpr double kPriorCpuThreadRate = 1e9;          // cells/s of one CPU thread, until measured
 constexpr int64_t kLearnMinCells = 100'000'000;      // a rate is learned from calls at least this large
-constexpr int64_t kDefaultMinCpuSharePct = 5;
 constexpr int64_t kMaxRegions = int64_t(1) << 32;    // each cursor is 32 bits
 
 using Clock = std::chrono::steady_clock;
 
-int env_hybrid() {
-    static const int v = static_cast<int>(env_int("PYPHMM_HYBRID", 0));  // off unless asked for (see README)
-    return v;
-}
-
-// Read at every call, like PYPHMM_HYBRID_GPU_THREADS (benchmarks compare).
-double min_cpu_share() { return env_int("PYPHMM_HYBRID_MIN_CPU_SHARE", kDefaultMinCpuSharePct) / 100.0; }
+double min_cpu_share() { return config::get(config::Knob::kHybridMinCpuShare) / 100.0; }
 
 // Bulk rates learned from this process's whole-workload calls (0: none yet).
 std::atomic<double> g_gpu_rate{0}, g_cpu_thread_rate{0};
@@ -124,6 +119,7 @@ struct Hybrid {
     const pyphmm_region* regions;
     double* out;
     bool dbl;
+    int32_t device;                  // the call's options.device
     int threads;                     // for the CPU recompute after a GPU failure
     int gpu_threads;
     int cpu_workers;
@@ -236,9 +232,7 @@ void cpu_worker(Hybrid& h) {
 // After a GPU failure: one warning per call, then the failed batch and all
 // that is unclaimed go to the CPU with every thread.
 void gpu_failed(Hybrid& h, int64_t first, int64_t last, const pyphmm_error& err) {
-    if (!h.gpu_failed.exchange(true))
-        std::fprintf(stderr, "pyphmm: warning: GPU PairHMM failed (%s); the CPU computes the remaining regions\n",
-                     err.message);
+    if (!h.gpu_failed.exchange(true)) report_gpu_failure("PairHMM", err, "the CPU computes the remaining regions");
     run_on_cpu(h, first, last, h.threads);
     int64_t a, b;
     if (h.cursors.take_small([](int64_t, int64_t hi) { return hi; }, &a, &b)) run_on_cpu(h, a, b, h.threads);
@@ -255,7 +249,7 @@ void gpu_driver(Hybrid& h) {
         pyphmm_error err;
         clear_error(&err);
         int rc = run_range(h, first, last, [&](const pyphmm_region* r, int64_t n, double* o) {
-            return gpu_pairhmm(r, n, o, h.dbl, &st, &err);
+            return gpu_pairhmm(r, n, o, h.dbl, h.device, false, &st, &err);
         });
         h.gpu_inflight -= cells;
         if (rc != PYPHMM_OK) {
@@ -277,7 +271,7 @@ void gpu_alone(Hybrid& h) {
     std::memset(&st, 0, sizeof(st));
     pyphmm_error err;
     clear_error(&err);
-    if (gpu_pairhmm(h.regions, n, h.out, h.dbl, &st, &err) != PYPHMM_OK) {
+    if (gpu_pairhmm(h.regions, n, h.out, h.dbl, h.device, false, &st, &err) != PYPHMM_OK) {
         gpu_failed(h, 0, 0, err);  // (takes every region: none is claimed)
         return;
     }
@@ -288,15 +282,7 @@ void gpu_alone(Hybrid& h) {
 
 }  // namespace
 
-// Read at every call (unlike the other variables) so a benchmark can compare
-// driver counts in one process; anything but 1..64 means the default.
-int hybrid_gpu_threads() {
-    const char* v = std::getenv("PYPHMM_HYBRID_GPU_THREADS");
-    if (!v || !*v) return kDefaultGpuThreads;
-    char* end = nullptr;
-    long n = std::strtol(v, &end, 10);
-    return (*end == '\0' && n >= 1 && n <= 64) ? static_cast<int>(n) : kDefaultGpuThreads;
-}
+int hybrid_gpu_threads() { return static_cast<int>(config::get(config::Knob::kHybridGpuThreads)); }
 
 bool hybrid_wanted(const pyphmm_options* o, int64_t num_regions) {
     if (num_regions < 2 || num_regions >= kMaxRegions) return false;
@@ -304,13 +290,14 @@ bool hybrid_wanted(const pyphmm_options* o, int64_t num_regions) {
     int mode = o ? o->hybrid : PYPHMM_HYBRID_DEFAULT;
     if (mode == PYPHMM_HYBRID_ON) return true;
     if (mode == PYPHMM_HYBRID_OFF) return false;
-    return env_hybrid() != 0;
+    return config::on(config::Knob::kHybrid);
 }
 
 int hybrid_pairhmm(const pyphmm_region* regions, int64_t num_regions, const int64_t* region_cells,
                    double* out, const pyphmm_options* options, pyphmm_stats* stats) {
     Hybrid h(regions, num_regions, region_cells, out);
     h.dbl = options && options->double_precision;
+    h.device = requested_device(options);
     h.threads = default_threads(options);
     h.gpu_threads = std::min(hybrid_gpu_threads(), h.threads);
     // (the fake GPU of the tests is one CPU thread)
@@ -334,7 +321,7 @@ int hybrid_pairhmm(const pyphmm_region* regions, int64_t num_regions, const int6
     if (!h.gpu_failed && h.gpu_cells >= kLearnMinCells && h.cpu_cells == 0 && seconds > 0)
         g_gpu_rate.store(h.gpu_cells / seconds, std::memory_order_relaxed);
     if (h.cpu_cells >= kLearnMinCells / 10) g_cpu_thread_rate.store(h.cpu_thread_rate(), std::memory_order_relaxed);
-    if (debug_dispatch())
+    if (config::on(config::Knob::kDebugDispatch))
         std::fprintf(stderr, "pyphmm: hybrid: GPU %.3g cells/s, CPU %.3g cells/s x %d workers: CPU share %.1f%% -> %s\n",
                      h.prior_gpu_rate, h.prior_cpu_rate, h.threads - h.gpu_threads, 100.0 * h.cpu_share,
                      h.cpu_workers ? "shared" : "GPU alone");

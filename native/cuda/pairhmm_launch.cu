@@ -1,0 +1,228 @@
+// Kernel launches of the GPU PairHMM (see pairhmm_launch.h). Every launch
+// is derived from the bin table: the fused kernel's bins, the standalone
+// long-read bins of each pass, the double bins.
+#include "cuda/pairhmm_launch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "common/tables.h"
+#include "cuda/device.h"
+#include "cuda/pairhmm_kernels.cuh"
+#include "cuda/pairhmm_plan.h"
+
+namespace pyphmm {
+namespace cudak {
+
+namespace {
+
+constexpr int kBlock = 128;
+
+// ---------------------------------------------------------------- tables
+struct Tables {
+    std::once_flag once;
+    cudaError_t result = cudaErrorNotReady;
+    DevTables<float> f{};
+    DevTables<double> d{};
+};
+Tables g_tables[kMaxCudaDevices];
+
+cudaError_t upload_tables(Tables& out) {
+    const PairhmmTables<float>& tf = tables_float();
+    const PairhmmTables<double>& td = tables_double();
+    const size_t fbytes = sizeof(tf.ph2pr) + sizeof(tf.match_to_match);
+    const size_t dbytes = sizeof(td.ph2pr) + sizeof(td.match_to_match);
+    std::vector<char> host(fbytes + dbytes);
+    std::memcpy(host.data(), tf.ph2pr, sizeof(tf.ph2pr));
+    std::memcpy(host.data() + sizeof(tf.ph2pr), tf.match_to_match, sizeof(tf.match_to_match));
+    std::memcpy(host.data() + fbytes, td.ph2pr, sizeof(td.ph2pr));
+    std::memcpy(host.data() + fbytes + sizeof(td.ph2pr), td.match_to_match, sizeof(td.match_to_match));
+    char* dev = nullptr;
+    PYPHMM_CUDA_TRY(cudaMalloc(&dev, host.size()));
+    PYPHMM_CUDA_TRY(cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice));
+    out.f = {reinterpret_cast<const float*>(dev), reinterpret_cast<const float*>(dev + sizeof(tf.ph2pr)),
+             tf.initial_constant, tf.log10_initial_constant};
+    out.d = {reinterpret_cast<const double*>(dev + fbytes),
+             reinterpret_cast<const double*>(dev + fbytes + sizeof(td.ph2pr)), td.initial_constant,
+             td.log10_initial_constant};
+    return cudaSuccess;
+}
+
+// ---------------------------------------------------------------- kernels
+// Blocks per SM of a kernel (at least 1), from the occupancy calculator,
+// once per instantiation.
+template <typename Kernel>
+int blocks_per_sm(Kernel kernel) {
+    int b = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, kBlock, 0) != cudaSuccess || b < 1) {
+        cudaGetLastError();
+        b = 1;
+    }
+    return b;
+}
+
+template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR>
+struct Kern {
+    static int max_blocks_per_sm() {
+        static const int v = blocks_per_sm(pairhmm_kernel<T, P, K, STRIPED, AR, TR, kBlock>);
+        return v;
+    }
+    // Blocks of a persistent launch (striped kernels need one scratch slot per warp).
+    static int persistent_blocks(int d) { return max_blocks_per_sm() * cuda::sm_count(d); }
+    static void launch(const KernelArgs<T>& a, int blocks, cudaStream_t s) {
+        pairhmm_kernel<T, P, K, STRIPED, AR, TR, kBlock><<<blocks, kBlock, 0, s>>>(a);
+    }
+};
+
+template <bool FAST, Tr TR>
+int fused_blocks_per_sm() {
+    static const int v = blocks_per_sm(pairhmm_fused_kernel<FAST, TR, kBlock>);
+    return v;
+}
+
+int groups_grid(int64_t count, int P) { return static_cast<int>((count + (kBlock / P) - 1) / (kBlock / P)); }
+
+// The float bins' general (striped) kernel and the double pass's, which
+// size the scratch: one slot of 3 rows per resident warp.
+template <bool FAST>
+using FloatGeneral = Kern<float, 32, kFloatBins[kNumFloatBins - 1].K, true, float_arith(FAST, kFloatBins[kNumFloatBins - 1].max_rows),
+                          Tr::kRow>;
+using DoubleGeneral = Kern<double, 32, kDoubleBins[kNumDoubleBins - 1].K, true, Arith::kExact, Tr::kRow>;
+static_assert(kFloatBins[kNumFloatBins - 1].P == 32 && kDoubleBins[kNumDoubleBins - 1].P == 32,
+              "striped bins use one group per warp");
+
+// Standalone float bins B, B-1, ..., kNumFusedBins of one pass, longest first.
+template <bool FAST, Tr TR, int B>
+void launch_standalone(KernelArgs<float> a, Pass pass, const BinRanges& bins, int d, cudaStream_t s) {
+    if constexpr (B >= kNumFusedBins) {
+        constexpr BinSpec spec = kFloatBins[B];
+        typedef Kern<float, spec.P, spec.K, spec.striped, float_arith(FAST, kFloatBins[B].max_rows), spec.striped ? Tr::kRow : TR> G;
+        if (const int64_t n = bins.count_of(pass, B)) {
+            a.first = static_cast<int>(bins.start_of(pass, B));
+            a.count = static_cast<int>(n);
+            const int grid = groups_grid(n, spec.P);
+            G::launch(a, spec.striped ? std::min(grid, G::persistent_blocks(d)) : grid, s);
+        }
+        launch_standalone<FAST, TR, B - 1>(a, pass, bins, d, s);
+    }
+}
+
+// One float pass: its standalone bins, then its fused bins in one launch.
+// A pass small enough to run every pair as a whole warp within one wave
+// (GATK's per-region calls mostly) is latency-bound: its time is one pair's
+// steps x rows per lane, so its bins then run their latency variants.
+template <bool FAST, Tr TR>
+cudaError_t launch_float_pass(const KernelArgs<float>& a, const BinRanges& bins, int d, cudaStream_t s) {
+    static_assert(TR != Tr::kConst || FAST, "constant transitions: fast arithmetic only");
+    constexpr Pass pass = float_pass(TR);
+    launch_standalone<FAST, TR, pass_bins(pass) - 1>(a, pass, bins, d, s);
+    PYPHMM_CUDA_TRY(cudaGetLastError());
+    int64_t pairs = 0;
+    for (int b = 0; b < kNumFusedBins; ++b) pairs += bins.count_of(pass, b);
+    const int64_t resident_threads = int64_t(cuda::sm_count(d)) * fused_blocks_per_sm<FAST, TR>() * kBlock;
+    const bool latency = pairs * 32 <= resident_threads;
+    FusedPlan plan{};
+    int blocks = 0;
+    for (int b = kNumFusedBins - 1; b >= 0; --b) {  // longest reads first
+        const int64_t n = bins.count_of(pass, b);
+        if (!n) continue;
+        const bool lat = latency && b < kNumLatencyBins;
+        const int i = plan.nb++;
+        plan.bin[i] = lat ? kLatencyBin + latency_k(b) : b;
+        plan.first[i] = static_cast<int>(bins.start_of(pass, b));
+        plan.count[i] = static_cast<int>(n);
+        plan.block_start[i] = blocks;
+        blocks += groups_grid(n, lat ? 32 : kFloatBins[b].P);
+    }
+    plan.block_start[plan.nb] = blocks;
+    if (plan.nb) pairhmm_fused_kernel<FAST, TR, kBlock><<<blocks, kBlock, 0, s>>>(a, plan);
+    return cudaGetLastError();
+}
+
+// Double bin B's launch over a.count pairs (a.first.. or a.index).
+template <int B>
+void launch_double_bin(const KernelArgs<double>& a, int d, cudaStream_t s) {
+    constexpr BinSpec spec = kDoubleBins[B];
+    typedef Kern<double, spec.P, spec.K, spec.striped, Arith::kExact, Tr::kRow> G;
+    const int grid = groups_grid(a.count, spec.P);
+    G::launch(a, spec.striped ? std::min(grid, G::persistent_blocks(d)) : grid, s);
+}
+
+template <int... B>
+cudaError_t launch_double_bins(KernelArgs<double> a, const BinRanges& bins, int d, cudaStream_t s,
+                               std::integer_sequence<int, B...>) {
+    cudaError_t e = cudaSuccess;
+    auto one = [&](auto bin) {
+        constexpr int b = decltype(bin)::value;
+        const int64_t n = bins.count_of(Pass::kDouble, b);
+        if (!n || e != cudaSuccess) return;
+        a.first = static_cast<int>(bins.start_of(Pass::kDouble, b));
+        a.count = static_cast<int>(n);
+        launch_double_bin<b>(a, d, s);
+        e = cudaGetLastError();
+    };
+    (one(std::integral_constant<int, kNumDoubleBins - 1 - B>{}), ...);  // longest reads first
+    return e;
+}
+
+}  // namespace
+
+cudaError_t pairhmm_setup_device(int d) {
+    Tables& t = g_tables[d];
+    std::call_once(t.once, [&] { t.result = upload_tables(t); });
+    return t.result;
+}
+
+int pairhmm_scratch_stride(int max_hap_len) { return static_cast<int>(round_up(max_hap_len + 2, 32)); }
+
+size_t pairhmm_scratch_bytes(int d, int stride, bool fast) {
+    const size_t per_warp = size_t(3) * stride;
+    const int float_blocks = fast ? FloatGeneral<true>::persistent_blocks(d) : FloatGeneral<false>::persistent_blocks(d);
+    return std::max(size_t(DoubleGeneral::persistent_blocks(d)) * (kBlock / 32) * per_warp * sizeof(double),
+                    size_t(float_blocks) * (kBlock / 32) * per_warp * sizeof(float));
+}
+
+cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& bins, bool dbl, bool fast,
+                                 const GapConsts& gaps, cudaStream_t s) {
+    KernelArgs<double> da{};
+    da.pairs = c.pairs;
+    da.reads = c.reads;
+    da.haps = c.haps;
+    da.tab = g_tables[d].d;
+    da.out = c.results;
+    da.scratch = static_cast<double*>(c.scratch);
+    da.scratch_stride = c.scratch_stride;
+    if (dbl) return launch_double_bins(da, bins, d, s, std::make_integer_sequence<int, kNumDoubleBins>{});
+
+    KernelArgs<float> fa{};
+    fa.pairs = c.pairs;
+    fa.reads = c.reads;
+    fa.haps = c.haps;
+    fa.tab = g_tables[d].f;
+    fa.out = c.results;
+    fa.under_list = c.list;
+    fa.under_count = c.counter;
+    fa.scratch = static_cast<float*>(c.scratch);
+    fa.scratch_stride = c.scratch_stride;
+    fa.gc = gaps;
+    if (fast) {
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kRow>(fa, bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kUniform>(fa, bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kConst>(fa, bins, d, s)));
+    } else {
+        PYPHMM_CUDA_TRY((launch_float_pass<false, Tr::kRow>(fa, bins, d, s)));
+    }
+    // The double pass over the float pass's underflow list (its length is
+    // only known on the device: the grid covers every pair of the chunk).
+    da.count_ptr = c.counter;
+    da.index = c.list;
+    da.header_count = c.header;
+    da.count = static_cast<int>(c.num_pairs);
+    launch_double_bin<kNumDoubleBins - 1>(da, d, s);
+    return cudaGetLastError();
+}
+
+}  // namespace cudak
+}  // namespace pyphmm

@@ -1,0 +1,28 @@
+// The per-call GPU threshold of PairHMM calls under AUTO, measured once per
+// process at first use (calibrate.cc says how).
+#pragma once
+#include <cstdint>
+
+namespace pyphmm {
+
+// The micro-benchmark's results.
+struct Calibration {
+    bool ran = false;          // a usable GPU answered every timed call
+    double gpu_call_s = 0;     // fixed cost of one GPU call
+    double gpu_rate = 0;       // GPU cells/s beyond that cost
+    double cpu_rate = 0;       // CPU cells/s at cpu_threads threads
+    int cpu_threads = 1;
+    int64_t min_cells = 0;     // crossover at cpu_threads (clamped)
+};
+const Calibration& calibration();
+
+// Cell count under which AUTO keeps a PairHMM call with `threads` CPU
+// threads on the CPU: PYPHMM_GPU_MIN_CELLS, else the calibrated crossover,
+// else the fixed default. `source` (may be NULL) gets PYPHMM_THRESHOLD_*.
+int64_t gpu_min_cells(int threads, int* source);
+
+// The fixed default (also Smith-Waterman's threshold: the calibration
+// measures PairHMM, not SW), or PYPHMM_GPU_MIN_CELLS.
+int64_t fixed_gpu_min_cells();
+
+}  // namespace pyphmm
