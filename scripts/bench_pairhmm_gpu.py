@@ -7,7 +7,7 @@
 (1) peak: N pairs of one shape (128x256, 64x128, 256x512) in one call.
 (2) whole workload: generated regions (1-500 reads x 1-40 haplotypes, reads
     10-151 bp, haplotypes 30-521 bp, ~20 G cells) in ONE call: GPU kernel
-    time (CUDA events, PYPHMM_CUDA_TIMING=1), the native call's time
+    time (CUDA events: the stats of a call with timing on), the native call's time
     (stats["seconds"]: packing + transfers + kernels) and end-to-end time
     including Python-side packing.
 (3) per-region: the same regions, one synchronous call each (buffers packed
@@ -26,12 +26,10 @@
 GCUPS = sum(read length x haplotype length) / seconds / 1e9.
 """
 import argparse
-import ctypes
 import os
 import sys
 import time
 
-os.environ.setdefault("PYPHMM_CUDA_TIMING", "1")
 for _i, _a in enumerate(sys.argv):  # must be set before the library loads
     if _a.startswith("--arith"):
         os.environ["PYPHMM_CUDA_ARITH"] = _a.split("=", 1)[1] if "=" in _a else sys.argv[_i + 1]
@@ -45,11 +43,14 @@ from pyphmm._pyphmm import ffi, lib  # noqa: E402
 from pyphmm.pairhmm import HaplotypeBatch, ReadBatch, _Packed  # noqa: E402
 
 BASES = np.frombuffer(b"ACGT", np.uint8)
-_kernel_seconds = ctypes.CDLL(_native.library_path()).pyphmm_cuda_last_kernel_seconds
-_kernel_seconds.restype = ctypes.c_double
-_phases = ctypes.CDLL(_native.library_path()).pyphmm_cuda_last_phases
-PHASES = ("setup", "pack", "enqueue", "wait", "copy-out")
-_set_timing = ctypes.CDLL(_native.library_path()).pyphmm_cuda_set_timing
+PHASES = _native.PHASES
+
+
+def timed_options(backend, **kw):
+    """Options whose calls fill the stats' kernel and host-phase times."""
+    opts = _native.make_options(backend, **kw)
+    opts.flags |= lib.PYPHMM_FLAG_TIMING
+    return opts
 
 
 def region(rng, n_reads, n_haps, read_lens, hap_lens):
@@ -114,14 +115,14 @@ def bench_peak(rng, pairs, shapes):
         n_reads = pairs // n_haps
         reg = region(rng, n_reads, n_haps, np.full(n_reads, m), np.full(n_haps, n))
         packed = _Packed([reg])
-        opts = _native.make_options("cuda")
+        opts = timed_options("cuda")
         out = np.empty(packed.total)
         err, st = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *")
         call_packed(packed, opts, out, err, st)  # warm-up: pools grow here
         best_k = best_n = 1e9
         for _ in range(3):
             call_packed(packed, opts, out, err, st)
-            best_k = min(best_k, _kernel_seconds())
+            best_k = min(best_k, st.kernel_seconds)
             best_n = min(best_n, st.seconds)
         c = packed.cells
         print(f"{m}x{n}: {packed.total} pairs, {c / 1e9:.2f} G cells: kernels {best_k * 1e3:.2f} ms = "
@@ -134,13 +135,17 @@ def bench_whole(regions, check):
     cells = cells_of(regions)
     pairs = sum(len(r) * len(h) for r, h in regions)
     pyphmm.compute_regions(regions[:50], backend="cuda")  # warm-up
+    packed = _Packed(regions)
+    out = np.empty(packed.total)
+    err, cst = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *")
+    call_packed(packed, timed_options("cuda"), out, err, cst)
+    k = cst.kernel_seconds  # GPU kernel time of the whole workload
     best = None
     for _ in range(2):
         st = {}
         t0 = time.perf_counter()
         res = pyphmm.compute_regions(regions, backend="cuda", stats=st)
         e2e = time.perf_counter() - t0
-        k = _kernel_seconds()
         if best is None or e2e < best[0]:
             best = (e2e, st, k, res)
     e2e, st, k, res = best
@@ -160,21 +165,19 @@ def bench_whole(regions, check):
 def per_region_pass(packs, outs, opts, timed):
     """One synchronous call per region; per-call latency, and (timed) kernel
     time and host phases from the library's timers."""
-    _set_timing(1 if timed else 0)
+    if timed:
+        opts = timed_options("cuda")
     err, st = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *")
     lat, ker, ph = [], [], []
-    buf = (ctypes.c_double * len(PHASES))()
     t0 = time.perf_counter()
     for p, o in zip(packs, outs):
         a = time.perf_counter()
         call_packed(p, opts, o, err, st)
         lat.append(time.perf_counter() - a)
         if timed:
-            ker.append(_kernel_seconds())
-            _phases(buf)
-            ph.append(list(buf))
+            ker.append(st.kernel_seconds)
+            ph.append(list(st.phase_seconds))
     total = time.perf_counter() - t0
-    _set_timing(1)
     return total, np.array(lat), np.array(ker), np.array(ph)
 
 

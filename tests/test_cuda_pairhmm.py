@@ -4,7 +4,6 @@
 Skipped where no usable GPU exists. PYPHMM_TEST_GPU_BACKEND=cpu runs the same
 checks with the CPU on both sides (a dry run of the test code itself).
 """
-import ctypes
 import os
 import subprocess
 import sys
@@ -226,12 +225,6 @@ def _with_triple(region, triple):
     return ReadBatch(rb.bases, rb.quals, ins, dels, gcp, rb.offsets), hb
 
 
-def _last_const_pairs():
-    f = ctypes.CDLL(_native.library_path()).pyphmm_cuda_last_const_pairs
-    f.restype = ctypes.c_int64
-    return f()
-
-
 def _const_expected(regions, triple):
     """Pairs the constant kernels should take: reads of <= 256 rows (the
     fused bins) whose every row carries `triple`."""
@@ -268,14 +261,14 @@ def test_constant_transition_kernels(triple, accepted):
     print(f"\ntriple {triple}: {st['pairs']} pairs, max |GPU-CPU| = {diff:.3g}, double pairs {st['double_pairs']}")
     assert diff <= TOL and st["backend"] == GPU and not st["fell_back"]
     if GPU == "cuda":
-        assert _last_const_pairs() == expected
+        assert st["const_pairs"] == expected
         if expected:
             assert st["double_pairs"] > 0, "the underflow region must take the double pass"
     for r in regions[:6]:  # per-region calls: latency variants
         diff, st, _, _ = compare([r])
         assert diff <= TOL
         if GPU == "cuda":
-            assert _last_const_pairs() == _const_expected([r], chosen)
+            assert st["const_pairs"] == _const_expected([r], chosen)
 
 
 def test_constant_transitions_first_read_decides():
@@ -290,12 +283,12 @@ def test_constant_transitions_first_read_decides():
         diff, st, _, _ = compare(regions)
         assert diff <= TOL
         if GPU == "cuda":
-            assert _last_const_pairs() == _const_expected(regions, chosen) > 0
+            assert st["const_pairs"] == _const_expected(regions, chosen) > 0
     env = dict(os.environ, PYPHMM_CUDA_CONST_GAPS="0")
     code = ("import sys; sys.path.insert(0, %r); import test_cuda_pairhmm as t, numpy as np;"
             "r = t._with_triple(t.make_region(np.random.default_rng(1), 20, 3, (30, 151), (160, 200)), (45, 45, 10));"
             "d, st, _, _ = t.compare([r]); print(d); assert d <= t.TOL;"
-            "assert t.GPU != 'cuda' or t._last_const_pairs() == 0" % os.path.dirname(os.path.abspath(__file__)))
+            "assert t.GPU != 'cuda' or st['const_pairs'] == 0" % os.path.dirname(os.path.abspath(__file__)))
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
 

@@ -58,8 +58,9 @@ const Spec kSpecs[] = {
      "GPU kernels with the call's common gap-quality triple as launch constants"},
     {Knob::kCudaMappedOut, "PYPHMM_CUDA_MAPPED_OUT", Type::kInt, 4096, 0, kBig, nullptr, "first use",
      "GPU chunks of at most this many pairs write results straight to host memory"},
-    {Knob::kCudaZeroCopyIn, "PYPHMM_CUDA_ZERO_COPY_IN", Type::kInt, 0, 0, kBig, nullptr, "first use",
-     "GPU chunks of at most this many input bytes are read by the kernels from host memory"},
+    {Knob::kCudaNotify, "PYPHMM_CUDA_NOTIFY", Type::kBool, 0, 0, 1, nullptr, "each call",
+     "small GPU calls: the kernel tells the waiting host it is done through host memory, and the double "
+     "pass is launched only when a pair underflowed"},
     {Knob::kCudaTiming, "PYPHMM_CUDA_TIMING", Type::kBool, 0, 0, 1, nullptr, "each call",
      "time GPU kernels and host phases into pyphmm_stats (costs a few us per call)"},
     {Knob::kSwGpuBudgetMb, "PYPHMM_SW_GPU_BUDGET_MB", Type::kInt, 0, 0, kBig, nullptr, "each call",

@@ -29,7 +29,7 @@ enum class Knob : int {
     kCudaArith,          // enum fast|exact
     kCudaConstGaps,      // bool
     kCudaMappedOut,      // int
-    kCudaZeroCopyIn,     // int
+    kCudaNotify,         // bool
     kCudaTiming,         // bool
     kSwGpuBudgetMb,      // int, 0 = no cap
     kJniTrace,           // int

@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -55,6 +56,10 @@ struct Slot {
     double* user_out = nullptr;
     int64_t npairs = 0;
     bool timed = false;
+    int device = 0;
+    bool notified = false;     // its kernel notifies through hout's header
+    int serial = 0;            // the notice this slot's last chunk waits for
+    cudak::ChunkBuffers bufs;  // (for the deferred double pass)
 };
 
 struct Context {
@@ -121,12 +126,46 @@ struct CallState {
     }
 };
 
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+// Spins until the slot's kernel publishes its serial in mapped memory,
+// asking the stream now and then so that a failed launch ends the wait.
+cudaError_t wait_notice(const Slot& s) {
+    const volatile int* header = reinterpret_cast<const volatile int*>(s.hout.p);
+    for (unsigned spins = 1; header[1] != s.serial; ++spins) {
+        cpu_relax();
+        if (spins % 4096 == 0) {
+            const cudaError_t e = cudaStreamQuery(s.stream);
+            if (e == cudaSuccess && header[1] != s.serial) return cudaErrorLaunchFailure;  // idle, no notice
+            if (e != cudaSuccess && e != cudaErrorNotReady) return e;
+        }
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return cudaSuccess;
+}
+
+// Waits for a notified chunk; recomputes its underflowed pairs in double
+// when there are any (a second, rare round trip).
+cudaError_t wait_notified(Slot& s) {
+    PYPHMM_CUDA_TRY(wait_notice(s));
+    const int underflows = reinterpret_cast<const volatile int*>(s.hout.p)[0];
+    if (underflows == 0) return cudaSuccess;
+    PYPHMM_CUDA_TRY(cudak::launch_pairhmm_underflow(s.device, s.bufs, underflows, s.stream));
+    return cudaStreamSynchronize(s.stream);
+}
+
 // Waits for a slot's chunk and copies its results out.
 cudaError_t finish_slot(Slot& s, CallState& st) {
     if (!s.pending) return cudaSuccess;
     s.pending = false;
     Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
-    PYPHMM_CUDA_TRY(cudaStreamSynchronize(s.stream));
+    PYPHMM_CUDA_TRY(s.notified ? wait_notified(s) : cudaStreamSynchronize(s.stream));
     st.lap(t, kWait);
     int32_t count = 0;
     std::memcpy(&count, s.hout.p, sizeof(count));
@@ -172,6 +211,12 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     b.scratch = s.dscratch.p;
     b.scratch_stride = stride;
     b.num_pairs = c.pairs;
+    if (mapped && !st.timing && config::on(config::Knob::kCudaNotify)) {
+        b.host_header = reinterpret_cast<volatile int*>(s.hout.p);
+        b.host_header[1] = 0;  // (fresh pinned memory is not zeroed)
+        b.done_serial = ++s.serial;
+        b.blocks_done = reinterpret_cast<int*>(din + sizeof(int));  // zeroed by the input's header
+    }
 
     PYPHMM_CUDA_TRY(cudaMemcpyAsync(din, s.hin.p, L.in_bytes, cudaMemcpyHostToDevice, s.stream));
     if (st.timing) {
@@ -179,11 +224,14 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
         st.first_recorded = true;
         PYPHMM_CUDA_TRY(cudaEventRecord(s.ev0, s.stream));
     }
-    PYPHMM_CUDA_TRY(cudak::launch_pairhmm_chunk(st.device, b, packed.bins, st.dbl, st.fast, st.gaps.c, s.stream));
+    PYPHMM_CUDA_TRY(
+        cudak::launch_pairhmm_chunk(st.device, b, packed.bins, st.dbl, st.fast, st.gaps.c, s.stream, &s.notified));
     if (st.timing) PYPHMM_CUDA_TRY(cudaEventRecord(s.ev1, s.stream));
     if (!mapped) PYPHMM_CUDA_TRY(cudaMemcpyAsync(s.hout.p, dout, L.out_bytes, cudaMemcpyDeviceToHost, s.stream));
     st.lap(t, kEnqueue);
     s.pending = true;
+    s.device = st.device;
+    s.bufs = b;
     s.user_out = out + c.out_first;
     s.npairs = c.pairs;
     s.timed = st.timing;

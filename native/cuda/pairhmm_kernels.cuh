@@ -85,6 +85,12 @@ struct KernelArgs {
     T* scratch;                // striped: 3 * scratch_stride values per group
     int scratch_stride;
     GapConsts gc;              // Tr::kConst launches
+    // Completion notice of a fused launch that is a call's only kernel (see
+    // notify_host): when non-null, the launch's last block writes the
+    // underflow count to host_header[0], then done_serial to host_header[1].
+    int* blocks_done;          // device counter, 0 between launches
+    volatile int* host_header;
+    int done_serial;
 };
 
 template <typename T, bool FMA>
@@ -551,6 +557,23 @@ struct FusedPlan {
     int count[kNumFusedBins];
 };
 
+// Tells a host that spins on mapped memory that the launch is complete,
+// without a stream synchronisation: every thread fences its results to
+// system scope, the block's last thread to arrive counts the block, and the
+// launch's last block publishes the underflow count, then the serial. The
+// host reads the results after it sees the serial.
+__device__ __forceinline__ void notify_host(const KernelArgs<float>& a) {
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    if (atomicAdd(a.blocks_done, 1) != static_cast<int>(gridDim.x) - 1) return;
+    __threadfence();
+    *a.blocks_done = 0;
+    a.host_header[0] = *reinterpret_cast<volatile int*>(a.under_count);
+    __threadfence_system();
+    a.host_header[1] = a.done_serial;
+}
+
 // Runs plan code `code`: fused bin b (code b) with the table's P, K and
 // arithmetic, or the latency variant with K rows per lane (code
 // kLatencyBin + K). A switch (one jump table) keeps the kernel's register
@@ -589,6 +612,7 @@ __global__ void __launch_bounds__(BLOCK, (min_blocks<TR, kMaxFusedK>())) pairhmm
     const int block = blockIdx.x - plan.block_start[i];
     const int nblocks = plan.block_start[i + 1] - plan.block_start[i];
     run_fused<FAST, TR, BLOCK>(plan.bin[i], a, block, nblocks, etab);
+    if (a.host_header) notify_host(a);
 }
 
 }  // namespace cudak

@@ -184,8 +184,9 @@ size_t pairhmm_scratch_bytes(int d, int stride, bool fast) {
                     size_t(float_blocks) * (kBlock / 32) * per_warp * sizeof(float));
 }
 
-cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& bins, bool dbl, bool fast,
-                                 const GapConsts& gaps, cudaStream_t s) {
+namespace {
+
+KernelArgs<double> double_args(int d, const ChunkBuffers& c) {
     KernelArgs<double> da{};
     da.pairs = c.pairs;
     da.reads = c.reads;
@@ -194,6 +195,39 @@ cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& 
     da.out = c.results;
     da.scratch = static_cast<double*>(c.scratch);
     da.scratch_stride = c.scratch_stride;
+    return da;
+}
+
+// The one float pass a chunk needs if all its pairs are in fused bins of
+// that pass, else -1.
+int single_fused_pass(const BinRanges& bins) {
+    int found = -1;
+    for (int p = 0; p < kNumPasses; ++p) {
+        const Pass pass = static_cast<Pass>(p);
+        for (int b = 0; b < pass_bins(pass); ++b) {
+            if (!bins.count_of(pass, b)) continue;
+            if (pass == Pass::kDouble || b >= kNumFusedBins || (found >= 0 && found != p)) return -1;
+            found = p;
+        }
+    }
+    return found;
+}
+
+}  // namespace
+
+cudaError_t launch_pairhmm_underflow(int d, const ChunkBuffers& c, int count, cudaStream_t s) {
+    KernelArgs<double> da = double_args(d, c);
+    da.index = c.list;
+    da.header_count = c.header;
+    da.count = count;
+    launch_double_bin<kNumDoubleBins - 1>(da, d, s);
+    return cudaGetLastError();
+}
+
+cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& bins, bool dbl, bool fast,
+                                 const GapConsts& gaps, cudaStream_t s, bool* notified) {
+    *notified = false;
+    KernelArgs<double> da = double_args(d, c);
     if (dbl) return launch_double_bins(da, bins, d, s, std::make_integer_sequence<int, kNumDoubleBins>{});
 
     KernelArgs<float> fa{};
@@ -207,6 +241,12 @@ cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& 
     fa.scratch = static_cast<float*>(c.scratch);
     fa.scratch_stride = c.scratch_stride;
     fa.gc = gaps;
+    if (c.host_header && single_fused_pass(bins) >= 0) {
+        fa.host_header = c.host_header;
+        fa.done_serial = c.done_serial;
+        fa.blocks_done = c.blocks_done;
+        *notified = true;
+    }
     if (fast) {
         PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kRow>(fa, bins, d, s)));
         PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kUniform>(fa, bins, d, s)));
@@ -214,6 +254,7 @@ cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& 
     } else {
         PYPHMM_CUDA_TRY((launch_float_pass<false, Tr::kRow>(fa, bins, d, s)));
     }
+    if (*notified) return cudaSuccess;
     // The double pass over the float pass's underflow list (its length is
     // only known on the device: the grid covers every pair of the chunk).
     da.count_ptr = c.counter;

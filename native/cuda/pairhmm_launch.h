@@ -23,6 +23,11 @@ struct ChunkBuffers {
     void* scratch;        // striped kernels: pairhmm_scratch_bytes
     int scratch_stride;   // pairhmm_scratch_stride
     int64_t num_pairs;
+    // Optional completion notice (see notify_host in pairhmm_kernels.cuh):
+    // mapped host memory the last kernel writes (underflow count, serial).
+    volatile int* host_header = nullptr;
+    int done_serial = 0;
+    int* blocks_done = nullptr;  // device int, 0 before the launch
 };
 
 // Uploads the PairHMM tables to the current device (device d), once.
@@ -35,8 +40,15 @@ size_t pairhmm_scratch_bytes(int d, int stride, bool fast);
 // Enqueues one chunk's kernels on stream s of device d: the float passes
 // (fast or exact arithmetic) then the double pass over the pairs whose
 // float sum underflowed, or every bin in double.
+// When c.host_header is set and the chunk's pairs need one fused launch
+// (one float pass, reads of fused bins), that launch is the only kernel:
+// it notifies the host through c.host_header, the double pass is left to
+// launch_pairhmm_underflow, and *notified is set.
 cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& bins, bool dbl, bool fast,
-                                 const GapConsts& gaps, cudaStream_t s);
+                                 const GapConsts& gaps, cudaStream_t s, bool* notified);
+
+// The double pass over `count` underflowed pairs of a notified chunk.
+cudaError_t launch_pairhmm_underflow(int d, const ChunkBuffers& c, int count, cudaStream_t s);
 
 }  // namespace cudak
 }  // namespace pyphmm

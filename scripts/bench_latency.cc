@@ -1,0 +1,228 @@
+// Per-call latency of pyphmm_pairhmm, one region per call as GATK calls it,
+// from 1..T threads of one process, through the public C ABI only (no
+// Python, no JNI). Reads a record file (README's format, e.g. from
+// scripts/gen_regions.py).
+//
+//   g++ -O2 -std=c++17 -pthread -Inative/include scripts/bench_latency.cc -Lpyphmm -lpyphmm \
+//       -Wl,-rpath,$PWD/pyphmm -o /tmp/bench_latency
+//   /tmp/bench_latency FILE [--threads 1,4,16] [--passes 3] [--backend cuda|cpu|auto] [--phases]
+//       [--variant NAME=VALUE ...]
+//
+// For each thread count the threads take interleaved shares of the regions
+// and call synchronously, after a common start; it prints per-call median
+// and p99 latency and the aggregate GCUPS (all cells / span from the start
+// to the last finish), best pass of --passes. --phases adds, single
+// threaded, the library's own split of a call (PYPHMM_FLAG_TIMING): kernel
+// time and host setup/pack/enqueue/wait/copy-out medians. Each --variant
+// sets an environment variable and reloads the library's configuration
+// before the next series (A/B of knobs in one process).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pyphmm.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Region {
+    std::vector<uint8_t> bases, quals, ins, dels, gcp, haps;
+    std::vector<int64_t> read_off{0}, hap_off{0};
+    pyphmm_region c{};
+    int64_t cells = 0, pairs = 0;
+};
+
+std::vector<uint8_t> phred(const std::string& s) {
+    std::vector<uint8_t> v(s.size());
+    for (size_t i = 0; i < s.size(); ++i) v[i] = static_cast<uint8_t>(s[i] - 33);
+    return v;
+}
+
+template <typename T>
+void append(std::vector<T>& dst, const std::vector<T>& src) {
+    dst.insert(dst.end(), src.begin(), src.end());
+}
+
+bool read_records(const char* path, std::vector<Region>& out) {
+    std::ifstream f(path);
+    if (!f) return false;
+    std::string line;
+    while (std::getline(f, line)) {
+        std::istringstream head(line);
+        int nr = 0, nh = 0;
+        if (!(head >> nr >> nh)) continue;
+        Region g;
+        for (int r = 0; r < nr && std::getline(f, line); ++r) {
+            std::istringstream in(line);
+            std::string b, q, i, d, c;
+            in >> b >> q >> i >> d >> c;
+            g.bases.insert(g.bases.end(), b.begin(), b.end());
+            append(g.quals, phred(q));
+            append(g.ins, phred(i));
+            append(g.dels, phred(d));
+            append(g.gcp, phred(c));
+            g.read_off.push_back(static_cast<int64_t>(g.bases.size()));
+        }
+        for (int h = 0; h < nh && std::getline(f, line); ++h) {
+            std::istringstream in(line);
+            std::string hap;
+            in >> hap;
+            g.haps.insert(g.haps.end(), hap.begin(), hap.end());
+            g.hap_off.push_back(static_cast<int64_t>(g.haps.size()));
+        }
+        g.c = {nr, nh, g.bases.data(), g.quals.data(), g.ins.data(), g.dels.data(), g.gcp.data(),
+               g.read_off.data(), g.haps.data(), g.hap_off.data()};
+        g.cells = static_cast<int64_t>(g.bases.size()) * static_cast<int64_t>(g.haps.size());
+        g.pairs = int64_t(nr) * nh;
+        out.push_back(std::move(g));
+    }
+    return !out.empty();
+}
+
+double pct(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, static_cast<size_t>(p * (v.size() - 1) + 0.5))];
+}
+
+struct Series {
+    double gcups = 0, median_us = 0, p99_us = 0;
+};
+
+// One pass: `threads` threads, interleaved shares, a common start.
+Series run_pass(const std::vector<Region>& regions, int threads, const pyphmm_options& opts) {
+    std::vector<std::vector<double>> lat(threads);
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<Clock::time_point> done(threads);
+    std::vector<std::thread> pool;
+    int64_t cells = 0;
+    for (const Region& g : regions) cells += g.cells;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            std::vector<double> out;
+            pyphmm_error err;
+            ready.fetch_add(1);
+            while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+            for (size_t k = t; k < regions.size(); k += threads) {
+                const Region& g = regions[k];
+                out.resize(g.pairs);
+                const Clock::time_point a = Clock::now();
+                if (pyphmm_pairhmm(&g.c, 1, out.data(), &opts, nullptr, &err) != PYPHMM_OK) {
+                    std::fprintf(stderr, "pyphmm_pairhmm: %s\n", err.message);
+                    std::exit(1);
+                }
+                lat[t].push_back(std::chrono::duration<double>(Clock::now() - a).count() * 1e6);
+            }
+            done[t] = Clock::now();
+        });
+    while (ready.load() < threads) std::this_thread::yield();
+    const Clock::time_point start = Clock::now();
+    go.store(true, std::memory_order_release);
+    for (auto& th : pool) th.join();
+    const Clock::time_point end = *std::max_element(done.begin(), done.end());
+    std::vector<double> all;
+    for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+    Series s;
+    s.gcups = cells / std::chrono::duration<double>(end - start).count() / 1e9;
+    s.median_us = pct(all, 0.5);
+    s.p99_us = pct(all, 0.99);
+    return s;
+}
+
+void phases(const std::vector<Region>& regions, pyphmm_options opts) {
+    opts.flags |= PYPHMM_FLAG_TIMING;
+    std::vector<double> k, p[5];
+    std::vector<double> out;
+    pyphmm_error err;
+    for (const Region& g : regions) {
+        pyphmm_stats st;
+        out.resize(g.pairs);
+        if (pyphmm_pairhmm(&g.c, 1, out.data(), &opts, &st, &err) != PYPHMM_OK) return;
+        k.push_back(st.kernel_seconds * 1e6);
+        for (int i = 0; i < 5; ++i) p[i].push_back(st.phase_seconds[i] * 1e6);
+    }
+    std::printf("  phases (median us, timing on): kernels %.1f | setup %.1f pack %.1f enqueue %.1f wait %.1f "
+                "copy-out %.1f\n",
+                pct(k, 0.5), pct(p[0], 0.5), pct(p[1], 0.5), pct(p[2], 0.5), pct(p[3], 0.5), pct(p[4], 0.5));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: %s FILE [--threads 1,4,16] [--passes N] [--backend B] [--phases] "
+                     "[--variant NAME=VALUE ...]\n", argv[0]);
+        return 2;
+    }
+    std::vector<int> threads{1};
+    std::vector<std::string> variants{""};
+    int passes = 3;
+    bool with_phases = false;
+    pyphmm_options opts = PYPHMM_OPTIONS_INIT;
+    opts.backend = PYPHMM_BACKEND_CUDA;
+    for (int i = 2; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--threads" && i + 1 < argc) {
+            threads.clear();
+            std::stringstream ss(argv[++i]);
+            for (std::string t; std::getline(ss, t, ',');) threads.push_back(std::atoi(t.c_str()));
+        } else if (a == "--passes" && i + 1 < argc) {
+            passes = std::atoi(argv[++i]);
+        } else if (a == "--backend" && i + 1 < argc) {
+            const std::string b = argv[++i];
+            opts.backend = b == "cpu" ? PYPHMM_BACKEND_CPU : b == "auto" ? PYPHMM_BACKEND_AUTO : PYPHMM_BACKEND_CUDA;
+        } else if (a == "--phases") {
+            with_phases = true;
+        } else if (a == "--variant" && i + 1 < argc) {
+            variants.push_back(argv[++i]);
+        } else {
+            std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+            return 2;
+        }
+    }
+    std::vector<Region> regions;
+    if (!read_records(argv[1], regions)) {
+        std::fprintf(stderr, "cannot read records from %s\n", argv[1]);
+        return 2;
+    }
+    int64_t cells = 0, pairs = 0;
+    for (const Region& g : regions) {
+        cells += g.cells;
+        pairs += g.pairs;
+    }
+    pyphmm_info info;
+    pyphmm_get_info(&info);
+    std::printf("%s: %zu regions, %lld pairs, %.2f G cells; %s\n", argv[1], regions.size(), (long long)pairs,
+                cells / 1e9, info.cuda_usable ? info.device_name : "no GPU");
+    for (const std::string& v : variants) {
+        if (!v.empty()) {
+            const size_t eq = v.find('=');
+            setenv(v.substr(0, eq).c_str(), v.substr(eq + 1).c_str(), 1);
+            pyphmm_config_reload();
+        }
+        std::printf("variant %s\n", v.empty() ? "(defaults)" : v.c_str());
+        run_pass(regions, 1, opts);  // warm-up: pools and pinned buffers grow
+        for (int t : threads) {
+            Series best;
+            best.median_us = 1e30;
+            for (int p = 0; p < passes; ++p) {
+                const Series s = run_pass(regions, t, opts);
+                if (s.gcups > best.gcups) best = s;
+            }
+            std::printf("  threads %2d: aggregate %.1f GCUPS, per call median %.1f us, p99 %.1f us\n", t, best.gcups,
+                        best.median_us, best.p99_us);
+        }
+        if (with_phases) phases(regions, opts);
+    }
+    return 0;
+}
