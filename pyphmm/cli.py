@@ -208,9 +208,11 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
 
     if full:
         from . import gatk  # GATK entry points: gatk-jar, gatk-libdir, gatk
+        from . import mps  # NVIDIA MPS helper: pyphmm mps start|stop|status (handler in mps.py)
         from .sw import add_align_parser  # Smith-Waterman: pyphmm align (handler in sw.py)
         add_align_parser(sub)
         gatk.add_subcommands(sub)
+        mps.add_subcommands(sub)
     return p
 
 

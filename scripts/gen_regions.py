@@ -8,6 +8,10 @@ base qualities, GATK-like gap penalties and the occasional N. Shapes follow
 HaplotypeCaller: most regions 20-200 reads x 2-8 haplotypes, extremes
 1-500 x 1-40; reads 10-151 bp, haplotypes 30-521 bp.
 
+``--preset typical`` gives issue 12's typical 30x WGS active region (60
+reads of 150 bp x 4 haplotypes of 350 bp each), ``--preset small`` GATK's
+small regions (10-60 reads x 2-8 haplotypes, lengths as above).
+
 ``--underflow K`` appends K regions built to underflow the float pass (long
 reads at high base quality against unrelated haplotypes, so the float sum
 falls below 1e-28 and the per-pair double recompute is needed).
@@ -37,6 +41,12 @@ ACGT = np.frombuffer(b"ACGT", dtype=np.uint8)
 ODD_BYTES = np.frombuffer(b"acgtnRYKMBDHVX.-*", dtype=np.uint8)
 MIN_READ, MAX_READ = 10, 151
 MIN_HAP, MAX_HAP = 30, 521
+# Benchmark shapes: read and haplotype counts (inclusive ranges) and, where
+# given, the exact read and haplotype lengths (scripts/bench_multiproc.py).
+PRESETS = {
+    "typical": {"reads": (60, 60), "haps": (4, 4), "read_len": 150, "hap_len": 350},
+    "small": {"reads": (10, 60), "haps": (2, 8)},
+}
 
 
 def _num_reads(rng) -> int:
@@ -128,7 +138,12 @@ def _sample_read(rng, hap: np.ndarray, length: int, quals: np.ndarray, n_rate: f
     return read
 
 
-def _region(rng, n_rate: float, odd_rate: float, underflow: bool = False):
+def _fit(rng, hap: np.ndarray, n: int) -> np.ndarray:
+    """hap cut or extended with random bases to exactly n bases."""
+    return hap[:n] if hap.size >= n else np.concatenate([hap, _random_seq(rng, n - hap.size)])
+
+
+def _region(rng, n_rate: float, odd_rate: float, underflow: bool = False, shape: dict | None = None):
     if underflow:
         nr, nh = int(rng.integers(5, 40)), int(rng.integers(2, 6))
         read_len = lambda: int(rng.integers(120, 152))  # noqa: E731
@@ -140,8 +155,16 @@ def _region(rng, n_rate: float, odd_rate: float, underflow: bool = False):
         ref_len = int(np.clip(rng.normal(nominal + 250, 90), max(MIN_HAP, nominal), MAX_HAP))
         if rng.random() < 0.05:
             ref_len = int(rng.integers(MIN_HAP, MAX_HAP + 1))
+        if shape:  # a preset's counts (and lengths) replace the drawn ones
+            nr = int(rng.integers(shape["reads"][0], shape["reads"][1] + 1))
+            nh = int(rng.integers(shape["haps"][0], shape["haps"][1] + 1))
+            if "read_len" in shape:
+                read_len = lambda: shape["read_len"]  # noqa: E731
+                ref_len = shape["hap_len"]
     ref = _random_seq(rng, ref_len)
     haps = [ref] + [_mutate(rng, ref) for _ in range(nh - 1)]
+    if shape and "hap_len" in shape:
+        haps = [_fit(rng, h, shape["hap_len"]) for h in haps]
     if rng.random() < n_rate:
         h = haps[int(rng.integers(0, nh))]
         h[rng.integers(0, h.size, int(rng.integers(1, 3)))] = ord("N")
@@ -186,7 +209,8 @@ def _truncate(region, max_reads: int):
 
 
 def generate(regions: int = 100, seed: int = 0, max_pairs: int | None = None, underflow: int = 0,
-             n_rate: float = 0.02, odd_rate: float = 0.0, max_reads: int | None = None) -> list:
+             n_rate: float = 0.02, odd_rate: float = 0.0, max_reads: int | None = None,
+             preset: str | None = None) -> list:
     """``regions`` realistic regions (+ ``underflow`` underflow-forcing ones).
 
     Returns a list of ``(ReadBatch, HaplotypeBatch)``. The same arguments
@@ -194,14 +218,18 @@ def generate(regions: int = 100, seed: int = 0, max_pairs: int | None = None, un
     realistic regions (the last region is cut to fit); ``n_rate`` is the
     chance that a read (and a region's haplotypes) carries N bases;
     ``odd_rate`` the chance that a read carries bytes other than A,C,G,T,N;
-    ``max_reads`` keeps at most that many reads per region (small samples).
+    ``max_reads`` keeps at most that many reads per region (small samples);
+    ``preset`` (a key of PRESETS) fixes the realistic regions' shape.
     """
+    if preset is not None and preset not in PRESETS:
+        raise ValueError(f"preset must be one of {', '.join(sorted(PRESETS))}, not {preset!r}")
+    shape = PRESETS[preset] if preset else None
     rng = np.random.default_rng(seed)
     out, pairs = [], 0
     for _ in range(regions):
         if max_pairs is not None and pairs >= max_pairs:
             break
-        reg = _region(rng, n_rate, odd_rate)
+        reg = _region(rng, n_rate, odd_rate, shape=shape)
         if max_reads is not None and len(reg[0]) > max_reads:
             reg = _truncate(reg, max_reads)
         nr, nh = len(reg[0]), len(reg[1])
@@ -238,12 +266,14 @@ def main(argv=None) -> int:
     p.add_argument("--odd-rate", type=float, default=0.0,
                    help="chance per read of bytes other than ACGTN (read as A)")
     p.add_argument("--max-reads", type=int, default=None, help="cap on reads per region")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="fixed benchmark shape (typical: 60 x 4, 150/350 bp; small: 10-60 x 2-8)")
     p.add_argument("--output", "-o", default="-", help="record file, or - for stdout")
     a = p.parse_args(argv)
     if a.regions < 0 or a.underflow < 0:
         p.error("--regions and --underflow must be >= 0")
     regs = generate(a.regions, a.seed, a.max_pairs, a.underflow, a.n_rate, a.odd_rate,
-                    a.max_reads)
+                    a.max_reads, a.preset)
     write_input_records(sys.stdout if a.output == "-" else a.output, regs)
     pairs, cells = pairs_and_cells(regs)
     print(f"gen_regions: {len(regs)} regions, {pairs} pairs, {cells} cells", file=sys.stderr)
