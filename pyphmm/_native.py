@@ -141,3 +141,11 @@ def config_text() -> str:
     buf = ffi.new("char[]", n + 1)
     lib.pyphmm_config_describe(buf, n + 1)
     return ffi.string(buf).decode("utf-8", "replace")
+
+
+def reload_config() -> None:
+    """Makes the native library read its PYPHMM_* environment variables
+    again (they are read once): for a process that changes them while
+    running. Decisions taken once per process (GPU choice, calibration, CPU
+    kernel) stay as taken."""
+    lib.pyphmm_config_reload()

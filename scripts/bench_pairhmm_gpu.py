@@ -241,8 +241,8 @@ def bench_dispatch(regions, reps, driver_counts):
               reps, {}),
              (f"hybrid, sharing forced, {drivers} GPU drivers", _native.make_options("auto", hybrid=True), reps, force),
              ("CPU only", _native.make_options("cpu"), 1, {})]
-    # PYPHMM_HYBRID_GPU_THREADS and _MIN_CPU_SHARE are read at each call: the
-    # same hybrid call with other driver counts.
+    # PYPHMM_HYBRID_GPU_THREADS and _MIN_CPU_SHARE apply to every call after
+    # a configuration reload: the same hybrid call with other driver counts.
     whole += [(f"hybrid, sharing forced, {d} GPU drivers", _native.make_options("auto", hybrid=True), reps,
                dict(force, PYPHMM_HYBRID_GPU_THREADS=str(d))) for d in driver_counts if d != drivers]
     times = {}
@@ -250,9 +250,11 @@ def bench_dispatch(regions, reps, driver_counts):
         out = ref if k == 0 else np.empty(packed.total)
         saved = {v: os.environ.get(v) for v in env}
         os.environ.update(env)
+        _native.reload_config()
         dt, st = best_native(packed, opts, out, n)
         for v, old in saved.items():
             os.environ.pop(v) if old is None else os.environ.update({v: old})
+        _native.reload_config()
         times[name] = dt
         diff = float(np.max(np.abs(out - ref))) if k else 0.0
         print(f"whole, {name}: {dt:.4f} s = {cells / dt / 1e9:.1f} GCUPS; {sides(st)}; "

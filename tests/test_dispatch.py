@@ -383,4 +383,5 @@ def test_gpu_hybrid_failure_falls_back():
     st = out["stats"]
     assert st["hybrid"] and st["fell_back"] and st["gpu_regions"] == 0 and st["cpu_regions"] == 40
     assert all(out["same_cpu"])
-    assert err.count("the CPU computes the remaining regions") == 1, err
+    # The child's reference GPU call failed first: one warning per process, not per failed call.
+    assert err.count("warning: GPU PairHMM failed") == 1, err

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pyphmm
-from pyphmm import sw
+from pyphmm import _native, sw
 
 from swgen import hap_vs_ref, make_pairs, read_vs_hap
 from test_sw import STRATEGIES, fold_trailing_clip
@@ -88,14 +88,25 @@ def test_gpu_chunking(monkeypatch):
     """A batch over many sub-chunks (budget forced down to 64 MB) and over several chunks
     (20 MB: ~1,800 pairs per chunk) still matches the CPU."""
     refs, alts = hap_vs_ref(3000, seed=9, lo=300, hi=1500)   # ~4 GB of backtrack in total
-    for mb in ("64", "20"):
-        monkeypatch.setenv("PYPHMM_SW_GPU_BUDGET_MB", mb)
-        gpu, cpu = _gpu_cpu(refs, alts, params="NEW_SW_PARAMETERS", overhang="SOFTCLIP")
-        _assert_same(gpu, cpu, refs, alts)
-    monkeypatch.setenv("PYPHMM_SW_GPU_BUDGET_MB", "1")      # one pair cannot fit: CPU fallback
-    stats = {}
-    cig, off = sw.align_batch(refs[:300], alts[:300], params="NEW_SW_PARAMETERS", backend="cuda", stats=stats)
-    assert stats["fell_back"] and cig == cpu[0][:300]
+
+    def budget(mb):  # the library reads its environment once: reload after each change
+        if mb is None:
+            monkeypatch.delenv("PYPHMM_SW_GPU_BUDGET_MB", raising=False)
+        else:
+            monkeypatch.setenv("PYPHMM_SW_GPU_BUDGET_MB", mb)
+        _native.reload_config()
+
+    try:
+        for mb in ("64", "20"):
+            budget(mb)
+            gpu, cpu = _gpu_cpu(refs, alts, params="NEW_SW_PARAMETERS", overhang="SOFTCLIP")
+            _assert_same(gpu, cpu, refs, alts)
+        budget("1")  # one pair cannot fit: CPU fallback
+        stats = {}
+        cig, off = sw.align_batch(refs[:300], alts[:300], params="NEW_SW_PARAMETERS", backend="cuda", stats=stats)
+        assert stats["fell_back"] and cig == cpu[0][:300]
+    finally:
+        budget(None)
 
 
 def test_auto_uses_gpu_for_large_batches_only():

@@ -1,12 +1,14 @@
 // Every PYPHMM_* environment variable the native library reads, in one
 // table (config.cc) with one parser.
 //
-// A knob is parsed the first time it is asked for and cached; reload()
-// parses every knob again (pyphmm_config_reload, for tests that change the
-// environment in-process). A value that does not parse is reported once on
-// stderr and the default is used. Knobs marked "first use" steer decisions
-// that are taken once per process (the GPU probe, the calibration, the
-// choice of CPU kernel), so reloading them changes nothing after that point.
+// A knob is parsed the first time it is asked for and cached (calls read
+// knobs on their hot path); reload() parses every knob again
+// (pyphmm_config_reload: a process that changes its environment, e.g. a
+// test, says so). A value that does not parse is reported on stderr and the
+// default is used. Knobs marked "first use" steer decisions taken once per
+// process (the GPU probe and choice, the calibration, the CPU kernel), so
+// reloading them changes nothing after that point; "reload" knobs apply to
+// every call after a reload.
 #pragma once
 #include <cstdint>
 #include <string>
