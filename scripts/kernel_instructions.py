@@ -14,9 +14,13 @@ With --mca (needs llvm-mca from LLVM >= 17, e.g. Debian's llvm-19), each
 loop also goes through llvm-mca's model of a core (--arm-cpu, default
 neoverse-v2; --x86-cpu, default znver3) for cycles per iteration, which
 counts issue width, pipes and the loop-carried dependency chains. That is a
-model, not a measurement.
+model, not a measurement. --measure checks the model where it can be
+checked: it times this machine's pyphmm build (PYTHONPATH picks it) on
+generated regions, one call per region on 1 thread, in CPU seconds (best of
+3, so other processes on a shared machine matter less), and prints cycles
+per cell at the clock /proc/cpuinfo reports (or --clock-ghz).
 
-    python3 scripts/kernel_instructions.py [--mca] [--show]
+    PYTHONPATH=. python3 scripts/kernel_instructions.py [--mca] [--measure] [--show]
 """
 from __future__ import annotations
 
@@ -135,6 +139,29 @@ def mca_cycles(target, cpu, body, tool):
     return int(m.group(1)) / 100 if m else None
 
 
+def measure(regions, clock_ghz):
+    """CPU seconds of pyphmm's CPU backend on generated regions, one call per region, 1 thread."""
+    import time
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import pyphmm
+    from gen_regions import generate
+    data = generate(regions, seed=1)
+    cells = sum(len(r) * len(h) for reads, haps in data for r in reads for h in haps)
+    best = float("inf")
+    for _ in range(3):
+        t = time.process_time()
+        for region in data:
+            pyphmm.compute_regions([region], backend="cpu", threads=1)
+        best = min(best, time.process_time() - t)
+    if not clock_ghz:
+        mhz = [float(x.split(":")[1]) for x in open("/proc/cpuinfo") if x.startswith("cpu MHz")]
+        clock_ghz = mhz[0] / 1000 if mhz else 0
+    print(f"measured: pyphmm {pyphmm.info()['cpu_kernel']} kernel from {os.path.dirname(pyphmm.__file__)}, "
+          f"{regions} regions, {cells / 1e9:.2f} G cells in {best:.3f} CPU s = {cells / best / 1e9:.2f} G cells "
+          f"per CPU second" + (f" = {best * clock_ghz * 1e9 / cells:.3f} cycles/cell at {clock_ghz:.2f} GHz"
+                                if clock_ghz else ""))
+
+
 def find_mca():
     for name in ("llvm-mca-19", "llvm-mca-18", "llvm-mca-17", "llvm-mca"):
         path = shutil.which(name)
@@ -152,6 +179,9 @@ def main(argv=None):
     ap.add_argument("--arm-cpu", default="neoverse-v2")
     ap.add_argument("--x86-cpu", default="znver3")
     ap.add_argument("--show", action="store_true", help="print each loop's instructions")
+    ap.add_argument("--measure", action="store_true", help="time this machine's build for comparison")
+    ap.add_argument("--regions", type=int, default=60, help="generated regions for --measure (default 60)")
+    ap.add_argument("--clock-ghz", type=float, default=0.0, help="clock for --measure's cycles (default: cpuinfo)")
     args = ap.parse_args(argv)
     tool = find_mca() if args.mca else None
     if args.mca and not tool:
@@ -195,6 +225,8 @@ def main(argv=None):
                 print(line)
                 if args.show:
                     print("\n".join("    " + x for x in body))
+    if args.measure:
+        measure(args.regions, args.clock_ghz)
 
 
 if __name__ == "__main__":
