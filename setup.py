@@ -15,6 +15,9 @@ Environment knobs:
                               (default: a JDK's include/, else .carry/jni_include)
   PYPHMM_SHIM_CLASSES=DIR     prebuilt shim classes for the jar where javac is
                               missing (default .carry/shim_classes)
+  PYPHMM_AARCH64_LIB=FILE     AArch64 libpyphmm.so to embed in the jar beside this
+                              build's (default build/aarch64/libpyphmm.so when present,
+                              made by scripts/build_aarch64.sh)
   NVCC=/path/to/nvcc, JAVA_HOME=/path/to/jdk
 
 scripts/prepare_gpu_carry.sh fills .carry/ on a machine with a JDK.
@@ -203,7 +206,18 @@ class NativeBuild:
         return out
 
 
-def assemble_jar(classes, lib, out):
+def aarch64_lib():
+    """The cross-built AArch64 library the jar carries beside this build's, or None."""
+    lib = os.environ.get("PYPHMM_AARCH64_LIB") or os.path.join(ROOT, "build", "aarch64", LIBNAME)
+    if not os.path.exists(lib):
+        return None
+    sources = glob.glob(os.path.join(NATIVE, "**", "*.*"), recursive=True)
+    if any(os.path.getmtime(s) > os.path.getmtime(lib) for s in sources):
+        log(f"warning: {lib} is older than native/ (rerun scripts/build_aarch64.sh)")
+    return lib
+
+
+def assemble_jar(classes, lib, out, arm_lib=None):
     """The jar build.sh makes, from prebuilt shim classes plus this build's
     libpyphmm.so, written with zipfile (a jar is a zip with a manifest)."""
     import zipfile
@@ -213,6 +227,8 @@ def assemble_jar(classes, lib, out):
         for name in SHIM_CLASSES:
             z.write(os.path.join(classes, name), name)
         z.write(lib, "pyphmm/libpyphmm.so")
+        if arm_lib:
+            z.write(arm_lib, "pyphmm/native/linux-aarch64/libpyphmm.so")
     os.replace(part, out)
 
 
@@ -226,12 +242,16 @@ def build_gatk_jar(lib, pkg_dir, with_jni):
         log("GATK shim jar: skipped (libpyphmm.so was built without the JNI layer: no jni.h)")
         return None
     bindings = os.environ.get("GATK_NATIVE_BINDINGS_JAR", "/usr/share/java/gatk-native-bindings.jar")
+    arm_lib = aarch64_lib()
+    if arm_lib:
+        log(f"GATK shim jar: with the AArch64 library {arm_lib}")
     if shutil.which("javac") and shutil.which("jar") and os.path.exists(bindings):
-        subprocess.check_call(["bash", os.path.join(ROOT, "java_shim", "build.sh"), lib, out, bindings])
+        env = dict(os.environ, PYPHMM_AARCH64_LIB=arm_lib or "")
+        subprocess.check_call(["bash", os.path.join(ROOT, "java_shim", "build.sh"), lib, out, bindings], env=env)
         return out
     classes = os.environ.get("PYPHMM_SHIM_CLASSES") or os.path.join(CARRY, "shim_classes")
     if all(os.path.exists(os.path.join(classes, c)) for c in SHIM_CLASSES):
-        assemble_jar(classes, lib, out)
+        assemble_jar(classes, lib, out, arm_lib)
         log(f"GATK shim jar: wrote {out} (prebuilt classes from {classes})")
         return out
     log("GATK shim jar: skipped (needs javac, jar and gatk-native-bindings.jar, or prebuilt classes "

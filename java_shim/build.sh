@@ -13,6 +13,12 @@ rm -rf "$build"
 mkdir -p "$build/classes/pyphmm"
 bash "$here/compile.sh" "$build/classes" "$bindings"
 cp "$lib" "$build/classes/pyphmm/libpyphmm.so"
+# The AArch64 library beside it when one was cross-built (setup.py passes
+# scripts/build_aarch64.sh's output).
+if [ -n "${PYPHMM_AARCH64_LIB:-}" ]; then
+    mkdir -p "$build/classes/pyphmm/native/linux-aarch64"
+    cp "$PYPHMM_AARCH64_LIB" "$build/classes/pyphmm/native/linux-aarch64/libpyphmm.so"
+fi
 mkdir -p "$(dirname "$out")"
 rm -f "$out.part"
 jar --create --file "$out.part" -C "$build/classes" .

@@ -9,7 +9,10 @@
 // ~13 us of a ~56 us GPU call.
 #include "common/pack_elems.h"
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#define PYPHMM_PACK_AVX2 1
+#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +40,7 @@ inline uint32_t elem(uint8_t b, uint8_t q, uint8_t i, uint8_t d, uint8_t c) {
            uint32_t(d & 127) << 18 | uint32_t(c & 127) << 25;
 }
 
+#if PYPHMM_PACK_AVX2
 #define PYPHMM_AVX2 __attribute__((target("avx2")))
 
 PYPHMM_AVX2 inline __m128i load16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
@@ -93,6 +97,7 @@ bool use_avx2() {
     }();
     return v;
 }
+#endif  // PYPHMM_PACK_AVX2 (other architectures pack with the scalar loops)
 
 }  // namespace
 
@@ -106,18 +111,18 @@ void pack_read_elems_scalar(const uint8_t* bases, const uint8_t* quals, const ui
 }
 
 void pack_base_planes(const uint8_t* src, int64_t n, uint8_t* dst) {
-    if (use_avx2())
-        base_planes_avx2(src, n, dst);
-    else
-        pack_base_planes_scalar(src, n, dst);
+#if PYPHMM_PACK_AVX2
+    if (use_avx2()) return base_planes_avx2(src, n, dst);
+#endif
+    pack_base_planes_scalar(src, n, dst);
 }
 
 void pack_read_elems(const uint8_t* bases, const uint8_t* quals, const uint8_t* ins, const uint8_t* dels,
                      const uint8_t* gcp, int64_t m, uint32_t* dst) {
-    if (use_avx2())
-        read_elems_avx2(bases, quals, ins, dels, gcp, m, dst);
-    else
-        pack_read_elems_scalar(bases, quals, ins, dels, gcp, m, dst);
+#if PYPHMM_PACK_AVX2
+    if (use_avx2()) return read_elems_avx2(bases, quals, ins, dels, gcp, m, dst);
+#endif
+    pack_read_elems_scalar(bases, quals, ins, dels, gcp, m, dst);
 }
 
 }  // namespace pyphmm

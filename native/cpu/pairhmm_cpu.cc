@@ -3,7 +3,7 @@
 // Layout of the work: every (read, haplotype) pair of every region is one
 // SIMD lane. Pairs are sorted by (read length, haplotype length) and cut into
 // groups of W lanes (W = vector bytes / sizeof(T): 16 floats on AVX-512, 8 on
-// AVX2, 4 portable; half as many doubles), so a
+// AVX2, 4 on NEON and portable; half as many doubles), so a
 // group's lanes have nearly equal shapes and little padding. Within a group
 // the matrix is swept row by row (read position i), column by column
 // (haplotype position j); every arithmetic operation acts on all W lanes, so
@@ -24,8 +24,6 @@
 // underflowing pairs a hundred times slower).
 #include "pairhmm_cpu.h"
 
-#include <xmmintrin.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -36,6 +34,11 @@
 
 #include "../common/tables.h"
 #include "../common/thread_pool.h"
+#include "cpu_arch.h"
+
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 namespace pyphmm {
 
@@ -64,11 +67,53 @@ template <> struct IntOf<double> { typedef int64_t type; };
 
 constexpr int kMaxLanes = 16;
 
+// How a kernel instance forms its lane primitives (match mask, select, lane
+// shift) and sweeps its rows. kGeneric: portable GCC vector code, what the
+// x86 instances and the portable path compile. kNeon (AArch64): NEON's own
+// instructions for the primitives (CMTST, BSL, DUP + EXT) and two rows per
+// sweep (sweep_row_pair). Both compute every cell with the same operations
+// in the same order, so their results are bit-identical.
+enum class Isa { kGeneric, kNeon };
+
+#if defined(__aarch64__)
+// The NEON primitives for 4 floats / 2 doubles (GCC's 16-byte vector types
+// convert to and from NEON's without a cast).
+namespace neon {
+typedef int32_t i32v __attribute__((vector_size(16)));
+typedef int64_t i64v __attribute__((vector_size(16)));
+__attribute__((always_inline)) inline float32x4_t select(i32v m, float32x4_t a, float32x4_t b) {
+    return vbslq_f32(vreinterpretq_u32_s32(m), a, b);
+}
+__attribute__((always_inline)) inline float64x2_t select(i64v m, float64x2_t a, float64x2_t b) {
+    return vbslq_f64(vreinterpretq_u64_s64(m), a, b);
+}
+__attribute__((always_inline)) inline i32v any_shared(i32v a, i32v b) {
+    return vreinterpretq_s32_u32(vtstq_s32(a, b));
+}
+__attribute__((always_inline)) inline i64v any_shared(i64v a, i64v b) {
+    return vreinterpretq_s64_u64(vtstq_s64(a, b));
+}
+// Lane 0 takes `in`, lane l takes prev[l - 1].
+__attribute__((always_inline)) inline float32x4_t shift_in(float32x4_t prev, float in) {
+    return vextq_f32(vdupq_n_f32(in), prev, 3);
+}
+__attribute__((always_inline)) inline float64x2_t shift_in(float64x2_t prev, double in) {
+    return vextq_f64(vdupq_n_f64(in), prev, 1);
+}
+__attribute__((always_inline)) inline i32v shift_in(i32v prev, int32_t in) {
+    return vextq_s32(vdupq_n_s32(in), prev, 3);
+}
+__attribute__((always_inline)) inline i64v shift_in(i64v prev, int64_t in) {
+    return vextq_s64(vdupq_n_s64(in), prev, 1);
+}
+}  // namespace neon
+#endif
+
 // Kernel for one precision and vector width (VB bytes: 64 for AVX-512, 32 for
-// AVX2, 16 for the portable SSE2 path; wider than the registers spills). All
-// vector code is always_inline so each ISA instance below compiles it for
-// its own target.
-template <typename T, int VB>
+// AVX2, 16 for NEON and the portable path; wider than the registers spills).
+// All vector code is always_inline so each ISA instance below compiles it
+// for its own target.
+template <typename T, int VB, Isa kIsa = Isa::kGeneric>
 struct Kernel {
     static constexpr int W = VB / sizeof(T);
     typedef T vec __attribute__((vector_size(VB), aligned(VB)));
@@ -100,6 +145,9 @@ struct Kernel {
     // Bitwise blend: lanes where mask is all ones take a, the others b. (The
     // casts reinterpret bits; vectors of equal size convert this way.)
     PYPHMM_INLINE vec select(ivec mask, vec a, vec b) {
+#if defined(__aarch64__)
+        if constexpr (kIsa == Isa::kNeon) return neon::select(mask, a, b);
+#endif
         return (vec)((mask & (ivec)a) | (~mask & (ivec)b));
     }
 
@@ -112,8 +160,12 @@ struct Kernel {
 
     // All ones in lanes whose bases match, zero elsewhere. Built from AND,
     // add, shift and negate because vector compares producing -1/0 lanes are
-    // not native on AVX-512F and GCC would scalarise them.
+    // not native on AVX-512F and GCC would scalarise them; NEON has the
+    // whole test as one instruction (CMTST).
     PYPHMM_INLINE ivec match_mask(ivec hap_bits, ivec read_bits) {
+#if defined(__aarch64__)
+        if constexpr (kIsa == Isa::kNeon) return neon::any_shared(hap_bits, read_bits);
+#endif
         ivec any = ((hap_bits & read_bits) + I(0x1f)) >> 5;   // 1 if any bit is shared, else 0
         return ivec{} - any;
     }
@@ -182,40 +234,107 @@ struct Kernel {
         s.Y.assign(n_max + 1, V{init_y});
         vec sum_m{}, sum_x{};
         for (int i = 1; i <= m_max; ++i) {
-            const Row& r = s.rows[i];
-            vec m_diag = s.M[0].v, x_diag = s.X[0].v, y_diag = s.Y[0].v;
-            s.M[0].v = s.X[0].v = s.Y[0].v = vec{};
-            vec m_left{}, y_left{};
-            for (int j = 1; j <= n_max; ++j) {
-                vec e = select(match_mask(s.hap[j].v, r.base_bits), r.e_match, r.e_mismatch);
-                vec m_up = s.M[j].v, x_up = s.X[j].v, y_up = s.Y[j].v;
-                vec m_new = e * ((r.mm * m_diag + r.gm * x_diag) + r.gm * y_diag);
-                vec x_new = r.mx * m_up + r.xx * x_up;
-                vec y_new = r.my * m_left + r.yy * y_left;
-                s.M[j].v = m_new;
-                s.X[j].v = x_new;
-                s.Y[j].v = y_new;
-                m_diag = m_up;
-                x_diag = x_up;
-                y_diag = y_up;
-                m_left = m_new;
-                y_left = y_new;
-            }
-            for (int l = 0; l < W; ++l)
-                if (read_len[l] == i) {
-                    collect(i, read_len, hap_len, n_max, s, sum_m, sum_x);
-                    break;
+            if constexpr (kIsa == Isa::kNeon) {
+                // Rows i and i + 1 together, unless a lane's read ends at
+                // row i: its sums need row i, which the pair overwrites.
+                if (i < m_max && !ends_at(read_len, i)) {
+                    sweep_row_pair(s.rows[i], s.rows[i + 1], n_max, s);
+                    ++i;
+                } else {
+                    sweep_row(s.rows[i], n_max, s);
                 }
+                if (ends_at(read_len, i)) collect(i, read_len, hap_len, n_max, s, sum_m, sum_x);
+            } else {
+                sweep_row(s.rows[i], n_max, s);
+                for (int l = 0; l < W; ++l)
+                    if (read_len[l] == i) {
+                        collect(i, read_len, hap_len, n_max, s, sum_m, sum_x);
+                        break;
+                    }
+            }
         }
         vec total = sum_m + sum_x;
         for (int l = 0; l < count; ++l) sums[l] = total[l];
     }
 
+    PYPHMM_INLINE bool ends_at(const ivec& read_len, int i) {
+        for (int l = 0; l < W; ++l)
+            if (read_len[l] == i) return true;
+        return false;
+    }
+
+    // One row: s.M/X/Y hold row i - 1 on entry and row i on return.
+    PYPHMM_INLINE void sweep_row(const Row& r, int n_max, Scratch& s) {
+        vec m_diag = s.M[0].v, x_diag = s.X[0].v, y_diag = s.Y[0].v;
+        s.M[0].v = s.X[0].v = s.Y[0].v = vec{};
+        vec m_left{}, y_left{};
+        for (int j = 1; j <= n_max; ++j) {
+            vec e = select(match_mask(s.hap[j].v, r.base_bits), r.e_match, r.e_mismatch);
+            vec m_up = s.M[j].v, x_up = s.X[j].v, y_up = s.Y[j].v;
+            vec m_new = e * ((r.mm * m_diag + r.gm * x_diag) + r.gm * y_diag);
+            vec x_new = r.mx * m_up + r.xx * x_up;
+            vec y_new = r.my * m_left + r.yy * y_left;
+            s.M[j].v = m_new;
+            s.X[j].v = x_new;
+            s.Y[j].v = y_new;
+            m_diag = m_up;
+            x_diag = x_up;
+            y_diag = y_up;
+            m_left = m_new;
+            y_left = y_new;
+        }
+    }
+
+    // Rows i (a) and i + 1 (b) in one sweep: s.M/X/Y hold row i - 1 on entry
+    // and row i + 1 on return. Cell (i + 1, j) is computed right after
+    // (i, j) from registers, with sweep_row's operations in its order. A
+    // row's only serial chain is Y's (a multiply and an add per column); a
+    // step here carries two independent ones, which a core with four vector
+    // pipes (Neoverse V1/V2) overlaps, and the matrices are read and written
+    // once per two rows instead of every row.
+    PYPHMM_INLINE void sweep_row_pair(const Row& a, const Row& b, int n_max, Scratch& s) {
+        vec am_diag = s.M[0].v, ax_diag = s.X[0].v, ay_diag = s.Y[0].v;   // row i - 1, column 0
+        vec bm_diag{}, bx_diag{}, by_diag{};                                // row i, column 0
+        s.M[0].v = s.X[0].v = s.Y[0].v = vec{};
+        vec am_left{}, ay_left{}, bm_left{}, by_left{};
+        for (int j = 1; j <= n_max; ++j) {
+            const ivec hap = s.hap[j].v;
+            vec m_up = s.M[j].v, x_up = s.X[j].v, y_up = s.Y[j].v;
+            vec ea = select(match_mask(hap, a.base_bits), a.e_match, a.e_mismatch);
+            vec am = ea * ((a.mm * am_diag + a.gm * ax_diag) + a.gm * ay_diag);
+            vec ax = a.mx * m_up + a.xx * x_up;
+            vec ay = a.my * am_left + a.yy * ay_left;
+            vec eb = select(match_mask(hap, b.base_bits), b.e_match, b.e_mismatch);
+            vec bm = eb * ((b.mm * bm_diag + b.gm * bx_diag) + b.gm * by_diag);
+            vec bx = b.mx * am + b.xx * ax;
+            vec by = b.my * bm_left + b.yy * by_left;
+            s.M[j].v = bm;
+            s.X[j].v = bx;
+            s.Y[j].v = by;
+            am_diag = m_up;
+            ax_diag = x_up;
+            ay_diag = y_up;
+            am_left = am;
+            ay_left = ay;
+            bm_diag = am;
+            bx_diag = ax;
+            by_diag = ay;
+            bm_left = bm;
+            by_left = by;
+        }
+    }
+
     // Lane l takes prev[l-1]; lane 0 takes `in` (a one-lane shift along rows).
     PYPHMM_INLINE vec shift_in(vec prev, T in) {
+#if defined(__aarch64__)
+        if constexpr (kIsa == Isa::kNeon) return neon::shift_in(prev, in);
+#endif
         return __builtin_shuffle(prev, vec{} + in, shift_mask());
     }
     PYPHMM_INLINE ivec shift_in(ivec prev, I in) {
+#if defined(__aarch64__)
+        if constexpr (kIsa == Isa::kNeon) return neon::shift_in(prev, in);
+#endif
         return __builtin_shuffle(prev, ivec{} + in, shift_mask());
     }
     PYPHMM_INLINE ivec shift_mask() {
@@ -321,27 +440,35 @@ typedef void (*ForwardDouble)(const Pair* const*, int, double*);
 typedef float (*ForwardOneFloat)(const Pair&);
 typedef double (*ForwardOneDouble)(const Pair&);
 
-#define PYPHMM_DEFINE_FORWARD(suffix, bytes, target_attr)                                   \
+#define PYPHMM_DEFINE_FORWARD(suffix, bytes, isa, target_attr)                              \
     target_attr void forward_float_##suffix(const Pair* const* lanes, int count, float* sums) { \
-        static thread_local Kernel<float, bytes>::Scratch scratch;                           \
-        Kernel<float, bytes>::forward(lanes, count, sums, scratch);                          \
+        static thread_local Kernel<float, bytes, isa>::Scratch scratch;                      \
+        Kernel<float, bytes, isa>::forward(lanes, count, sums, scratch);                     \
     }                                                                                        \
     target_attr void forward_double_##suffix(const Pair* const* lanes, int count, double* sums) { \
-        static thread_local Kernel<double, bytes>::Scratch scratch;                          \
-        Kernel<double, bytes>::forward(lanes, count, sums, scratch);                         \
+        static thread_local Kernel<double, bytes, isa>::Scratch scratch;                     \
+        Kernel<double, bytes, isa>::forward(lanes, count, sums, scratch);                    \
     }                                                                                        \
     target_attr float forward_one_float_##suffix(const Pair& p) {                            \
-        static thread_local Kernel<float, bytes>::Scratch scratch;                           \
-        return Kernel<float, bytes>::forward_one(p, scratch);                                \
+        static thread_local Kernel<float, bytes, isa>::Scratch scratch;                      \
+        return Kernel<float, bytes, isa>::forward_one(p, scratch);                           \
     }                                                                                        \
     target_attr double forward_one_double_##suffix(const Pair& p) {                          \
-        static thread_local Kernel<double, bytes>::Scratch scratch;                          \
-        return Kernel<double, bytes>::forward_one(p, scratch);                               \
+        static thread_local Kernel<double, bytes, isa>::Scratch scratch;                     \
+        return Kernel<double, bytes, isa>::forward_one(p, scratch);                          \
     }
 
-PYPHMM_DEFINE_FORWARD(avx512, 64, __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))))
-PYPHMM_DEFINE_FORWARD(avx2, 32, __attribute__((target("avx2,fma"))))
-PYPHMM_DEFINE_FORWARD(portable, 16, )
+#if defined(__x86_64__) || defined(__i386__)
+PYPHMM_DEFINE_FORWARD(avx512, 64, Isa::kGeneric,
+                      __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))))
+PYPHMM_DEFINE_FORWARD(avx2, 32, Isa::kGeneric, __attribute__((target("avx2,fma"))))
+#elif defined(__aarch64__)
+// Advanced SIMD is in the AArch64 baseline, so this needs no target attribute.
+PYPHMM_DEFINE_FORWARD(neon, 16, Isa::kNeon, )
+#endif
+// The baseline target's 16-byte vectors: SSE2 on x86-64, Advanced SIMD on
+// AArch64 (GCC's generic vector code, no ISA-specific primitives).
+PYPHMM_DEFINE_FORWARD(portable, 16, Isa::kGeneric, )
 
 struct KernelChoice {
     const char* name;
@@ -359,36 +486,36 @@ const KernelChoice& kernel_choice() {
 #define PYPHMM_CHOICE(name, bytes) \
     KernelChoice{#name, bytes, forward_float_##name, forward_double_##name, forward_one_float_##name, \
                  forward_one_double_##name}
-        const KernelChoice avx512 = PYPHMM_CHOICE(avx512, 64);
-        const KernelChoice avx2 = PYPHMM_CHOICE(avx2, 32);
         const KernelChoice portable = PYPHMM_CHOICE(portable, 16);
-#undef PYPHMM_CHOICE
+        KernelChoice candidates[2]{};   // this architecture's kernels, best first
+        bool usable[2] = {false, false};
+        int count = 0;
+#if defined(__x86_64__) || defined(__i386__)
         __builtin_cpu_init();
-        bool has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-        bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        KernelChoice best = has512 ? avx512 : has2 ? avx2 : portable;
+        candidates[count] = PYPHMM_CHOICE(avx512, 64);
+        usable[count++] = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+        candidates[count] = PYPHMM_CHOICE(avx2, 32);
+        usable[count++] = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#elif defined(__aarch64__)
+        candidates[count] = PYPHMM_CHOICE(neon, 16);
+        usable[count++] = cpu_has_neon();
+#endif
+#undef PYPHMM_CHOICE
+        KernelChoice best = portable;
+        for (int k = count - 1; k >= 0; --k)
+            if (usable[k]) best = candidates[k];
         const char* want = std::getenv("PYPHMM_CPU_KERNEL");
         if (!want || !*want) return best;
         if (!std::strcmp(want, "portable")) return portable;
-        if (!std::strcmp(want, "avx2") && has2) return avx2;
-        if (!std::strcmp(want, "avx512") && has512) return avx512;
+        for (int k = 0; k < count; ++k)
+            if (usable[k] && !std::strcmp(want, candidates[k].name)) return candidates[k];
         std::fprintf(stderr, "pyphmm: warning: PYPHMM_CPU_KERNEL=%s is not available here; using %s\n",
                      want, best.name);
         return best;
     }();
     return choice;
 }
-
-// Sets flush-to-zero for the current thread while alive, then restores it.
-class FlushToZero {
-  public:
-    FlushToZero() : saved_(_MM_GET_FLUSH_ZERO_MODE()) { _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON); }
-    ~FlushToZero() { _MM_SET_FLUSH_ZERO_MODE(saved_); }
-
-  private:
-    unsigned saved_;
-};
 
 std::vector<Pair> collect_pairs(const pyphmm_region* regions, int64_t num_regions) {
     std::vector<Pair> pairs;

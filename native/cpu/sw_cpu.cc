@@ -10,8 +10,8 @@
 // or +k (deletion of k), so traceback jumps whole gaps.
 //
 // Evaluation order: anti-diagonals (d = i + j), vectorised along i: 16 int32
-// lanes (AVX-512) or 8 (AVX2) with intrinsics, else 4 (SSE) with GCC vector
-// extensions. All cells of one anti-diagonal are independent; the per-row and
+// lanes (AVX-512), 8 (AVX2) or 4 (NEON) with intrinsics, else 4 (SSE on
+// x86-64, the portable path elsewhere) with GCC vector extensions. All cells of one anti-diagonal are independent; the per-row and
 // per-column gap state of GATK's row-major loop become per-slot state carried
 // from diagonal d-1 to d, so results are bit-identical to the row-major order.
 //
@@ -33,13 +33,20 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
-#include <immintrin.h>
 #include <new>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
 #include "../common/errors.h"
 #include "../common/thread_pool.h"
+#include "cpu_arch.h"
 
 namespace pyphmm {
 
@@ -234,13 +241,18 @@ __attribute__((always_inline)) inline Masks<W> cells(Diagonals& s, const int32_t
     return {(diag >= down) & (diag >= right), right >= down, new_h, new_v};
 }
 
-// Bits of a 4-lane mask (baseline SSE).
+// Bits of a 4-lane mask (baseline SSE on x86; lane by lane elsewhere).
 __attribute__((always_inline)) inline uint16_t bits(Vec<4>::V v) {
+#if defined(__x86_64__) || defined(__i386__)
     return static_cast<uint16_t>(_mm_movemask_ps(_mm_castsi128_ps(reinterpret_cast<__m128i>(v))));
+#else
+    return static_cast<uint16_t>((v[0] & 1) | (v[1] & 2) | (v[2] & 4) | (v[3] & 8));
+#endif
 }
 
-// The fill with GCC vector extensions, W lanes: the SSE baseline (W = 4).
-// The AVX2 and AVX-512 fills below are the same rule with intrinsics.
+// The fill with GCC vector extensions, W lanes: the SSE baseline (W = 4) on
+// x86-64, the portable path elsewhere. The AVX2, AVX-512 and NEON fills
+// below are the same rule with intrinsics.
 template <int W>
 __attribute__((always_inline)) inline void fill_generic(Workspace& ws, const uint8_t* ref, int m,
                                                         const uint8_t* alt, int n, const pyphmm_sw_params& p,
@@ -271,6 +283,7 @@ bool floor_reachable(const pyphmm_sw_params& p, int m, int n) {
     return worst * (int64_t(m) + n + 2) >= -int64_t(kFloor);
 }
 
+#if defined(__x86_64__) || defined(__i386__)
 // AVX-512: 16 lanes with intrinsics, so compares give the backtrack bits
 // directly as mask registers (GCC 12 scalarises vector-extension mask logic
 // at this width). Same rule as cells().
@@ -392,22 +405,124 @@ void fill_avx2(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int
         fill_avx2_t<false>(ws, ref, m, alt, n, p, edge);
 }
 
-void fill_sse(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
+#endif  // x86
+
+#if defined(__aarch64__)
+// NEON: 4 lanes with intrinsics. NEON has no movemask; the four compare
+// masks (all ones / zero per lane) are narrowed into one byte vector, one
+// bit per lane is kept, and pairwise adds sum each mask's four bits into
+// one byte (see bt_bits4).
+#define SW_NEON __attribute__((always_inline)) inline
+SW_NEON int32x4_t ld4(const int32_t* p) { return vld1q_s32(p); }
+
+// BtBlock {diag, right, new_h, new_v} of four 4-lane masks: bit k of each
+// field is lane k.
+SW_NEON BtBlock bt_bits4(uint32x4_t diag, uint32x4_t right, uint32x4_t new_h, uint32x4_t new_v) {
+    const uint8x16_t lane_bits = {1, 2, 4, 8, 1, 2, 4, 8, 1, 2, 4, 8, 1, 2, 4, 8};
+    // bytes: diag lanes 0-3, right 0-3, new_h 0-3, new_v 0-3 (0xff / 0)
+    const uint16x8_t dr = vuzp1q_u16(vreinterpretq_u16_u32(diag), vreinterpretq_u16_u32(right));
+    const uint16x8_t hv = vuzp1q_u16(vreinterpretq_u16_u32(new_h), vreinterpretq_u16_u32(new_v));
+    const uint8x16_t lanes = vandq_u8(vuzp1q_u8(vreinterpretq_u8_u16(dr), vreinterpretq_u8_u16(hv)),
+                                      lane_bits);
+    const uint8x8_t pairs = vget_low_u8(vpaddq_u8(lanes, lanes));   // sums of lanes 0+1, 2+3 per mask
+    const uint8x8_t quads = vpadd_u8(pairs, pairs);                 // per mask: its 4 bits, bytes 0-3
+    BtBlock b;
+    vst1_u16(reinterpret_cast<uint16_t*>(&b), vget_low_u16(vmovl_u8(quads)));
+    return b;
+}
+
+template <bool kFloorCheck>
+SW_NEON BtBlock cells_neon(Diagonals& s, const int32_t* refi, const int32_t* alt_d, int i, int32x4_t match,
+                           int32x4_t mis, int32x4_t open, int32x4_t ext, int32x4_t floor) {
+    const uint32x4_t eq = vceqq_s32(ld4(refi + i - 1), ld4(alt_d + i));
+    const int32x4_t diag = vaddq_s32(ld4(s.h2 + i - 1), vbslq_s32(eq, match, mis));
+    const int32x4_t open_v = vaddq_s32(ld4(s.h1 + i - 1), open);
+    const int32x4_t ext_v = vaddq_s32(ld4(s.f1 + i - 1), ext);
+    const int32x4_t down = vmaxq_s32(open_v, ext_v);
+    const int32x4_t open_h = vaddq_s32(ld4(s.h1 + i), open);
+    const int32x4_t ext_h = vaddq_s32(ld4(s.e1 + i), ext);
+    const int32x4_t right = vmaxq_s32(open_h, ext_h);
+    const int32x4_t gap = vmaxq_s32(down, right);
+    int32x4_t best = vmaxq_s32(diag, gap);
+    if (kFloorCheck) best = vmaxq_s32(best, floor);
+    vst1q_s32(s.h0 + i, best);
+    vst1q_s32(s.f0 + i, down);
+    vst1q_s32(s.e0 + i, right);
+    return bt_bits4(vcgeq_s32(diag, gap), vcgeq_s32(right, down), vcgtq_s32(open_h, ext_h),
+                    vcgtq_s32(open_v, ext_v));
+}
+
+template <bool kFloorCheck>
+void fill_neon_t(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
+                 bool edge) {
+    prepare(ws, ref, m, alt, n, p, edge, 2);
+    const int32x4_t match = vdupq_n_s32(p.match), mis = vdupq_n_s32(p.mismatch), open = vdupq_n_s32(p.gap_open),
+                    ext = vdupq_n_s32(p.gap_extend), floor = vdupq_n_s32(kFloor);
+    Diagonals s(ws, m, n);
+    const int32_t* refi = ws.refi.data();
+    for (int d = 2; d <= m + n; ++d) {
+        const int32_t* alt_d = ws.altr.data() + (n - d);
+        BtBlock* out = s.blocks(d);
+        for (int i = s.lo(d), hi = s.hi(d); i <= hi; i += 4, ++out)
+            *out = cells_neon<kFloorCheck>(s, refi, alt_d, i, match, mis, open, ext, floor);
+        s.finish(d);
+    }
+}
+
+void fill_neon(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
+               bool edge) {
+    if (floor_reachable(p, m, n))
+        fill_neon_t<true>(ws, ref, m, alt, n, p, edge);
+    else
+        fill_neon_t<false>(ws, ref, m, alt, n, p, edge);
+}
+#endif  // __aarch64__
+
+void fill_portable(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
               bool edge) {
     fill_generic<4>(ws, ref, m, alt, n, p, edge);
 }
 
 using FillFn = void (*)(Workspace&, const uint8_t*, int, const uint8_t*, int, const pyphmm_sw_params&, bool);
 
+// The widest fill this CPU runs, or the one PYPHMM_SW_ISA names (a testing
+// aid: sse or portable, avx2, avx512 on x86-64; neon or portable on AArch64;
+// a fill the CPU cannot run is refused with a note).
 FillFn pick_fill() {
-    const char* force = std::getenv("PYPHMM_SW_ISA");  // testing aid: sse, avx2, avx512
-    if (force && !std::strcmp(force, "sse")) return fill_sse;
-    if (force && !std::strcmp(force, "avx2") && __builtin_cpu_supports("avx2")) return fill_avx2;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        return fill_avx512;
-    if (__builtin_cpu_supports("avx2")) return fill_avx2;
-    return fill_sse;
+    struct Fill {
+        const char* name;
+        FillFn fn;
+        bool usable;
+    };
+    const Fill portable{"portable", fill_portable, true};
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    const Fill fills[] = {
+        {"avx512", fill_avx512,
+         __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")},
+        {"avx2", fill_avx2, __builtin_cpu_supports("avx2") != 0},
+        {"sse", fill_portable, true},
+    };
+#elif defined(__aarch64__)
+    const Fill fills[] = {{"neon", fill_neon, cpu_has_neon()}};
+#else
+    const Fill fills[] = {portable};
+#endif
+    const Fill* best = &portable;
+    for (const Fill& f : fills)
+        if (f.usable) {
+            best = &f;
+            break;
+        }
+    const char* force = std::getenv("PYPHMM_SW_ISA");
+    if (!force || !*force) return best->fn;
+    if (!std::strcmp(force, portable.name)) return portable.fn;
+    for (const Fill& f : fills)
+        if (f.usable && !std::strcmp(force, f.name)) return f.fn;
+    std::fprintf(stderr, "pyphmm: warning: PYPHMM_SW_ISA=%s is not available here; using %s\n", force,
+                 best->name);
+    return best->fn;
 }
 
 const FillFn g_fill = pick_fill();

@@ -3,17 +3,18 @@
 // own, unmodified classes load pyphmm via java.library.path.
 //
 // isAvx/isAvx2 gate whether GKL's Java loads its PairHMM and Smith-Waterman
-// libraries at all; pyphmm needs neither instruction set (it has portable
-// kernels and a GPU path), so they answer true. AVX-512 (only logged by
-// GKL) and flush-to-zero are reported truthfully for this CPU.
+// libraries at all; pyphmm needs neither instruction set (it has NEON and
+// portable kernels and a GPU path), so they answer true on every
+// architecture, AArch64 included. AVX-512 (only logged by GKL) is reported
+// truthfully for this CPU (false off x86). Flush-to-zero, which GKL turns on
+// in initialize(), is the calling thread's real mode: MXCSR's FTZ bit on
+// x86, FPCR's FZ bit on AArch64 (cpu/cpu_arch.h).
 #include <jni.h>
 
 #include <cstdlib>
 #include <thread>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h>
-#endif
+#include "cpu/cpu_arch.h"
 
 namespace {
 
@@ -32,20 +33,11 @@ int omp_threads() {
 extern "C" {
 
 JNIEXPORT jboolean JNICALL Java_com_intel_gkl_IntelGKLUtils_getFlushToZeroNative(JNIEnv*, jobject) {
-#if defined(__x86_64__) || defined(__i386__)
-    return (_mm_getcsr() & 0x8000) ? JNI_TRUE : JNI_FALSE;
-#else
-    return JNI_FALSE;
-#endif
+    return pyphmm::flush_to_zero() ? JNI_TRUE : JNI_FALSE;
 }
 
 JNIEXPORT void JNICALL Java_com_intel_gkl_IntelGKLUtils_setFlushToZeroNative(JNIEnv*, jobject, jboolean on) {
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned csr = _mm_getcsr();
-    _mm_setcsr(on ? (csr | 0x8000u) : (csr & ~0x8000u));
-#else
-    (void)on;
-#endif
+    pyphmm::set_flush_to_zero(on != JNI_FALSE);
 }
 
 JNIEXPORT jboolean JNICALL Java_com_intel_gkl_IntelGKLUtils_isAvxSupportedNative(JNIEnv*, jobject) {

@@ -1,0 +1,293 @@
+"""pyphmm on AArch64, checked on this x86-64 machine.
+
+scripts/build_aarch64.sh cross-builds libpyphmm.so for AArch64 with the
+check program tests/native/aarch64_check.cc; qemu-aarch64 runs it, through
+the C ABI only, once per CPU kernel (neon and portable, forced with
+PYPHMM_CPU_KERNEL / PYPHMM_SW_ISA). What it computes is compared here with
+GKL (the x86 library, through jpype, in this same run) and with the x86
+build of pyphmm:
+
+- PairHMM: GATK/GKL's test vectors and generated regions (N and non-ACGTN
+  bases, qualities with bit 7 set, reads of 1 bp to 600 bp, a region whose
+  float sums underflow so the double fallback runs), float and all-double,
+  one call per region (small regions go pair by pair to the stripe kernel)
+  and one call for all (lane-per-pair groups): within 1e-5 of GKL, and
+  neon, portable and both call shapes bit-identical.
+- Smith-Waterman: seeded pairs of every kind under GATK's four parameter
+  sets and four overhang strategies, batch and single-pair entry points:
+  CIGAR and offset identical to the x86 CPU backend (which test_sw.py ties
+  to GKL and GATK's rules) and to GKL itself where GKL follows GATK.
+- GKL's utility natives: flush-to-zero through the FPCR, restored around
+  pyphmm's kernels; isAvx/isAvx2 true, isAvx512 false.
+
+The cross toolchain and qemu are test dependencies (scripts/test_aarch64.sh
+installs them); when they are missing these tests fail, because CI installs
+them. PYPHMM_ALLOW_NO_AARCH64=1 turns that into a skip where they cannot
+exist (a machine without package access).
+"""
+import os
+import shutil
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+import pyphmm
+from helpers import TOL, random_region
+from oracle.gkl import GklPairHmm
+from oracle.gkl_sw import GklSmithWaterman
+from pyphmm import sw
+from swgen import hap_vs_ref, make_pairs, read_vs_hap
+from test_cpu_kernels import SEED, make_regions
+from test_testdata import load_cases
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build", "aarch64")
+CXX = os.environ.get("CXX_AARCH64", "aarch64-linux-gnu-g++")
+QEMU = os.environ.get("PYPHMM_QEMU_AARCH64") or shutil.which("qemu-aarch64") or "qemu-aarch64-static"
+SYSROOT = os.environ.get("PYPHMM_AARCH64_SYSROOT", "/usr/aarch64-linux-gnu")
+KERNELS = ["neon", "portable"]
+STRATEGIES = {"SOFTCLIP": 9, "INDEL": 10, "LEADING_INDEL": 11, "IGNORE": 12}
+EM_AARCH64 = 183
+
+
+def missing_tools():
+    missing = [t for t in (CXX, QEMU) if not shutil.which(t)]
+    if not os.path.exists(os.path.join(SYSROOT, "lib", "ld-linux-aarch64.so.1")):
+        missing.append(f"{SYSROOT}/lib/ld-linux-aarch64.so.1")
+    return missing
+
+
+class Arm:
+    """The cross-built check program, run under qemu with a forced kernel."""
+
+    def __init__(self, build):
+        self.exe = os.path.join(build, "aarch64_check")
+        self.lib = os.path.join(build, "libpyphmm.so")
+
+    def run(self, kernel, *args):
+        env = dict(os.environ)
+        env.pop("PYPHMM_CPU_KERNEL", None)
+        env.pop("PYPHMM_SW_ISA", None)
+        if kernel:
+            env.update(PYPHMM_CPU_KERNEL=kernel, PYPHMM_SW_ISA=kernel)
+        res = subprocess.run([QEMU, "-L", SYSROOT, self.exe, *map(str, args)], env=env, capture_output=True,
+                             text=True, timeout=600)
+        assert res.returncode == 0, f"aarch64_check {args} ({kernel}): {res.stdout[-2000:]}{res.stderr[-2000:]}"
+        assert "warning" not in res.stderr, res.stderr   # a refused kernel name would be a warning
+        return res.stdout
+
+
+@pytest.fixture(scope="module")
+def arm():
+    missing = missing_tools()
+    if missing:
+        msg = (f"AArch64 cross toolchain or qemu missing: {', '.join(missing)} "
+               "(scripts/test_aarch64.sh --prepare installs g++-aarch64-linux-gnu and qemu-user)")
+        if os.environ.get("PYPHMM_ALLOW_NO_AARCH64") == "1":
+            pytest.skip(msg)
+        pytest.fail(msg)
+    res = subprocess.run(["bash", os.path.join(ROOT, "scripts", "build_aarch64.sh"), BUILD], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return Arm(BUILD)
+
+
+# ---- inputs ------------------------------------------------------------------
+
+def extra_regions(seed):
+    """Edges the realistic set lacks: 1-3 bp reads, 300-600 bp reads against
+    haplotypes up to 1 kb (many stripes), non-ACGTN and lowercase bases,
+    qualities with bit 7 set (GKL masks them with & 127), and reads of
+    every length side by side so lanes of a group end on odd and even rows."""
+    rng = np.random.default_rng(seed)
+    regions = []
+
+    def reads_haps(rb, hb):
+        reads = [pyphmm.Read(rb.bases[a:b], rb.quals[a:b], rb.ins[a:b], rb.dels[a:b], rb.gcp[a:b])
+                 for a, b in zip(rb.offsets[:-1], rb.offsets[1:])]
+        return reads, [bytes(hb.bases[a:b]) for a, b in zip(hb.offsets[:-1], hb.offsets[1:])]
+
+    regions.append(reads_haps(*random_region(rng, 6, 2, read_len=(1, 3), hap_len=(1, 12))))
+    hap = rng.choice(list(b"ACGT"), 1000).astype(np.uint8)
+    long_reads = []
+    for m in (300, 451, 600):   # drawn from the haplotype, so no value underflows double
+        s = int(rng.integers(0, 1000 - m))
+        bases = hap[s:s + m].copy()
+        bases[rng.integers(0, m, 6)] = rng.choice(list(b"ACGT"), 6)
+        long_reads.append(pyphmm.Read(bases.tobytes(), rng.integers(6, 60, m), rng.integers(10, 90, m),
+                                      rng.integers(10, 90, m), rng.integers(5, 40, m)))
+    regions.append((long_reads, [hap.tobytes(), hap[100:700].tobytes()]))
+    regions.append(reads_haps(*random_region(rng, 9, 3, read_len=(20, 90), hap_len=(40, 160),
+                                             alphabet=b"ACGTNacgtX")))
+    regions.append(reads_haps(*random_region(rng, 7, 2, read_len=(30, 120), hap_len=(60, 200),
+                                             base_q=(134, 187), gap_q=(138, 200), gcp_q=(133, 160))))
+    regions.append(reads_haps(*random_region(rng, 40, 2, read_len=(1, 80), hap_len=(60, 120))))
+    return regions
+
+
+def write_regions(path, regions):
+    with open(path, "w") as f:
+        f.write(f"{len(regions)}\n")
+        for reads, haps in regions:
+            f.write(f"{len(reads)} {len(haps)}\n")
+            for r in reads:
+                f.write(" ".join(bytes(np.asarray(x, np.uint8)).hex() if not isinstance(x, bytes) else x.hex()
+                                 for x in (r.bases, r.quals, r.ins, r.dels, r.gcp)) + "\n")
+            for h in haps:
+                f.write(bytes(h).hex() + "\n")
+
+
+def run_pairhmm(arm, tmp_path, regions, kernel, double, calls):
+    inp = tmp_path / "regions.txt"
+    if not inp.exists():
+        write_regions(inp, regions)
+    out = tmp_path / f"{kernel}-{int(double)}-{calls}.txt"
+    arm.run(kernel, "pairhmm", inp, out, int(double), calls, 2)
+    lines = out.read_text().split("\n")
+    _, pairs, double_pairs = lines[0].split()
+    values = np.array([float(v) for v in lines[1:] if v])
+    assert values.size == int(pairs) == sum(len(r) * len(h) for r, h in regions)
+    return values, int(double_pairs)
+
+
+def gkl_values(regions, double):
+    g = GklPairHmm(double=double)
+    return np.concatenate([g.compute(r, h).ravel() for r, h in regions])
+
+
+def check_pairhmm(arm, tmp_path, regions, expect_double_fallback):
+    """Every kernel x precision x call shape against GKL; returns the worst difference."""
+    worst = 0.0
+    for double in (False, True):
+        gkl = gkl_values(regions, double)
+        reference = None
+        for kernel in KERNELS:
+            for calls in ("each", "all"):
+                got, double_pairs = run_pairhmm(arm, tmp_path, regions, kernel, double, calls)
+                assert np.isfinite(got).all()
+                diff = float(np.abs(got - gkl).max())
+                assert diff <= TOL, (kernel, double, calls, diff)
+                worst = max(worst, diff)
+                if expect_double_fallback and not double:
+                    assert double_pairs > 0, "the underflow region must take the double fallback"
+                if reference is None:
+                    reference = got
+                else:   # which kernel, and which of its two layouts, must not matter
+                    assert np.array_equal(got, reference), (kernel, double, calls)
+    return worst
+
+
+# ---- tests -------------------------------------------------------------------
+
+def test_library_is_aarch64_with_the_x86_exports(arm):
+    with open(arm.lib, "rb") as f:
+        head = f.read(20)
+    assert head[:4] == b"\x7fELF" and struct.unpack_from("<H", head, 18)[0] == EM_AARCH64
+    nm = CXX.replace("g++", "nm")
+
+    def exports(path, tool):
+        out = subprocess.run([tool, "-D", "--defined-only", path], capture_output=True, text=True,
+                             check=True).stdout
+        return {line.split()[-1] for line in out.splitlines()
+                if line.split() and line.split()[-1].startswith(("pyphmm_", "Java_"))}
+
+    arm_syms = exports(arm.lib, nm)
+    x86_syms = exports(os.path.join(os.path.dirname(pyphmm.__file__), "libpyphmm.so"), "nm")
+    assert {s for s in arm_syms if s.startswith("Java_com_intel_gkl_IntelGKLUtils_")}, "JNI layer missing"
+    assert arm_syms == x86_syms, (arm_syms ^ x86_syms)
+
+
+def test_kernels_are_chosen_at_run_time(arm):
+    assert "cpu_kernel=neon " in arm.run(None, "info")
+    for kernel in KERNELS:
+        out = arm.run(kernel, "info")
+        assert f"cpu_kernel={kernel} " in out and "jni=1" in out, out
+
+
+def test_pairhmm_gkl_test_vectors(arm, tmp_path, shared_data, gkl_jvm):
+    cases = load_cases(shared_data)
+    assert len(cases) == 104
+    regions = [([read], [hap.encode()]) for hap, read, _ in cases]
+    check_pairhmm(arm, tmp_path, regions, expect_double_fallback=False)
+    expected = np.array([e for _, _, e in cases])
+    got, _ = run_pairhmm(arm, tmp_path, regions, "neon", False, "each")
+    assert np.abs(got - expected).max() <= TOL
+
+
+def test_pairhmm_generated_regions(arm, tmp_path, gkl_jvm):
+    regions = make_regions(SEED) + extra_regions(SEED + 1)
+    worst = check_pairhmm(arm, tmp_path, regions, expect_double_fallback=True)
+    print(f"max |aarch64 - GKL| = {worst:.3g}")
+
+
+def sw_settings(n_short, n_hap, n_read):
+    refs, alts, _ = make_pairs(n_short, 16)
+    r2, a2 = hap_vs_ref(n_hap, 17)
+    r3, a3 = read_vs_hap(n_read, 18)
+    refs, alts = refs + r2 + r3, alts + a2 + a3
+    rows = []
+    for params in sw.PRESETS.values():
+        for name, code in STRATEGIES.items():
+            rows += [(r, a, params, name, code) for r, a in zip(refs, alts)]
+    return rows
+
+
+def test_smith_waterman_identical_to_x86_and_gkl(arm, tmp_path, gkl_jvm):
+    rows = sw_settings(240, 6, 24)
+    inp, out = tmp_path / "sw.txt", tmp_path / "sw-out.txt"
+    with open(inp, "w") as f:
+        f.write(f"{len(rows)}\n")
+        for r, a, p, _, code in rows:
+            f.write(f"{r.hex()} {a.hex()} {p[0]} {p[1]} {p[2]} {p[3]} {code}\n")
+    cigars, offsets = sw.align_batch([r[0] for r in rows], [r[1] for r in rows], params=[r[2] for r in rows],
+                                     overhang=[r[3] for r in rows], backend="cpu")
+    x86 = [f"{c} {o}" for c, o in zip(cigars, offsets.tolist())]
+    gkl = GklSmithWaterman()
+    compared = 0
+    for (r, a, p, name, _), want in zip(rows, x86):
+        if name != "IGNORE":   # GKL's IGNORE deviates from GATK (see test_sw.py)
+            assert "{} {}".format(*gkl.align(r, a, p, name)) == want, (r, a, p, name)
+            compared += 1
+    assert compared == len(rows) * 3 // 4
+    for kernel in KERNELS:
+        arm.run(kernel, "sw", inp, out, 2)
+        lines = out.read_text().splitlines()
+        assert len(lines) == len(rows)
+        for line, want, row in zip(lines, x86, rows):
+            c, o, c1, o1 = line.split()
+            assert f"{c} {o}" == want and f"{c1} {o1}" == want, (kernel, row, line, want)
+
+
+def test_flush_to_zero_through_fpcr(arm):
+    out = arm.run(None, "fpmode")
+    facts = dict(kv.split("=") for kv in out.split())
+    # The process starts without FTZ, and denormals exist.
+    assert facts["initial_ftz"] == "0" and facts["denormal_without_ftz"] == "1"
+    # GKL's setFlushToZero(true) sets FPCR.FZ; a denormal product is then 0.
+    assert facts["ftz_after_set"] == "1" and facts["fpcr_fz"] == "1" and facts["denormal_with_ftz"] == "0"
+    # pyphmm's kernels restore the caller's mode, whichever it was.
+    assert facts["ftz_after_call_without_ftz"] == "0" and facts["ftz_after_call_with_ftz"] == "1"
+    assert facts["ftz_after_clear"] == "0" and facts["denormal_after_clear"] == "1"
+    assert facts["same_result_either_mode"] == "1"
+    # What GKL's loaders ask before loading the PairHMM and Smith-Waterman libraries.
+    assert (facts["avx"], facts["avx2"], facts["avx512"]) == ("1", "1", "0")
+    assert int(facts["omp_threads"]) >= 1
+
+
+def test_shim_jar_carries_the_aarch64_library(arm, tmp_path):
+    """java_shim/build.sh (which setup.py runs) stores the cross-built library
+    at the path the shim's loader picks on os.arch aarch64."""
+    import zipfile
+    if not (shutil.which("javac") and shutil.which("jar")):  # (CI installs a JDK; the GPU host has a JRE only)
+        pytest.skip("needs a JDK (javac, jar) to build the shim jar")
+    x86_lib = os.path.join(os.path.dirname(pyphmm.__file__), "libpyphmm.so")
+    jar = tmp_path / "shim.jar"
+    subprocess.run(["bash", os.path.join(ROOT, "java_shim", "build.sh"), x86_lib, str(jar)], check=True,
+                   capture_output=True, env=dict(os.environ, PYPHMM_AARCH64_LIB=arm.lib))
+    with zipfile.ZipFile(jar) as z:
+        data = z.read("pyphmm/native/linux-aarch64/libpyphmm.so")
+    with open(arm.lib, "rb") as f:
+        assert data == f.read()
+    assert struct.unpack_from("<H", data, 18)[0] == EM_AARCH64
