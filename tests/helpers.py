@@ -28,7 +28,8 @@ def build_native_check(tmp_path, name, *sources):
     if not shutil.which(cxx):
         pytest.skip(f"{cxx} not found")
     exe = tmp_path / name
-    subprocess.run([cxx, "-std=c++17", "-O2", f"-I{ROOT}/native", f"{ROOT}/tests/native/{name}.cc",
+    subprocess.run([cxx, "-std=c++17", "-O2", "-pthread", f"-I{ROOT}/native/include", f"-I{ROOT}/native",
+                    f"{ROOT}/tests/native/{name}.cc",
                     *(f"{ROOT}/native/{s}" for s in sources), "-o", str(exe)], check=True)
     return exe
 

@@ -209,8 +209,9 @@ def test_gpu_kernels_emulated_on_cpu(tmp_path):
         pytest.skip(f"{cxx} not found")
     exe = tmp_path / "sw_cuda_emu"
     subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", "-Wno-psabi", f"-I{ROOT}/native/include",
-                    f"-I{ROOT}/native", f"{ROOT}/tests/native/sw_cuda_emu.cc", f"{ROOT}/native/cpu/sw_cpu.cc",
-                    f"{ROOT}/native/common/thread_pool.cc", "-o", str(exe)], check=True)
+                    f"-I{ROOT}/native", f"{ROOT}/tests/native/sw_cuda_emu.cc", f"{ROOT}/native/cuda/sw_plan.cc",
+                    f"{ROOT}/native/cpu/sw_cpu.cc", f"{ROOT}/native/common/thread_pool.cc",
+                    f"{ROOT}/native/common/config.cc", "-o", str(exe)], check=True)
     # lanes, seed, short pairs, read-vs-hap pairs, hap-vs-ref pairs, long pairs
     for args in ((32, 1, 200, 80, 24, 3), (8, 2, 200, 40, 10, 2), (4, 3, 200, 40, 10, 2)):
         res = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True)

@@ -85,9 +85,18 @@ struct Value {
     std::atomic<bool> set{false};
     std::atomic<int64_t> v{0};
 };
-Value g_values[static_cast<int>(Knob::kCount)];
-std::mutex g_mutex;  // parsing and the string values
-std::string g_strings[static_cast<int>(Knob::kCount)];
+
+// The parsed values. A function-local static: knobs are read during other
+// files' static initialisation (the CPU kernel choice).
+struct State {
+    Value values[static_cast<int>(Knob::kCount)];
+    std::mutex mutex;  // parsing and the string values
+    std::string strings[static_cast<int>(Knob::kCount)];
+};
+State& state() {
+    static State s;
+    return s;
+}
 
 int choice_index(const char* choices, const char* s) {
     const size_t len = std::strlen(s);
@@ -134,10 +143,11 @@ void expectation(const Spec& s, char* buf, size_t cap) {
     }
 }
 
-// Parses one knob from the environment (caller holds g_mutex).
+// Parses one knob from the environment (caller holds the state's mutex).
 void load(Knob k) {
     const Spec& s = spec(k);
-    Value& val = g_values[static_cast<int>(k)];
+    Value& val = state().values[static_cast<int>(k)];
+    std::string& str = state().strings[static_cast<int>(k)];
     int64_t v = s.def;
     bool set = false;
     const char* e = std::getenv(s.name);
@@ -152,7 +162,7 @@ void load(Knob k) {
                 if (ok) v = i;
                 break;
             }
-            case Type::kString: g_strings[static_cast<int>(k)] = e; break;
+            case Type::kString: str = e; break;
         }
         if (ok) {
             set = true;
@@ -163,7 +173,7 @@ void load(Knob k) {
             std::fprintf(stderr, "pyphmm: warning: ignoring %s=%.64s (expected %s)\n", s.name, e, want);
         }
     } else if (s.type == Type::kString) {
-        g_strings[static_cast<int>(k)].clear();
+        str.clear();
     }
     val.v.store(v, std::memory_order_relaxed);
     val.set.store(set, std::memory_order_relaxed);
@@ -171,9 +181,9 @@ void load(Knob k) {
 }
 
 Value& loaded(Knob k) {
-    Value& val = g_values[static_cast<int>(k)];
+    Value& val = state().values[static_cast<int>(k)];
     if (!val.loaded.load(std::memory_order_acquire)) {
-        std::lock_guard<std::mutex> lock(g_mutex);
+        std::lock_guard<std::mutex> lock(state().mutex);
         if (!val.loaded.load(std::memory_order_relaxed)) load(k);
     }
     return val;
@@ -187,12 +197,12 @@ bool is_set(Knob k) { return loaded(k).set.load(std::memory_order_relaxed); }
 
 std::string get_string(Knob k) {
     loaded(k);
-    std::lock_guard<std::mutex> lock(g_mutex);
-    return g_strings[static_cast<int>(k)];
+    std::lock_guard<std::mutex> lock(state().mutex);
+    return state().strings[static_cast<int>(k)];
 }
 
 void reload() {
-    std::lock_guard<std::mutex> lock(g_mutex);
+    std::lock_guard<std::mutex> lock(state().mutex);
     for (int i = 0; i < static_cast<int>(Knob::kCount); ++i) load(static_cast<Knob>(i));
 }
 

@@ -9,6 +9,8 @@
 // ~13 us of a ~56 us GPU call.
 #include "common/pack_elems.h"
 
+#include "common/config.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define PYPHMM_PACK_AVX2 1
@@ -92,8 +94,7 @@ PYPHMM_AVX2 void read_elems_avx2(const uint8_t* bases, const uint8_t* quals, con
 
 bool use_avx2() {
     static const bool v = [] {
-        const char* e = std::getenv("PYPHMM_PACK_SCALAR");
-        return !(e && *e && std::strcmp(e, "0") != 0) && __builtin_cpu_supports("avx2");
+        return !config::on(config::Knob::kPackScalar) && __builtin_cpu_supports("avx2");
     }();
     return v;
 }

@@ -25,6 +25,7 @@
 #include "pairhmm_cpu.h"
 
 #include <algorithm>
+#include <string>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +33,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../common/config.h"
 #include "../common/tables.h"
 #include "../common/thread_pool.h"
 #include "cpu_arch.h"
@@ -505,8 +507,9 @@ const KernelChoice& kernel_choice() {
         KernelChoice best = portable;
         for (int k = count - 1; k >= 0; --k)
             if (usable[k]) best = candidates[k];
-        const char* want = std::getenv("PYPHMM_CPU_KERNEL");
-        if (!want || !*want) return best;
+        const std::string wanted = config::get_string(config::Knob::kCpuKernel);
+        const char* want = wanted.c_str();
+        if (!*want) return best;
         if (!std::strcmp(want, "portable")) return portable;
         for (int k = 0; k < count; ++k)
             if (usable[k] && !std::strcmp(want, candidates[k].name)) return candidates[k];

@@ -29,6 +29,7 @@
 #include "sw_cpu.h"
 
 #include <algorithm>
+#include <string>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -44,6 +45,7 @@
 #include <arm_neon.h>
 #endif
 
+#include "../common/config.h"
 #include "../common/errors.h"
 #include "../common/thread_pool.h"
 #include "cpu_arch.h"
@@ -515,8 +517,9 @@ FillFn pick_fill() {
             best = &f;
             break;
         }
-    const char* force = std::getenv("PYPHMM_SW_ISA");
-    if (!force || !*force) return best->fn;
+    const std::string forced = config::get_string(config::Knob::kSwIsa);
+    const char* force = forced.c_str();
+    if (!*force) return best->fn;
     if (!std::strcmp(force, portable.name)) return portable.fn;
     for (const Fill& f : fills)
         if (f.usable && !std::strcmp(force, f.name)) return f.fn;

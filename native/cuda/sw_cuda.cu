@@ -99,24 +99,6 @@ struct Output {
     int32_t* offsets;
 };
 
-// GATK's exact-substring shortcut on the host; returns the pairs left for the GPU.
-std::vector<int64_t> take_exact_matches(const pyphmm_sw_batch& batch, const Output& out) {
-    const int64_t n = batch.num_pairs;
-    std::vector<uint8_t> done(n, 0);
-    parallel_for(n, 0, [&](int64_t i) {
-        const int s = batch.strategies[batch.per_pair ? i : 0];
-        if (s != PYPHMM_SW_SOFTCLIP && s != PYPHMM_SW_IGNORE) return;
-        const int m = static_cast<int>(batch.ref_offsets[i + 1] - batch.ref_offsets[i]);
-        const int len = static_cast<int>(batch.alt_offsets[i + 1] - batch.alt_offsets[i]);
-        done[i] = exact_match(batch.ref + batch.ref_offsets[i], m, batch.alt + batch.alt_offsets[i], len,
-                              out.cigars + out.cigar_offsets[i], &out.offsets[i]);
-    });
-    std::vector<int64_t> todo;
-    for (int64_t i = 0; i < n; ++i)
-        if (!done[i]) todo.push_back(i);
-    return todo;
-}
-
 // Device memory for the call: a work budget (at most kWorkBudget, but room
 // for the largest pair) and the rest for the chunks' fixed data.
 struct Budgets {
@@ -232,7 +214,7 @@ int cuda_sw_align(int device, const pyphmm_sw_batch& batch, char* cigars, const 
     const auto start = std::chrono::steady_clock::now();
     if (cudaError_t e = cuda::use_device(device)) return cuda::cuda_status(error, e, "CUDA Smith-Waterman: device");
     const Output out{cigars, cigar_offsets, alignment_offsets};
-    const Todo todo = make_todo(batch, take_exact_matches(batch, out), kWarp);
+    const Todo todo = make_todo(batch, take_exact_matches(batch, cigars, cigar_offsets, alignment_offsets), kWarp);
     cuda::Pool<Buffers>::Lease lease(g_buffers, device);
     if (cudaError_t e = lease.acquire()) return cuda::cuda_status(error, e, "CUDA Smith-Waterman: buffers");
     Buffers& buf = lease.item();

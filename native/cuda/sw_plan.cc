@@ -6,6 +6,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/thread_pool.h"
+
 namespace pyphmm {
 namespace sw_gpu {
 
@@ -39,6 +41,24 @@ bool exact_match(const uint8_t* ref, int m, const uint8_t* alt, int n, char* cig
     *offset = pos;
     std::snprintf(cigar, 16, "%dM", n);
     return true;
+}
+
+std::vector<int64_t> take_exact_matches(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
+                                        int32_t* offsets) {
+    const int64_t n = batch.num_pairs;
+    std::vector<uint8_t> done(n, 0);
+    parallel_for(n, 0, [&](int64_t i) {
+        const int s = batch.strategies[batch.per_pair ? i : 0];
+        if (s != PYPHMM_SW_SOFTCLIP && s != PYPHMM_SW_IGNORE) return;
+        const int m = static_cast<int>(batch.ref_offsets[i + 1] - batch.ref_offsets[i]);
+        const int len = static_cast<int>(batch.alt_offsets[i + 1] - batch.alt_offsets[i]);
+        done[i] = exact_match(batch.ref + batch.ref_offsets[i], m, batch.alt + batch.alt_offsets[i], len,
+                              cigars + cigar_offsets[i], &offsets[i]);
+    });
+    std::vector<int64_t> todo;
+    for (int64_t i = 0; i < n; ++i)
+        if (!done[i]) todo.push_back(i);
+    return todo;
 }
 
 int64_t pair_fixed_bytes(int m, int n) {

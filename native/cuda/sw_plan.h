@@ -19,6 +19,11 @@ namespace sw_gpu {
 // true, else false (the pair goes to the GPU).
 bool exact_match(const uint8_t* ref, int m, const uint8_t* alt, int n, char* cigar, int32_t* offset);
 
+// Takes the shortcut for every pair of a batch that allows it (writing
+// those results), in parallel; returns the other pairs' indices.
+std::vector<int64_t> take_exact_matches(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
+                                        int32_t* offsets);
+
 // Device memory a pair needs for the whole chunk (descriptor, CIGAR slots,
 // results; its sequences are counted as the chunk's byte ranges) ...
 int64_t pair_fixed_bytes(int m, int n);

@@ -1,18 +1,20 @@
 // Runs the GPU Smith-Waterman kernels (native/cuda/sw_cuda_kernels.cuh) on
-// the CPU and compares their CIGARs and offsets with the CPU backend
-// (sw_align_one) on seeded random pairs under every strategy and GATK preset,
-// and with per-pair settings. Used by tests/test_sw.py where no GPU is.
+// the CPU, on the plans of the GPU backend's host code (native/cuda/sw_plan:
+// exact-substring shortcut, chunks, sub-chunks, descriptors), and compares
+// their CIGARs and offsets with the CPU backend (sw_align_one) on seeded
+// random pairs under every strategy and GATK preset, and with per-pair
+// settings. Used by tests/test_sw.py where no GPU is.
 //
 // Emulation: the P lanes of a pair's group are P std::threads. The kernel
 // only exchanges data between lanes with __shfl_up_sync(.., 1, P), lane t
 // reading what lane t-1 handed over at the same shuffle, so each lane feeds a
 // FIFO that the next lane drains: lanes run as a pipeline without a barrier
 // per shuffle, and every lane still sees exactly the values a warp would.
-// __syncwarp is a std::barrier. The layout of a chunk (pairs grouped by K,
-// offsets) mirrors the host code of sw_cuda.cu.
+// __syncwarp is a std::barrier. Budgets small enough to give several chunks
+// and sub-chunks exercise the plans' offsets.
 //
-//   g++ -std=c++20 -O1 -pthread -Inative/include -Inative tests/native/sw_cuda_emu.cc
-//       native/cpu/sw_cpu.cc native/common/thread_pool.cc -o sw_cuda_emu
+//   g++ -std=c++20 -O1 -pthread -Inative/include -Inative tests/native/sw_cuda_emu.cc native/cuda/sw_plan.cc
+//       native/cpu/sw_cpu.cc native/common/thread_pool.cc native/common/config.cc -o sw_cuda_emu
 //   ./sw_cuda_emu [lanes P] [seed] [short pairs] [read-vs-hap pairs] [hap-vs-ref pairs] [long pairs]
 #include <algorithm>
 #include <atomic>
@@ -105,6 +107,7 @@ using std::min;
 }  // namespace pyphmm
 
 #include "cuda/sw_cuda_kernels.cuh"
+#include "cuda/sw_plan.h"
 
 using namespace pyphmm;
 using namespace pyphmm::sw_gpu;
@@ -232,87 +235,120 @@ void fill_all(const std::vector<PairDesc>& descs, const std::vector<uint8_t>& re
     }
 }
 
-// One chunk as the host lays it out, through both kernels; returns mismatches.
-long run_chunk(const std::vector<Pair>& data, const std::vector<Setting>& settings, int P, long& checked) {
-    std::vector<int> order(data.size());
-    for (size_t i = 0; i < data.size(); ++i) order[i] = static_cast<int>(i);
-    auto cols = [&](int i) { return choose_cols(static_cast<int>(data[i].second.size()), P); };
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cols(a) < cols(b); });
+// A batch in the ABI's form (per-pair settings) and its output buffers.
+struct Batch {
+    std::vector<uint8_t> ref, alt;
+    std::vector<int64_t> ref_off{0}, alt_off{0}, cigar_off{0};
+    std::vector<pyphmm_sw_params> params;
+    std::vector<int8_t> strategies;
+    pyphmm_sw_batch c{};
+    std::vector<char> cigars;
+    std::vector<int32_t> offsets;
+
+    Batch(const std::vector<Pair>& data, const std::vector<Setting>& settings) {
+        for (size_t i = 0; i < data.size(); ++i) {
+            const auto& [r, a] = data[i];
+            ref.insert(ref.end(), r.begin(), r.end());
+            alt.insert(alt.end(), a.begin(), a.end());
+            ref_off.push_back(ref.size());
+            alt_off.push_back(alt.size());
+            cigar_off.push_back(cigar_off.back() + 2 * static_cast<int64_t>(r.size() + a.size()) + 1);
+            params.push_back(settings[i].params);
+            strategies.push_back(static_cast<int8_t>(settings[i].strategy));
+        }
+        c = {static_cast<int64_t>(data.size()), ref.data(), ref_off.data(), alt.data(), alt_off.data(),
+             params.data(), strategies.data(), 1};
+        cigars.assign(cigar_off.back(), '#');  // poisoned: a result nobody writes is a mismatch
+        offsets.assign(data.size(), -77777);
+    }
+};
+
+// One planned chunk through both emulated kernels, results scattered to
+// the batch's outputs as the GPU backend does.
+template <int P>
+void run_chunk(const Todo& todo, const sw_gpu::Chunk& c, const BufferSizes& z, Batch& b) {
     std::vector<PairDesc> descs;
-    std::vector<uint8_t> refs, alts;
-    int64_t bt = 0, edge = 0, scratch = 0, cig = 0;
-    for (int i : order) {
-        const auto& [r, a] = data[i];
-        PairDesc d{};
-        d.m = r.size();
-        d.n = a.size();
-        d.lanes = P;
-        d.cols = cols(i);
-        d.ref = refs.size();
-        refs.insert(refs.end(), r.begin(), r.end());
-        d.alt = alts.size();
-        alts.insert(alts.end(), a.begin(), a.end());
-        d.bt = bt;
-        bt += backtrack_cells(d.m, d.n, d.lanes, d.cols);
-        d.edge = edge;
-        edge += d.m + d.n + 2;
-        d.scratch = scratch;
-        if (d.n > d.lanes * d.cols) scratch += 6 * int64_t(d.m);
-        d.cigar = cig;
-        cig += 2 * (int64_t(d.m) + d.n) + 1;
-        const Setting& s = settings[i];
-        d.match = s.params.match;
-        d.mismatch = s.params.mismatch;
-        d.open = s.params.gap_open;
-        d.extend = s.params.gap_extend;
-        d.strategy = s.strategy;
-        d.index = i;
-        descs.push_back(d);
-    }
-    // Poisoned outputs: a cell the fill forgets shows up as a mismatch.
-    std::vector<short2> btm(std::max<int64_t>(bt, 1), short2{-999, -999});
-    std::vector<int32_t> edges(edge, 12345), scr(std::max<int64_t>(scratch, 1), 777);
-    std::vector<char> cigars(cig, '#'), short_cigars(descs.size() * kShortCigar, '#');
+    const int64_t cig = describe_chunk(todo, c, &descs);
+    const int64_t first = todo.pairs[c.begin];
+    const uint8_t* refs = b.ref.data() + b.ref_off[first];
+    const uint8_t* alts = b.alt.data() + b.alt_off[first];
+    // Poisoned work buffers: a cell the fill forgets shows up as a mismatch.
+    std::vector<short2> bt(std::max<int64_t>(z.work.bt_cells, 1), short2{-999, -999});
+    std::vector<int32_t> edges(std::max<int64_t>(z.work.edge_ints, 1), 12345);
+    std::vector<int32_t> scratch(std::max<int64_t>(z.work.scratch_ints, 1), 777);
+    std::vector<char> cigars(std::max<int64_t>(cig, 1), '#'), short_cigars(descs.size() * kShortCigar, '#');
     std::vector<int32_t> lens(descs.size(), -1), offsets(descs.size(), -77777);
-    switch (P) {
-        case 4: fill_all<4>(descs, refs, alts, btm, edges, scr); break;
-        case 8: fill_all<8>(descs, refs, alts, btm, edges, scr); break;
-        default: fill_all<32>(descs, refs, alts, btm, edges, scr); break;
+    for (size_t s = 0; s + 1 < c.sub_begin.size(); ++s) {
+        const int sb = c.sub_begin[s], se = c.sub_begin[s + 1];
+        for (int g = sb; g < se;) {  // one fill per K, as the GPU launches them
+            int e = g;
+            while (e < se && descs[e].cols == descs[g].cols) ++e;
+            with_cols(descs[g].cols, [&](auto kc) {
+                emulate_fill<P, decltype(kc)::value>(descs.data() + g, e - g, refs, alts, bt.data(), edges.data(),
+                                                     scratch.data());
+            });
+            g = e;
+        }
+        blockDim.x = 1;  // stage 2: one emulated thread per pair
+        threadIdx.x = 0;
+        for (int k = 0; k < se - sb; ++k) {
+            blockIdx.x = k;
+            sw_traceback_kernel(descs.data() + sb, se - sb, bt.data(), edges.data(), cigars.data(),
+                                short_cigars.data() + int64_t(sb) * kShortCigar, lens.data() + sb, offsets.data() + sb);
+        }
     }
-    // stage 2: one emulated thread per pair
-    blockDim.x = 1;
-    threadIdx.x = 0;
     for (size_t k = 0; k < descs.size(); ++k) {
-        blockIdx.x = k;
-        sw_traceback_kernel(descs.data(), descs.size(), btm.data(), edges.data(), cigars.data(), short_cigars.data(),
-                            lens.data(), offsets.data());
+        const PairDesc& d = descs[k];
+        if (lens[k] < 0) continue;  // never written: the check reports it
+        const char* src = lens[k] < kShortCigar ? short_cigars.data() + k * kShortCigar : cigars.data() + d.cigar;
+        std::memcpy(b.cigars.data() + b.cigar_off[d.index], src, lens[k] + 1);
+        b.offsets[d.index] = offsets[k];
+    }
+}
+
+// The batch as the GPU backend plans it, through both kernels; returns mismatches.
+long run_batch(const std::vector<Pair>& data, const std::vector<Setting>& settings, int P, int64_t fixed_budget,
+               int64_t work_budget, long& checked) {
+    Batch b(data, settings);
+    const Todo todo =
+        make_todo(b.c, take_exact_matches(b.c, b.cigars.data(), b.cigar_off.data(), b.offsets.data()), P);
+    const std::vector<sw_gpu::Chunk> chunks = plan_chunks(todo, fixed_budget, work_budget);
+    const BufferSizes z = buffer_sizes(todo, chunks);
+    for (const sw_gpu::Chunk& c : chunks) {
+        switch (P) {
+            case 4: run_chunk<4>(todo, c, z, b); break;
+            case 8: run_chunk<8>(todo, c, z, b); break;
+            default: run_chunk<32>(todo, c, z, b); break;
+        }
     }
     long failures = 0;
-    for (size_t k = 0; k < descs.size(); ++k) {
-        const int i = descs[k].index;
+    for (size_t i = 0; i < data.size(); ++i) {
         const auto& [r, a] = data[i];
         const Setting& s = settings[i];
-        // The GPU path leaves exact substrings (SOFTCLIP/IGNORE) to the host.
-        if ((s.strategy == PYPHMM_SW_SOFTCLIP || s.strategy == PYPHMM_SW_IGNORE) && r.find(a) != std::string::npos)
-            continue;
         std::vector<char> want(2 * (r.size() + a.size()) + 1);
         const int32_t off = sw_align_one(reinterpret_cast<const uint8_t*>(r.data()), r.size(),
                                          reinterpret_cast<const uint8_t*>(a.data()), a.size(), s.params, s.strategy,
                                          want.data());
-        const char* got = lens[k] < kShortCigar ? short_cigars.data() + k * kShortCigar : cigars.data() + descs[k].cigar;
+        const char* got = b.cigars.data() + b.cigar_off[i];
         ++checked;
-        if (lens[k] < 0 || std::strcmp(got, want.data()) != 0 || off != offsets[k] ||
-            static_cast<size_t>(lens[k]) != std::strlen(want.data())) {
+        if (strnlen(got, b.cigar_off[i + 1] - b.cigar_off[i]) == static_cast<size_t>(b.cigar_off[i + 1] - b.cigar_off[i]) ||
+            std::strcmp(got, want.data()) != 0 || off != b.offsets[i]) {
             if (++failures <= 10)
-                std::printf("MISMATCH P %d params (%d,%d,%d,%d) strategy %d ref %s alt %s: gpu %s %d cpu %s %d\n", P,
+                std::printf("MISMATCH P %d params (%d,%d,%d,%d) strategy %d ref %s alt %s: gpu %.40s %d cpu %s %d\n", P,
                             s.params.match, s.params.mismatch, s.params.gap_open, s.params.gap_extend, s.strategy,
-                            r.c_str(), a.c_str(), got, offsets[k], want.data(), off);
+                            r.c_str(), a.c_str(), got, b.offsets[i], want.data(), off);
         }
     }
+    size_t subs = 0;
+    for (const sw_gpu::Chunk& c : chunks) subs += c.sub_begin.size() - 1;
+    std::printf("P %d: %zu chunks, %zu sub-chunks, budgets %lld / %lld bytes\n", P, chunks.size(), subs,
+                (long long)fixed_budget, (long long)work_budget);
     return failures;
 }
 
 }  // namespace
+
+constexpr int64_t kUnlimited = int64_t(1) << 40;
 
 int main(int argc, char** argv) {
     const int P = argc > 1 ? std::atoi(argv[1]) : 32;
@@ -346,14 +382,16 @@ int main(int argc, char** argv) {
     for (int pi = 0; pi < 4; ++pi)
         for (int si = 0; si < 4; ++si) {
             for (auto& s : settings) s = {kPresets[pi], kStrategies[si]};
-            failures += run_chunk(data, settings, P, checked);
+            failures += run_batch(data, settings, P, kUnlimited, kUnlimited, checked);
         }
     // Per-pair settings in one chunk, including a non-preset one.
     for (size_t i = 0; i < data.size(); ++i) {
         const pyphmm_sw_params odd{50, -100, -220, -12};
         settings[i] = {i % 5 == 4 ? odd : kPresets[i % 4], kStrategies[(i / 4) % 4]};
     }
-    failures += run_chunk(data, settings, P, checked);
+    failures += run_batch(data, settings, P, kUnlimited, kUnlimited, checked);
+    // Small budgets: several chunks, each of several sub-chunks.
+    failures += run_batch(data, settings, P, 8 << 10, 64 << 10, checked);
     std::printf("lanes %d: checked %ld pairs, %ld mismatches, %ld unmodelled shuffles\n", P, checked, failures,
                 g_bad_shuffles);
     return failures || g_bad_shuffles ? 1 : 0;
