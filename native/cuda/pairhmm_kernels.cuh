@@ -256,10 +256,16 @@ __device__ __forceinline__ void etab_load(const float4* tab, int wl, uint32_t pl
 
 // The forward algorithm for one pair by one group. Returns the raw sum
 // (meaningful in lane P-1 only).
-template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, bool ETAB>
+// PF (the latency variants): a step's haplotype base and emissions are
+// fetched during the step before, so the shuffle of the base and the shared
+// memory load are off the step's critical path (K more registers). A lane
+// alone on its scheduler (a call too small to fill the GPU) otherwise waits
+// for them every step.
+template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, bool ETAB, bool PF>
 __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min,
                                           int steps, int t, T* scratch, float4* etab, bool& unfactorable) {
     static_assert(!ETAB || (!STRIPED && sizeof(T) == 4), "emission tables: float kernels without stripes");
+    static_assert(!PF || ETAB, "prefetched emissions come from the emission tables");
     static_assert(!STRIPED || P == 32, "striped kernels use one group per warp");
     static_assert(TR != Tr::kConst || (ETAB && AR >= Arith::kFma), "constant transitions: fused float kernels with tables");
     constexpr bool UNIFORM = TR != Tr::kRow, CONST = TR == Tr::kConst;
@@ -376,17 +382,31 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         const bool last_stripe = stripe == nstripes - 1;
         uint32_t h = 0;
         uint32_t next_word = __ldg(hap4);
+        T evA[K], evB[K];  // PF: the emissions of this step and the next (alternating)
+        if constexpr (PF) {
+            if (t == 0) h = next_word & 0xffu;  // step 0's base (the other lanes start idle)
+            etab_load<K>(etab, wl, h, evA);
+        }
 
         // After each step: the lane's last row goes to lane t+1; lane 0 takes
         // its boundary (row 0, or the previous stripe's last row).
-#define PYPHMM_STEP(CHECK, B, OM, OX, OY, NM, NX, NY, DM, DX, DY, UM, UX, FM, FX, FY)                         \
+#define PYPHMM_STEP(CHECK, B, OM, OX, OY, NM, NX, NY, DM, DX, DY, UM, UX, FM, FX, FY, EVC, EVN)               \
     {                                                                                                       \
         h = shfl_up(gmask, h, P);                                                                           \
-        if (t == 0) h = ETAB ? (word >> (8 * (B))) & 0xffu : mask_of((word >> (8 * (B))) & 0xffu);          \
+        if constexpr (PF) { /* the next step's base and emissions */                                        \
+            if (t == 0) h = (B) < 3 ? (word >> (8 * ((B) + 1))) & 0xffu : next_word & 0xffu;                \
+            etab_load<K>(etab, wl, h, EVN);                                                                 \
+        } else if (t == 0) {                                                                                \
+            h = ETAB ? (word >> (8 * (B))) & 0xffu : mask_of((word >> (8 * (B))) & 0xffu);                  \
+        }                                                                                                   \
         const int j = s0 + (B) - t + 1;                                                                     \
         if (!(CHECK) || static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                      \
             T ev[K];                                                                                        \
-            if constexpr (ETAB) etab_load<K>(etab, wl, h, ev);                                              \
+            if constexpr (PF) {                                                                             \
+                _Pragma("unroll") for (int k_ = 0; k_ < K; ++k_) ev[k_] = EVC[k_];                          \
+            } else if constexpr (ETAB) {                                                                    \
+                etab_load<K>(etab, wl, h, ev);                                                              \
+            }                                                                                               \
             if constexpr (CONST)                                                                            \
                 lane_step_const<K, AR>(a.gc, cc, ev, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, NY);           \
             else                                                                                            \
@@ -430,15 +450,15 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
             }
             // even step: old a -> new b, diag d0, up d1, refill d0
             if (s0 >= fast_lo && s0 <= fast_hi) {  // warp-uniform: every lane active in all 4 steps
-                PYPHMM_STEP(false, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
-                PYPHMM_STEP(false, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
-                PYPHMM_STEP(false, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
-                PYPHMM_STEP(false, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+                PYPHMM_STEP(false, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y, evA, evB)
+                PYPHMM_STEP(false, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y, evB, evA)
+                PYPHMM_STEP(false, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y, evA, evB)
+                PYPHMM_STEP(false, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y, evB, evA)
             } else {  // wavefront fill / drain: lanes outside 1..n idle
-                PYPHMM_STEP(true, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
-                PYPHMM_STEP(true, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
-                PYPHMM_STEP(true, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y)
-                PYPHMM_STEP(true, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y)
+                PYPHMM_STEP(true, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y, evA, evB)
+                PYPHMM_STEP(true, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y, evB, evA)
+                PYPHMM_STEP(true, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y, evA, evB)
+                PYPHMM_STEP(true, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y, evB, evA)
             }
             if (STRIPED) {
 #pragma unroll
@@ -491,7 +511,7 @@ __device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a
 // listed ones), `nblocks` blocks of which this is block `block`. Groups of a
 // warp take consecutive pairs and run the warp's longest step count, so all
 // shuffles are full-warp and converged.
-template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, int BLOCK>
+template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, int BLOCK, bool PF = false>
 __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int nblocks, float4* etab_block) {
     constexpr bool ETAB = !STRIPED && sizeof(T) == 4;
     float4* etab = ETAB ? etab_block + (threadIdx.x >> 5) * etab_warp_float4s<K>() : nullptr;
@@ -515,7 +535,7 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
         const int n_min = __reduce_min_sync(0xffffffffu, n_act);
         bool redo = false;
         const T sum =
-            forward_pair<T, P, K, STRIPED, AR, TR, ETAB>(a, d, n_act, n_min, steps, t, scratch, etab, redo);
+            forward_pair<T, P, K, STRIPED, AR, TR, ETAB, PF>(a, d, n_act, n_min, steps, t, scratch, etab, redo);
         if (valid && t == P - 1) store_result<T>(a, pi, d, sum, redo);
     }
 }
@@ -589,7 +609,8 @@ __device__ __forceinline__ void run_fused(int code, const KernelArgs<float>& a, 
         break;
 #define PYPHMM_LATENCY(K)                                                                                         \
     case kLatencyBin + K:                                                                                         \
-        run_bin<float, 32, K, false, float_arith(FAST, kFloatBins[0].max_rows), TR, BLOCK>(a, block, nblocks, etab); \
+        run_bin<float, 32, K, false, float_arith(FAST, kFloatBins[0].max_rows), TR, BLOCK, true>(a, block, nblocks,  \
+                                                                                                 etab);          \
         break;
     static_assert(kNumFusedBins == 7 && kMaxLatencyK == 5, "one case per fused bin and latency K below");
     switch (code) {
