@@ -1,36 +1,36 @@
-#!/usr/bin/env python3
-"""Seeded generator of realistic PairHMM regions (GATK active regions).
+"""The one PairHMM region generator of the tests and scripts.
 
-Each region has one random reference; its haplotypes are that reference
-with SNPs and small indels (the first is the reference itself), and its
-reads are windows of those haplotypes with sequencing errors, Illumina-like
-base qualities, GATK-like gap penalties and the occasional N. Shapes follow
-HaplotypeCaller: most regions 20-200 reads x 2-8 haplotypes, extremes
-1-500 x 1-40; reads 10-151 bp, haplotypes 30-521 bp.
+Two families, each seeded (the same arguments always give the same data):
 
-``--underflow K`` appends K regions built to underflow the float pass (long
-reads at high base quality against unrelated haplotypes, so the float sum
-falls below 1e-28 and the per-pair double recompute is needed).
+- **Realistic workloads** (``generate``): GATK active regions. Each region
+  has one random reference; its haplotypes are that reference with SNPs and
+  small indels (the first is the reference itself), and its reads are
+  windows of those haplotypes with sequencing errors, Illumina-like base
+  qualities, GATK-like gap penalties and the occasional N. Shapes follow
+  HaplotypeCaller: most regions 20-200 reads x 2-8 haplotypes, extremes
+  1-500 x 1-40; reads 10-151 bp, haplotypes 30-521 bp. ``underflow=K``
+  appends K regions built to underflow the float pass (long reads at high
+  base quality against unrelated haplotypes, so the float sum falls below
+  1e-28 and the per-pair double recompute is needed). The benchmarks and
+  ``pyphmm/data/sample.in`` come from it, so its draws must not change.
+- **The GPU benchmark's workload** (``gpu_bench_workload``): lognormal
+  region sizes, reads mostly 151 bp, GATK's default gap penalties; the
+  published GPU figures were measured on it.
+- **Synthetic regions** (``make_region``): one region of chosen shape, by
+  preset (``PRESETS``): reads that are windows of the haplotypes with a
+  mismatch rate (``windows``, the default), unrelated random sequences
+  (``random``), GATK's default gap penalties (``gatk_gaps``), one gap triple
+  per read (``uniform_gaps``). Edge tests use it for exact shapes and
+  quality ranges.
 
-Importable: ``generate(...)`` returns a list of ``(ReadBatch,
-HaplotypeBatch)``; files are written with ``pyphmm.io.write_input_records``.
-
-    python3 scripts/gen_regions.py --regions 2000 --seed 1 --output regions.in
+``as_java_holders`` turns a region into the plain tuples the JNI oracles
+take. ``scripts/gen_regions.py`` is the command line of ``generate``.
 """
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:  # last, so PYTHONPATH can pick another pyphmm build
-    sys.path.append(ROOT)
-
-from pyphmm.io import write_input_records  # noqa: E402
-from pyphmm.pairhmm import HaplotypeBatch, ReadBatch  # noqa: E402
+from pyphmm.pairhmm import HaplotypeBatch, ReadBatch
 
 ACGT = np.frombuffer(b"ACGT", dtype=np.uint8)
 # Printable bytes other than A,C,G,T,N that GKL (and pyphmm) read as A.
@@ -227,28 +227,186 @@ def pairs_and_cells(regions) -> tuple:
     return pairs, cells
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--regions", type=int, default=100, help="realistic regions (default 100)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-pairs", type=int, default=None, help="cap on read x haplotype pairs")
-    p.add_argument("--underflow", type=int, default=0, metavar="K",
-                   help="also append K underflow-forcing regions")
-    p.add_argument("--n-rate", type=float, default=0.02, help="chance of N bases per read")
-    p.add_argument("--odd-rate", type=float, default=0.0,
-                   help="chance per read of bytes other than ACGTN (read as A)")
-    p.add_argument("--max-reads", type=int, default=None, help="cap on reads per region")
-    p.add_argument("--output", "-o", default="-", help="record file, or - for stdout")
-    a = p.parse_args(argv)
-    if a.regions < 0 or a.underflow < 0:
-        p.error("--regions and --underflow must be >= 0")
-    regs = generate(a.regions, a.seed, a.max_pairs, a.underflow, a.n_rate, a.odd_rate,
-                    a.max_reads)
-    write_input_records(sys.stdout if a.output == "-" else a.output, regs)
-    pairs, cells = pairs_and_cells(regs)
-    print(f"gen_regions: {len(regs)} regions, {pairs} pairs, {cells} cells", file=sys.stderr)
-    return 0
+
+def workload(regions: int, seed: int, *, max_reads: int, max_haps: int) -> list:
+    """Realistic regions capped at max_reads x max_haps (small calls)."""
+    out = []
+    for reads, haps in generate(regions, seed=seed, max_reads=max_reads):
+        if len(haps) > max_haps:
+            end = int(haps.offsets[max_haps])
+            haps = HaplotypeBatch(haps.bases[:end], haps.offsets[:max_haps + 1])
+        out.append((reads, haps))
+    return out
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+# ---- the GPU benchmark's workload ---------------------------------------------
+# scripts/bench_pairhmm_gpu.py's "realistic set" (2,000 regions, seed 2), on
+# which the published GPU figures were measured: its draws must not change.
+
+def gpu_bench_region(rng, n_reads, n_haps, read_lens, hap_lens):
+    """A region of exact read and haplotype lengths: haplotypes are variants
+    of one reference (1% of bases redrawn), reads pieces of them with 1%
+    errors, base qualities 6-40, GATK's default gap penalties."""
+    ref = ACGT[rng.integers(0, 4, int(max(hap_lens)) + 1)]
+    haps = []
+    for L in hap_lens:
+        h = ref[:L].copy()
+        v = rng.random(L) < 0.01
+        h[v] = ACGT[rng.integers(0, 4, int(v.sum()))]
+        haps.append(h)
+    reads = []
+    for L in read_lens:
+        src = haps[rng.integers(0, n_haps)]
+        if L <= len(src):
+            s = rng.integers(0, len(src) - L + 1)
+            r = src[s:s + L].copy()
+        else:
+            r = ACGT[rng.integers(0, 4, L)]
+        e = rng.random(L) < 0.01
+        r[e] = ACGT[rng.integers(0, 4, int(e.sum()))]
+        reads.append(r)
+    offs = np.zeros(n_reads + 1, np.int64)
+    np.cumsum(read_lens, out=offs[1:])
+    t = int(offs[-1])
+    rb = ReadBatch(np.concatenate(reads), rng.integers(6, 41, t).astype(np.uint8),
+                   np.full(t, 45, np.uint8), np.full(t, 45, np.uint8), np.full(t, 10, np.uint8), offs)
+    hoffs = np.zeros(n_haps + 1, np.int64)
+    np.cumsum(hap_lens, out=hoffs[1:])
+    return rb, HaplotypeBatch(np.concatenate(haps), hoffs)
+
+
+def gpu_bench_workload(rng, n_regions):
+    """The GPU benchmark's GATK-like active regions: read counts and haplotype counts skewed low,
+    most reads 151 bp (trimmed ones shorter), haplotypes of a region of
+    similar length (one base length 30-521, +-10 bp of indels)."""
+    out = []
+    for _ in range(n_regions):
+        nr = int(np.clip(rng.lognormal(3.5, 1.0), 1, 500))
+        nh = int(np.clip(rng.lognormal(1.4, 0.8), 1, 40))
+        base = int(rng.integers(30, 522))
+        hl = np.clip(base + rng.integers(-10, 11, nh), 30, 521)
+        rl = np.where(rng.random(nr) < 0.7, 151, rng.integers(10, 152, nr))
+        rl = np.minimum(rl, hl.min())  # reads lie within the region's haplotypes
+        out.append(gpu_bench_region(rng, nr, nh, rl, hl))
+    return out
+
+
+
+# ---- synthetic regions ------------------------------------------------------
+
+# Presets of make_region: each names the kind of region a test needs.
+PRESETS = {
+    # reads are windows of the haplotypes (variants of one reference) with a
+    # mismatch rate: realistic likelihoods
+    "windows": {},
+    # reads and haplotypes of unrelated random sequence
+    "random": {"related": False},
+    # GATK's default gap penalties (45, 45, 10) on every base
+    "gatk_gaps": {"indel_q": (45, 45), "gcp_q": (10, 10)},
+    # one insertion/deletion/gap-continuation value per read (GATK without
+    # BQSR's per-base tags), the GPU's constant-transition kernels' input
+    "uniform_gaps": {"uniform": True, "gcp_q": (8, 12)},
+}
+
+
+def make_region(rng, n_reads: int, n_haps: int, read_len=(1, 160), hap_len=(1, 300), *, preset: str = "windows",
+                **options):
+    """One region of n_reads x n_haps; read_len/hap_len are inclusive (lo,
+    hi) ranges. ``preset`` picks the defaults (``PRESETS``), ``options``
+    override them:
+
+    - related (True): reads are windows of the haplotypes with ``mismatch``
+      (0.05) of their bases redrawn; False: every sequence is random over
+      ``alphabet`` (b"ACGT").
+    - n_rate (0): share of bases set to N; other_bytes (False): 1% of bases
+      set to 'x' (GKL reads it as A).
+    - qual (6, 60), indel_q (10, 90), gcp_q (5, 40): inclusive ranges of the
+      base quality, the insertion and deletion gap-open and the gap
+      continuation values; uniform (False): one gap value per read.
+    """
+    unknown = set(options) - set(_DEFAULTS)
+    if preset not in PRESETS or unknown:
+        raise ValueError(f"unknown preset {preset!r} or options {sorted(unknown)}")
+    o = dict(_DEFAULTS, **PRESETS[preset], **options)
+    if o["related"]:
+        reads, haps = _window_sequences(rng, n_reads, n_haps, read_len, hap_len, o)
+    else:
+        reads, haps = _random_sequences(rng, n_reads, n_haps, read_len, hap_len, o)
+    lens = np.array([len(r) for r in reads], np.int64)
+    offs = np.zeros(n_reads + 1, np.int64)
+    np.cumsum(lens, out=offs[1:])
+    total = int(offs[-1])
+
+    def draw(lo_hi, per_read):
+        lo, hi = lo_hi
+        if not per_read:
+            return rng.integers(lo, hi + 1, total).astype(np.uint8)
+        return np.repeat(rng.integers(lo, hi + 1, n_reads), lens).astype(np.uint8)
+
+    uniform = o["uniform"]
+    rb = ReadBatch(np.concatenate(reads) if reads else np.zeros(0, np.uint8), draw(o["qual"], False),
+                   draw(o["indel_q"], uniform), draw(o["indel_q"], uniform), draw(o["gcp_q"], uniform), offs)
+    hoffs = np.zeros(n_haps + 1, np.int64)
+    np.cumsum([len(h) for h in haps], out=hoffs[1:])
+    return rb, HaplotypeBatch(np.concatenate(haps) if haps else np.zeros(0, np.uint8), hoffs)
+
+
+_DEFAULTS = {"related": True, "mismatch": 0.05, "n_rate": 0.0, "other_bytes": False, "alphabet": b"ACGT",
+             "qual": (6, 60), "indel_q": (10, 90), "gcp_q": (5, 40), "uniform": False}
+
+
+def _window_sequences(rng, n_reads, n_haps, read_len, hap_len, o):
+    hap_lens = rng.integers(hap_len[0], hap_len[1] + 1, n_haps)
+    ref = ACGT[rng.integers(0, 4, int(hap_lens.max()))]
+    haps = []  # haplotypes of a region are variants of one reference, as in GATK
+    for length in hap_lens:
+        h = ref[:length].copy()
+        var = rng.random(length) < 0.02
+        h[var] = ACGT[rng.integers(0, 4, int(var.sum()))]
+        haps.append(h)
+    reads = []
+    for length in rng.integers(read_len[0], read_len[1] + 1, n_reads):
+        src = haps[rng.integers(0, n_haps)]
+        if length <= len(src):  # inside every haplotype where possible (overhangs can underflow double)
+            start = rng.integers(0, (hap_lens.min() if length <= hap_lens.min() else len(src)) - length + 1)
+            seq = src[start:start + length].copy()
+        else:
+            seq = ACGT[rng.integers(0, 4, length)].copy()
+        flip = rng.random(length) < o["mismatch"]
+        seq[flip] = ACGT[rng.integers(0, 4, int(flip.sum()))]
+        reads.append(seq)
+    for arrs in (reads, haps):
+        for a in arrs:
+            if o["n_rate"]:
+                a[rng.random(len(a)) < o["n_rate"]] = ord("N")
+            if o["other_bytes"]:
+                a[rng.random(len(a)) < 0.01] = ord("x")
+    return reads, haps
+
+
+def _random_sequences(rng, n_reads, n_haps, read_len, hap_len, o):
+    alpha = np.frombuffer(o["alphabet"], np.uint8)
+
+    def seq(lo_hi):
+        return alpha[rng.integers(0, alpha.size, int(rng.integers(lo_hi[0], lo_hi[1] + 1)))]
+
+    return [seq(read_len) for _ in range(n_reads)], [seq(hap_len) for _ in range(n_haps)]
+
+
+def as_java_holders(region):
+    """(reads, haps) as plain bytes: a read is (bases, quals, ins, dels, gcp),
+    a haplotype its bases (the fields of GATK's ReadDataHolder and
+    HaplotypeDataHolder)."""
+    reads, haps = region
+    out = []
+    for s, e in zip(reads.offsets[:-1].tolist(), reads.offsets[1:].tolist()):
+        out.append(tuple(getattr(reads, f)[s:e].tobytes() for f in ("bases", "quals", "ins", "dels", "gcp")))
+    return out, [haps[h] for h in range(len(haps))]
+
+
+def region_cells(region) -> int:
+    """Sum of read lengths x sum of haplotype lengths of a region in either form."""
+    reads, haps = region
+    if isinstance(reads, ReadBatch):
+        return int(reads.lengths.sum()) * int(haps.lengths.sum())
+    return sum(len(r[0]) for r in reads) * sum(len(h) for h in haps)

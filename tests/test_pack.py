@@ -6,11 +6,10 @@ import subprocess
 
 import pytest
 
-from helpers import build_native_check
 
 
-def test_vector_packer_matches_scalar_and_layout(tmp_path):
-    exe = build_native_check(tmp_path, "pack_check", "common/pack_elems.cc")
+def test_vector_packer_matches_scalar_and_layout(native_check_exe):
+    exe = native_check_exe("pack_check", "common/pack_elems.cc")
     res = subprocess.run([str(exe)], capture_output=True, text=True, env=dict(os.environ, PYPHMM_PACK_SCALAR=""))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     if res.stdout.startswith("no-avx2"):

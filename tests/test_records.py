@@ -10,19 +10,19 @@ import sys
 import numpy as np
 import pytest
 
-from oracle import child_env
 from pyphmm import cli, io
 from pyphmm._pyphmm import ffi, lib
 from pyphmm.samples import sample_path
 
-from helpers import build_native_check, generate
+from devtools.child import child_env
+from devtools.regions import generate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOOD = "ACGT IIII IIII IIII ++++"
 
 
-def test_repr_of_doubles_is_pythons(tmp_path):
-    exe = build_native_check(tmp_path, "repr_check", "common/repr.cc")
+def test_repr_of_doubles_is_pythons(native_check_exe):
+    exe = native_check_exe("repr_check", "common/repr.cc")
     rng = np.random.default_rng(1)
     vals = list(rng.integers(0, 2 ** 64, 60_000, dtype=np.uint64).view(np.float64))  # every kind of bits
     vals += list(-rng.random(30_000) * 300)  # log10 likelihoods

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Writes seeded realistic PairHMM regions (GATK active regions) as a record
+file: the command line of ``devtools.regions.generate`` (see that module for
+the shapes and the underflow-forcing regions).
+
+Run from the repository root, which must be importable:
+
+    PYTHONPATH=. python3 scripts/gen_regions.py --regions 2000 --seed 1 --output regions.in
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from devtools.regions import generate, pairs_and_cells
+from pyphmm.io import write_input_records
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Seeded realistic PairHMM regions as a record file.")
+    p.add_argument("--regions", type=int, default=100, help="realistic regions (default 100)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-pairs", type=int, default=None, help="cap on read x haplotype pairs")
+    p.add_argument("--underflow", type=int, default=0, metavar="K",
+                   help="also append K underflow-forcing regions")
+    p.add_argument("--n-rate", type=float, default=0.02, help="chance of N bases per read")
+    p.add_argument("--odd-rate", type=float, default=0.0,
+                   help="chance per read of bytes other than ACGTN (read as A)")
+    p.add_argument("--max-reads", type=int, default=None, help="cap on reads per region")
+    p.add_argument("--output", "-o", default="-", help="record file, or - for stdout")
+    a = p.parse_args(argv)
+    if a.regions < 0 or a.underflow < 0:
+        p.error("--regions and --underflow must be >= 0")
+    regs = generate(a.regions, a.seed, a.max_pairs, a.underflow, a.n_rate, a.odd_rate, a.max_reads)
+    write_input_records(sys.stdout if a.output == "-" else a.output, regs)
+    pairs, cells = pairs_and_cells(regs)
+    print(f"gen_regions: {len(regs)} regions, {pairs} pairs, {cells} cells", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
