@@ -141,3 +141,22 @@ def test_compute_regions_equals_per_region_calls(realistic, underflow, random_re
     for (r, h), t in zip(regs, together):
         assert t.shape == (len(r), len(h))
         np.testing.assert_array_equal(t, pyphmm.compute_likelihoods(r, h, backend="cpu", double=double))
+
+
+def test_neg_inf_exactly_where_gkl_gives_it(gkl_jvm):
+    """The README's contract: -inf exactly where GKL gives -inf, never NaN.
+    A 3 kb read that mismatches its haplotype everywhere underflows even
+    GKL's double recompute; a short read beside it stays finite."""
+    rng = np.random.default_rng(30)
+    hap = rng.choice(list(b"ACGT"), 3000).astype(np.uint8)
+    bad = np.where(hap == ord("A"), ord("C"), ord("A")).astype(np.uint8)  # differs at every base
+    reads = [pyphmm.Read(bad.tobytes(), [40] * 3000, [45] * 3000, [45] * 3000, [10] * 3000),
+             pyphmm.Read(hap[:100].tobytes(), [30] * 100, [45] * 100, [45] * 100, [10] * 100)]
+    regs = [(pyphmm.ReadBatch.from_reads(reads), pyphmm.HaplotypeBatch.from_haplotypes([hap.tobytes()]))]
+    for double in (False, True):
+        ours = pyphmm.compute_likelihoods(*regs[0], double=double, backend="cpu")
+        gkl = gkl_regions(regs, double=double)[0]
+        assert not np.isnan(ours).any()
+        np.testing.assert_array_equal(np.isneginf(ours), np.isneginf(gkl))
+        assert np.isneginf(ours[0, 0]) and np.isfinite(ours[1, 0])
+        assert abs(ours[1, 0] - gkl[1, 0]) <= TOL
