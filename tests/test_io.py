@@ -1,4 +1,4 @@
-"""Record files (SPEC section 2): round trips, streaming, bad input."""
+"""Record files (docs/RECORD_FORMAT.md): round trips, streaming, bad input."""
 import io as pyio
 import os
 

@@ -224,7 +224,7 @@ def _sw_objects(jpype):
 
 @pytest.mark.parametrize("strategy", ["SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE"])
 def test_sw_shim_matches_gkl(gkl_jvm, strategy):
-    """>= 2,000 pairs per strategy. GKL/GATK-Java deviations (SPEC 4: IGNORE
+    """>= 2,000 pairs per strategy. GKL/GATK-Java deviations (docs/SMITH_WATERMAN.md: IGNORE
     with a trailing overhang) must match the literal Java rules, and nothing
     else may differ."""
     jpype = gkl_jvm

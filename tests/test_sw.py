@@ -1,4 +1,4 @@
-"""Smith-Waterman: GATK's rules (SPEC.md section 4), GATK's own test vectors,
+"""Smith-Waterman: GATK's rules (docs/SMITH_WATERMAN.md), GATK's own test vectors,
 GKL's native aligner on seeded random pairs, and bad input."""
 import os
 import subprocess
@@ -22,9 +22,9 @@ RANDOM_PAIRS = int(os.environ.get("PYPHMM_SW_RANDOM_PAIRS", "5000"))
 REFERENCE_SAMPLE = 40   # non-deviating pairs per (preset, strategy) also checked against the reference
 
 
-# ---- SPEC worked examples and GATK's vectors ---------------------------------------
+# ---- worked examples (docs/SMITH_WATERMAN.md) and GATK's vectors --------------------
 
-SPEC_EXAMPLES = [
+WORKED_EXAMPLES = [
     ("AAAGGACTGACTG", "ACTGACTGACTG", (3, -1, -4, -3), "SOFTCLIP", ("12M", 1)),
     ("AAACCCCC", "CCCCCGGG", (3, -1, -4, -3), "SOFTCLIP", ("5M3S", 3)),
     ("AAAGACTACTG", "AACGGACACTG", (50, -100, -220, -12), "SOFTCLIP", ("2M2I3M1D4M", 1)),
@@ -36,7 +36,7 @@ SPEC_EXAMPLES = [
 ]
 
 
-@pytest.mark.parametrize("ref,alt,params,strategy,expected", SPEC_EXAMPLES)
+@pytest.mark.parametrize("ref,alt,params,strategy,expected", WORKED_EXAMPLES)
 def test_spec_examples(ref, alt, params, strategy, expected):
     assert sw.align(ref, alt, params=params, overhang=strategy) == expected
     assert sw_reference.align(ref, alt, params, strategy) == expected

@@ -1,7 +1,7 @@
 // GPU Smith-Waterman with GATK's semantics, for batches.
 //
-// Same rules as native/cpu/sw_cpu.cc (see the comment there and SPEC.md
-// section 4); results must be identical to the CPU backend's.
+// Same rules as native/cpu/sw_cpu.cc (see the comment there and
+// docs/SMITH_WATERMAN.md); results must be identical to the CPU backend's.
 //
 // Stage 1 (sw_warp_fill_kernel): one warp per pair. Lane t keeps K
 // consecutive alt columns in registers (H and Y of the row above, the
