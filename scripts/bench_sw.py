@@ -90,7 +90,7 @@ def c_latency(refs, alts, params, overhang, rounds):
 
 def gkl_runner():
     try:
-        from oracle.gkl_sw import GklSmithWaterman
+        from devtools.oracle.gkl_sw import GklSmithWaterman
         return GklSmithWaterman()
     except Exception as e:  # noqa: BLE001
         print(f"GKL unavailable: {e}", file=sys.stderr)
