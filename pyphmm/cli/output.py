@@ -53,7 +53,7 @@ class OutputFile:
             self._dir = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", suffix=".pyphmm-partial",
                                          dir=parent)
         except OSError as e:
-            raise OSError(e.errno, f"{target}: cannot create: {e.strerror}") from None
+            raise OSError(f"{target}: cannot create: {e.strerror}") from None
         self.path = os.path.join(self._dir, os.path.basename(target))
 
     # ---- writing from Python
@@ -64,7 +64,7 @@ class OutputFile:
         try:
             self._file = open(self.path, "w", encoding="ascii", newline="\n")
         except OSError as e:
-            raise OSError(e.errno, f"{self.target}: cannot open for writing: {e.strerror}") from None
+            raise OSError(f"{self.target}: cannot open for writing: {e.strerror}") from None
         return self._file
 
     def write(self, text: str) -> None:
@@ -72,7 +72,7 @@ class OutputFile:
         try:
             f.write(text)
         except OSError as e:
-            raise OSError(e.errno, f"{self.target}: write failed: {e.strerror}") from None
+            raise OSError(f"{self.target}: write failed: {e.strerror}") from None
 
     def _close(self) -> None:
         f, self._file = self._file, None
@@ -80,7 +80,7 @@ class OutputFile:
             try:
                 f.close()
             except OSError as e:
-                raise OSError(e.errno, f"{self.target}: write failed: {e.strerror}") from None
+                raise OSError(f"{self.target}: write failed: {e.strerror}") from None
         elif self.stdout:
             sys.stdout.flush()
 
@@ -94,7 +94,7 @@ class OutputFile:
             os.replace(self.path, self.target)
         except OSError as e:
             self.discard()
-            raise OSError(e.errno, f"{self.target}: cannot write: {e.strerror}") from None
+            raise OSError(f"{self.target}: cannot write: {e.strerror}") from None
         self._remove_dir()
 
     def discard(self) -> None:
