@@ -1,6 +1,6 @@
 """The one PairHMM region generator of the tests and scripts.
 
-Two families, each seeded (the same arguments always give the same data):
+Three families, each seeded (the same arguments always give the same data):
 
 - **Realistic workloads** (``generate``): GATK active regions. Each region
   has one random reference; its haplotypes are that reference with SNPs and
@@ -226,17 +226,6 @@ def pairs_and_cells(regions) -> tuple:
     cells = sum(int(r.lengths.sum()) * int(h.lengths.sum()) for r, h in regions)
     return pairs, cells
 
-
-
-def workload(regions: int, seed: int, *, max_reads: int, max_haps: int) -> list:
-    """Realistic regions capped at max_reads x max_haps (small calls)."""
-    out = []
-    for reads, haps in generate(regions, seed=seed, max_reads=max_reads):
-        if len(haps) > max_haps:
-            end = int(haps.offsets[max_haps])
-            haps = HaplotypeBatch(haps.bases[:end], haps.offsets[:max_haps + 1])
-        out.append((reads, haps))
-    return out
 
 
 # ---- the GPU benchmark's workload ---------------------------------------------
