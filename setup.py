@@ -279,7 +279,7 @@ setup(
     long_description=open(os.path.join(ROOT, "README.md")).read() if os.path.exists(
         os.path.join(ROOT, "README.md")) else "",
     long_description_content_type="text/markdown",
-    packages=["pyphmm"],
+    packages=["pyphmm", "pyphmm.cli"],
     package_data={"pyphmm": ["data/*.in", LIBNAME, "pyphmm-gatk.jar"]},
     python_requires=">=3.9",
     install_requires=["cffi>=1.15", "numpy>=1.21"],

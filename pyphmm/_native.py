@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from ._convert import INT32_MAX, as_int
 from ._pyphmm import ffi, lib
 
 BACKENDS = {"auto": lib.PYPHMM_BACKEND_AUTO, "cpu": lib.PYPHMM_BACKEND_CPU,
@@ -17,21 +18,31 @@ THRESHOLD_SOURCES = {lib.PYPHMM_THRESHOLD_DEFAULT: "default", lib.PYPHMM_THRESHO
                      lib.PYPHMM_THRESHOLD_ENV: "env"}
 
 
+MAX_THREADS = INT32_MAX
+
+
 class BackendUnavailableError(RuntimeError):
     """The backend that was asked for cannot run here (e.g. no usable GPU)."""
 
 
-def raise_for_status(code: int, error) -> None:
+def raise_status(code: int, message: str) -> None:
+    """Raises the Python exception of an ABI status code (none for OK)."""
     if code == lib.PYPHMM_OK:
         return
-    message = ffi.string(error.message).decode("utf-8", "replace")
     if code == lib.PYPHMM_E_INVALID:
         raise ValueError(message)
     if code == lib.PYPHMM_E_NOMEM:
         raise MemoryError(message)
     if code == lib.PYPHMM_E_UNAVAILABLE:
         raise BackendUnavailableError(message)
+    if code == lib.PYPHMM_E_IO:
+        raise OSError(message)
     raise RuntimeError(f"pyphmm internal error: {message}")
+
+
+def raise_for_status(code: int, error) -> None:
+    if code != lib.PYPHMM_OK:
+        raise_status(code, ffi.string(error.message).decode("utf-8", "replace"))
 
 
 def make_options(backend: str = "auto", threads: int | None = None, double: bool = False,
@@ -43,10 +54,7 @@ def make_options(backend: str = "auto", threads: int | None = None, double: bool
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"backend must be one of {sorted(BACKENDS)}, not {backend!r}")
     if threads is not None:
-        if isinstance(threads, bool) or not isinstance(threads, int):
-            raise TypeError(f"threads must be an int or None, not {type(threads).__name__}")
-        if threads < 1:
-            raise ValueError(f"threads must be >= 1, not {threads}")
+        threads = as_int(threads, "threads", 1, MAX_THREADS)
     if hybrid is not None and not isinstance(hybrid, bool):
         raise TypeError(f"hybrid must be True, False or None, not {type(hybrid).__name__}")
     opts = ffi.new("pyphmm_options *")

@@ -1,4 +1,4 @@
-"""The field's PairHMM record format (SPEC section 2), streamed.
+"""The field's PairHMM record format (docs/RECORD_FORMAT.md), streamed.
 
 Input, one record per active region::
 
@@ -13,7 +13,6 @@ Files are read line by line, so inputs larger than memory stream through.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from typing import IO, Iterator, Tuple, Union
@@ -31,130 +30,180 @@ def _open(source: PathOrFile, mode: str):
     return open(source, mode, encoding="ascii", newline="\n"), True
 
 
-@contextlib.contextmanager
-def atomic_output(path: str):
-    """Yields a text file for PATH ("-": stdout) that appears only when
-    complete: written as PATH.partial, renamed on success, removed on error,
-    so a failed run never leaves a truncated file that looks finished."""
-    if path == "-":
-        yield sys.stdout
-        return
-    tmp = f"{path}.partial"
-    f = open(tmp, "w", encoding="ascii", newline="\n")
-    try:
-        yield f
-    except BaseException:
-        f.close()
-        os.unlink(tmp)
-        raise
-    f.close()
-    os.replace(tmp, path)
-
-
 class RecordError(ValueError):
     """A malformed record file; the message names the file and line."""
+
+
+# How much of a bad line an error message quotes.
+QUOTE_CHARS = 60
+# Estimated bytes of one record's results while they are computed and
+# written: a double and its text per pair (native/records.cc uses the same).
+RESULT_BYTES_PER_PAIR = 32
+
+
+def quote(text: str) -> str:
+    """repr() of at most QUOTE_CHARS characters of text, "..." after a cut."""
+    return repr(text[:QUOTE_CHARS]) + ("..." if len(text) > QUOTE_CHARS else "")
+
+
+def _physical_memory() -> float:
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES")) * float(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 0.0
+
+
+def decode_line(raw, name: str, lineno: int) -> str:
+    """A line read from a file: str, or bytes checked for what a record file
+    never holds (a byte-order mark, non-ASCII and NUL bytes)."""
+    if isinstance(raw, bytes):
+        if raw.startswith(b"\xef\xbb\xbf"):
+            raise RecordError(f"{name}:{lineno}: UTF-8 byte-order mark: not ASCII text")
+        try:
+            line = raw.decode("ascii")
+        except UnicodeDecodeError as e:
+            nul = raw.find(b"\0", 0, e.start)
+            if nul >= 0:
+                raise RecordError(f"{name}:{lineno}: NUL byte at column {nul + 1}: not ASCII text") from None
+            raise RecordError(f"{name}:{lineno}: non-ASCII byte at column {e.start + 1}: not ASCII text") from None
+    else:
+        line = raw
+        if line.startswith("\ufeff"):
+            raise RecordError(f"{name}:{lineno}: UTF-8 byte-order mark: not ASCII text")
+        if not line.isascii():
+            col = next(i for i, ch in enumerate(line) if ord(ch) > 127 or ch == "\0")
+            if line[col] == "\0":
+                raise RecordError(f"{name}:{lineno}: NUL byte at column {col + 1}: not ASCII text")
+            raise RecordError(f"{name}:{lineno}: non-ASCII byte at column {col + 1}: not ASCII text")
+    nul = line.find("\0")
+    if nul >= 0:
+        raise RecordError(f"{name}:{lineno}: NUL byte at column {nul + 1}: not ASCII text")
+    return line
+
+
+def _open_lines(source):
+    """(file, owned, name) for reading lines: a path opens in binary (each
+    line is decoded on its own, so errors name the right line), "-" is
+    standard input, a file object is used as it is."""
+    if hasattr(source, "readline"):
+        return source, False, getattr(source, "name", "<stream>")
+    if source == "-":
+        return sys.stdin.buffer, False, "<stdin>"
+    return open(source, "rb"), True, os.fspath(source)
 
 
 def read_records(source: PathOrFile) -> Iterator[Tuple[ReadBatch, HaplotypeBatch]]:
     """Yields ``(reads, haplotypes)`` for each record of a file.
 
+    ``source`` is a path, ``"-"`` (standard input) or a file object.
     ``reads`` is a :class:`ReadBatch` and ``haplotypes`` a
     :class:`HaplotypeBatch`, ready for :func:`pyphmm.compute_likelihoods`.
-    Raises :class:`RecordError` (a ValueError) naming the line for malformed
-    headers, wrong field counts, unequal lengths, empty sequences, quality
-    characters below ``!`` and truncated records.
+    Raises :class:`RecordError` (a ValueError) naming the file and line for
+    malformed headers, wrong field counts, unequal lengths, empty sequences,
+    quality characters below ``!``, truncated records, bytes that are not
+    ASCII text (a byte-order mark, non-ASCII, NUL) and records whose results
+    would not fit in this machine's memory.
     """
-    f, owned = _open(source, "r")
-    name = getattr(f, "name", "<stream>")
+    f, owned, name = _open_lines(source)
     lineno = 0
     try:
-        def next_line(expect: str) -> str:
+        def next_line():
             nonlocal lineno
-            line = f.readline()
-            if not line:
-                raise RecordError(f"{name}: truncated record: expected {expect} at line {lineno + 1}, "
-                                  "found end of file")
+            raw = f.readline()
+            if not raw:
+                return None
             lineno += 1
+            return decode_line(raw, name, lineno)
+
+        def record_line(what: str, k: int, of: int) -> str:
+            line = next_line()
+            if line is None:
+                raise RecordError(f"{name}: truncated record: expected {what} {k + 1} of {of} at line {lineno + 1}, "
+                                  "found end of file")
             return line
 
         while True:
-            line = f.readline()
-            if not line:
+            line = next_line()
+            if line is None:
                 return
-            lineno += 1
             if not line.strip():
                 continue
-            header_line = lineno
             num_reads, num_haps = _parse_header(line, name, lineno)
-            read_lines = [next_line(f"read {i + 1} of {num_reads}") for i in range(num_reads)]
-            hap_lines = [next_line(f"haplotype {i + 1} of {num_haps}") for i in range(num_haps)]
-            yield (_parse_reads(read_lines, name, header_line + 1),
-                   _parse_haps(hap_lines, name, header_line + 1 + num_reads))
+            reads = _ReadColumns()
+            for i in range(num_reads):
+                reads.add(record_line("read", i, num_reads), name, lineno)
+            haps = [_parse_hap(record_line("haplotype", i, num_haps), name, lineno) for i in range(num_haps)]
+            yield reads.batch(name), _hap_batch(haps)
     finally:
         if owned:
             f.close()
 
 
-def _parse_header(line: str, name: str, lineno: int) -> Tuple[int, int]:
+def _parse_header(line: str, name: str, lineno: int, check_size: bool = True) -> Tuple[int, int]:
     parts = line.split()
     if len(parts) != 2:
-        raise RecordError(f"{name}:{lineno}: malformed record header {line.strip()!r} "
+        raise RecordError(f"{name}:{lineno}: malformed record header {quote(line.strip())} "
                           "(expected two counts 'R H')")
     counts = []
     for p in parts:
         try:
             v = int(p)
         except ValueError:
-            raise RecordError(f"{name}:{lineno}: non-integer count {p!r} in record header") from None
+            raise RecordError(f"{name}:{lineno}: non-integer count {quote(p)} in record header") from None
         if v < 0:
             raise RecordError(f"{name}:{lineno}: negative count {v} in record header")
         counts.append(v)
+    need, have = counts[0] * counts[1] * RESULT_BYTES_PER_PAIR, _physical_memory()
+    if check_size and have > 0 and need > have:
+        raise RecordError(f"{name}:{lineno}: a record of {counts[0]} reads x {counts[1]} haplotypes needs about "
+                          f"{need / 1e9:.1f} GB for its results, more than this machine's memory ({have / 1e9:.1f} GB)")
     return counts[0], counts[1]
 
 
-def _parse_reads(lines, name: str, first: int) -> ReadBatch:
-    fields = [[] for _ in range(5)]
-    for k, line in enumerate(lines):
+class _ReadColumns:
+    """A record's read lines, parsed as they are read."""
+    LABELS = ("QUAL", "INS", "DEL", "GCP")
+
+    def __init__(self):
+        self.fields = [[] for _ in range(5)]
+        self.lines = []
+
+    def add(self, line: str, name: str, lineno: int) -> None:
         parts = line.split()
         if len(parts) != 5:
-            raise RecordError(f"{name}:{first + k}: expected 5 fields (READ QUAL INS DEL GCP), "
-                              f"found {len(parts)}")
+            raise RecordError(f"{name}:{lineno}: expected 5 fields (READ QUAL INS DEL GCP), found {len(parts)}")
         n = len(parts[0])
-        for i, label in enumerate(("QUAL", "INS", "DEL", "GCP"), start=1):
+        for i, label in enumerate(self.LABELS, start=1):
             if len(parts[i]) != n:
-                raise RecordError(f"{name}:{first + k}: read has {n} bases but {label} has "
-                                  f"{len(parts[i])} characters")
+                raise RecordError(f"{name}:{lineno}: read has {n} bases but {label} has {len(parts[i])} characters")
         for i in range(5):
-            fields[i].append(parts[i])
-    for k, line in enumerate(lines):
-        if not line.isascii():
-            raise RecordError(f"{name}:{first + k}: non-ASCII character in a read")
-    joined = [np.frombuffer("".join(col).encode("ascii"), dtype=np.uint8) for col in fields]
-    offsets = np.zeros(len(lines) + 1, dtype=np.int64)
-    np.cumsum([len(s) for s in fields[0]], out=offsets[1:])
-    for i, label in enumerate(("QUAL", "INS", "DEL", "GCP"), start=1):
-        if joined[i].size and joined[i].min() < 33:
-            # name the line of the first offending read
-            k = int(np.searchsorted(offsets, int(np.argmax(joined[i] < 33)), side="right")) - 1
-            raise RecordError(f"{name}:{first + k}: {label} character below '!' in ASCII+33 qualities")
-        joined[i] = joined[i] - 33
-    return ReadBatch(*joined, offsets)
+            self.fields[i].append(parts[i])
+        self.lines.append(lineno)
+
+    def batch(self, name: str) -> ReadBatch:
+        joined = [np.frombuffer("".join(col).encode("ascii"), dtype=np.uint8) for col in self.fields]
+        offsets = np.zeros(len(self.lines) + 1, dtype=np.int64)
+        np.cumsum([len(s) for s in self.fields[0]], out=offsets[1:])
+        for i, label in enumerate(self.LABELS, start=1):
+            if joined[i].size and joined[i].min() < 33:
+                # name the line of the first offending read
+                k = int(np.searchsorted(offsets, int(np.argmax(joined[i] < 33)), side="right")) - 1
+                raise RecordError(f"{name}:{self.lines[k]}: {label} character below '!' in ASCII+33 qualities")
+            joined[i] = joined[i] - 33
+        return ReadBatch(*joined, offsets)
 
 
-def _parse_haps(lines, name: str, first: int) -> HaplotypeBatch:
-    haps = []
-    for k, line in enumerate(lines):
-        parts = line.split()
-        if len(parts) != 1:
-            raise RecordError(f"{name}:{first + k}: expected one haplotype, found {len(parts)} fields")
-        haps.append(parts[0])
-    for k, h in enumerate(haps):
-        if not h.isascii():
-            raise RecordError(f"{name}:{first + k}: non-ASCII character in a haplotype")
-    bases = "".join(haps).encode("ascii")
+def _parse_hap(line: str, name: str, lineno: int) -> str:
+    parts = line.split()
+    if len(parts) != 1:
+        raise RecordError(f"{name}:{lineno}: expected one haplotype, found {len(parts)} fields")
+    return parts[0]
+
+
+def _hap_batch(haps) -> HaplotypeBatch:
     offsets = np.zeros(len(haps) + 1, dtype=np.int64)
     np.cumsum([len(h) for h in haps], out=offsets[1:])
-    return HaplotypeBatch(np.frombuffer(bases, dtype=np.uint8), offsets)
+    return HaplotypeBatch(np.frombuffer("".join(haps).encode("ascii"), dtype=np.uint8), offsets)
 
 
 def format_record(likelihoods: np.ndarray) -> str:
@@ -196,7 +245,7 @@ def read_results(source: PathOrFile) -> Iterator[np.ndarray]:
             lineno += 1
             if not line.strip():
                 continue
-            r, h = _parse_header(line, name, lineno)
+            r, h = _parse_header(line, name, lineno, check_size=False)
             rows = []
             for _ in range(r):
                 row = f.readline()

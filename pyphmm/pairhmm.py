@@ -11,24 +11,12 @@ from typing import Iterable, Sequence, Union
 import numpy as np
 
 from . import _native
+from ._convert import as_bases as _as_bases
+from ._convert import check_stats
 from ._pyphmm import ffi, lib
 
 _QUAL_FIELDS = ("quals", "ins", "dels", "gcp")
-
-
-def _as_bases(value, what: str) -> bytes:
-    if isinstance(value, str):
-        try:
-            return value.encode("ascii")
-        except UnicodeEncodeError:
-            raise ValueError(f"{what}: bases must be ASCII") from None
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    if isinstance(value, np.ndarray):
-        if value.dtype != np.uint8 or value.ndim != 1:
-            raise TypeError(f"{what}: bases array must be 1-D uint8 (ASCII codes), not {value.dtype} {value.ndim}-D")
-        return value.tobytes()
-    raise TypeError(f"{what}: bases must be str, bytes or a uint8 array, not {type(value).__name__}")
+_READ_FIELDS = ("bases",) + _QUAL_FIELDS
 
 
 def _as_quals(value, what: str) -> np.ndarray:
@@ -94,6 +82,8 @@ class Read:
 
 
 def _check_offsets(offsets: np.ndarray, total: int, what: str) -> None:
+    """Offsets of a packed buffer of `total` bytes: 1-D, from 0 to total,
+    strictly increasing (no empty sequence)."""
     if offsets.ndim != 1 or offsets.size < 1:
         raise ValueError(f"{what}: offsets must be 1-D with at least one entry")
     if offsets[0] != 0 or offsets[-1] != total:
@@ -101,7 +91,7 @@ def _check_offsets(offsets: np.ndarray, total: int, what: str) -> None:
     lengths = np.diff(offsets)
     if lengths.size and lengths.min() <= 0:
         i = int(np.argmax(lengths <= 0))
-        raise ValueError(f"{what} {i}: empty sequence")
+        raise ValueError(f"{what} {i}: empty sequence (or offsets not increasing)")
 
 
 def _u8(arr, what: str) -> np.ndarray:
@@ -111,6 +101,14 @@ def _u8(arr, what: str) -> np.ndarray:
     return arr
 
 
+def _int_offsets(offsets, what: str) -> np.ndarray:
+    """Offsets as int64, refusing floats (which would be truncated)."""
+    arr = np.asarray(offsets)
+    if arr.size and not (np.issubdtype(arr.dtype, np.integer) and arr.dtype != np.bool_):
+        raise TypeError(f"{what}: offsets must be integers, not {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
 class ReadBatch:
     """Reads packed for zero-copy calls.
 
@@ -118,13 +116,18 @@ class ReadBatch:
     insertion gap-open, deletion gap-open and gap continuation penalties) hold
     all reads back to back; read i spans ``offsets[i]:offsets[i+1]``.
     Indexing returns ``Read`` objects (views into the buffers).
+
+    The batch keeps the caller's arrays (zero copy). Every call checks them
+    again (equal lengths, offsets from 0 to the buffer length, increasing)
+    and computes on private copies, so arrays changed after construction
+    give a ValueError, never a read outside them.
     """
 
     def __init__(self, bases, quals, ins, dels, gcp, offsets):
         self.bases = _u8(bases, "bases")
         self.quals, self.ins, self.dels, self.gcp = (
             _u8(a, n) for a, n in zip((quals, ins, dels, gcp), _QUAL_FIELDS))
-        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.offsets = _int_offsets(offsets, "read")
         for name in _QUAL_FIELDS:
             if getattr(self, name).size != self.bases.size:
                 raise ValueError(f"read batch: {self.bases.size} bases but {getattr(self, name).size} {name}")
@@ -162,11 +165,13 @@ class ReadBatch:
 
 
 class HaplotypeBatch:
-    """Haplotypes packed back to back: ``bases[offsets[h]:offsets[h+1]]``."""
+    """Haplotypes packed back to back: ``bases[offsets[h]:offsets[h+1]]``.
+
+    Like ReadBatch, checked again at every call."""
 
     def __init__(self, bases, offsets):
         self.bases = _u8(bases, "haplotype bases")
-        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.offsets = _int_offsets(offsets, "haplotype")
         _check_offsets(self.offsets, self.bases.size, "haplotype")
 
     @classmethod
@@ -207,31 +212,63 @@ def _as_hap_batch(haps) -> HaplotypeBatch:
     return haps if isinstance(haps, HaplotypeBatch) else HaplotypeBatch.from_haplotypes(haps)
 
 
+def _read_arrays(batch: ReadBatch, k: int):
+    """The five arrays and offsets of a read batch, checked now (the batch
+    keeps the caller's arrays, which may have changed since it was made)."""
+    what = f"region {k} reads"
+    arrays = [_u8(getattr(batch, f), f"{what} {f}") for f in _READ_FIELDS]
+    offsets = _int_offsets(batch.offsets, what).copy()
+    for name, arr in zip(_QUAL_FIELDS, arrays[1:]):
+        if arr.size != arrays[0].size:
+            raise ValueError(f"{what}: {arrays[0].size} bases but {arr.size} {name} values")
+    _check_offsets(offsets, arrays[0].size, what)
+    return arrays, offsets
+
+
+def _hap_arrays(batch: HaplotypeBatch, k: int):
+    what = f"region {k} haplotypes"
+    bases = _u8(batch.bases, f"{what} bases")
+    offsets = _int_offsets(batch.offsets, what).copy()
+    _check_offsets(offsets, bases.size, what)
+    return bases, offsets
+
+
+def _as_region(region, k: int):
+    if not isinstance(region, (tuple, list)) or len(region) != 2:
+        raise TypeError(f"regions[{k}] must be a (reads, haplotypes) pair, not {type(region).__name__}"
+                        + (f" of length {len(region)}" if isinstance(region, (tuple, list)) else ""))
+    return _as_read_batch(region[0]), _as_hap_batch(region[1])
+
+
 class _Packed:
-    """Several regions in one set of buffers, as one C call wants them."""
+    """Several regions in one set of buffers, as one C call wants them.
+
+    Built from private copies checked at call time: the native side reads
+    only these buffers, within the offsets checked here."""
 
     def __init__(self, regions):
-        reads = [_as_read_batch(r) for r, _ in regions]
-        haps = [_as_hap_batch(h) for _, h in regions]
-        self.shapes = [(len(r), len(h)) for r, h in zip(reads, haps)]
-        self.cells = sum(int(r.lengths.sum()) * int(h.lengths.sum()) for r, h in zip(reads, haps))
+        batches = [_as_region(r, k) for k, r in enumerate(regions)]
+        reads = [_read_arrays(r, k) for k, (r, _) in enumerate(batches)]
+        haps = [_hap_arrays(h, k) for k, (_, h) in enumerate(batches)]
+        self.shapes = [(o.size - 1, ho.size - 1) for (_, o), (_, ho) in zip(reads, haps)]
+        self.cells = sum(int(o[-1]) * int(ho[-1]) for (_, o), (_, ho) in zip(reads, haps))
 
         def cat(arrays):
             return np.concatenate(arrays) if arrays else np.zeros(0, np.uint8)
 
-        def shifted(batches):
+        def shifted(offset_list):
             # Offsets of each region, moved to their place in the joined buffer.
             base, out = 0, []
-            for b in batches:
-                out.append(b.offsets[:-1] + base if len(b) else b.offsets[:0])
-                base += int(b.offsets[-1])
+            for o in offset_list:
+                out.append(o[:-1] + base)
+                base += int(o[-1])
             out.append(np.array([base], dtype=np.int64))
             return np.concatenate(out)
 
-        self.buffers = [cat([getattr(r, f) for r in reads]) for f in ("bases",) + _QUAL_FIELDS]
-        self.hap_bases = cat([h.bases for h in haps])
-        self.read_offsets = shifted(reads)
-        self.hap_offsets = shifted(haps)
+        self.buffers = [cat([arrays[i] for arrays, _ in reads]) for i in range(5)]
+        self.hap_bases = cat([b for b, _ in haps])
+        self.read_offsets = shifted([o for _, o in reads])
+        self.hap_offsets = shifted([o for _, o in haps])
         self.c_regions = ffi.new("pyphmm_region[]", max(1, len(reads)))
         self._keep = [ffi.from_buffer("uint8_t[]", b) for b in self.buffers]
         self._keep.append(ffi.from_buffer("uint8_t[]", self.hap_bases))
@@ -249,6 +286,12 @@ class _Packed:
             r_first += nr
             h_first += nh
         self.total = sum(nr * nh for nr, nh in self.shapes)
+
+
+def _region_list(regions) -> list:
+    if isinstance(regions, (str, bytes, bytearray)) or not hasattr(regions, "__iter__"):
+        raise TypeError(f"regions must be an iterable of (reads, haplotypes) pairs, not {type(regions).__name__}")
+    return list(regions)
 
 
 def compute_regions(regions: Iterable, *, double: bool = False, backend: str = "auto",
@@ -272,8 +315,9 @@ def compute_regions(regions: Iterable, *, double: bool = False, backend: str = "
     computes them alone. ``hybrid=False`` overrides PYPHMM_HYBRID=1.
     ``backend="cuda"`` is always GPU only, ``"cpu"`` CPU only.
     """
+    check_stats(stats)
     opts = _native.make_options(backend, threads, double, hybrid)
-    packed = _Packed(list(regions))
+    packed = _Packed(_region_list(regions))
     out = np.empty(packed.total, dtype=np.float64)
     err = ffi.new("pyphmm_error *")
     st = ffi.new("pyphmm_stats *")

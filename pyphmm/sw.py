@@ -2,7 +2,7 @@
 
 Results are those of GATK's Java aligner (SmithWatermanJavaAligner), which is
 also what Intel GKL's native aligner returns except for a rare IGNORE case
-(see SPEC.md section 4).
+(see docs/SMITH_WATERMAN.md).
 
 >>> from pyphmm import sw
 >>> sw.align("AAACCCCC", "CCCCCGGG")
@@ -13,26 +13,45 @@ also what Intel GKL's native aligner returns except for a rare IGNORE case
 from __future__ import annotations
 
 import enum
-import sys
 import threading
-import time
 from typing import NamedTuple, Sequence, Union
 
 import numpy as np
 
 from . import _native
-from .io import atomic_output
+from ._convert import as_bases, check_stats
 from ._pyphmm import ffi, lib
 
 MAX_LENGTH = lib.PYPHMM_SW_MAX_LENGTH
+_FIELDS = ("match", "mismatch", "gap_open", "gap_extend")
 
 
-class SWParameters(NamedTuple):
-    """Scores of GATK's SWParameters: match, mismatch, gap open, gap extend."""
+class _Scores(NamedTuple):
     match: int
     mismatch: int
     gap_open: int
     gap_extend: int
+
+
+class SWParameters(_Scores):
+    """Scores of GATK's SWParameters: match, mismatch, gap open, gap extend.
+
+    Checked when made: integers (Python or numpy) within int32, gap
+    penalties <= 0 (TypeError / ValueError naming the field), so every
+    SWParameters is a setting the aligner takes."""
+    __slots__ = ()
+
+    def __new__(cls, match, mismatch, gap_open, gap_extend):
+        vals = []
+        for v, name in zip((match, mismatch, gap_open, gap_extend), _FIELDS):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"params must be integers, got {v!r} ({type(v).__name__}) for {name}")
+            if not -2**31 <= int(v) < 2**31:
+                raise ValueError(f"parameter {name} = {v} does not fit int32")
+            vals.append(int(v))
+        if vals[2] > 0 or vals[3] > 0:
+            raise ValueError(f"gap penalties must be <= 0 (got open {vals[2]}, extend {vals[3]})")
+        return super().__new__(cls, *vals)
 
 
 ORIGINAL_DEFAULT = SWParameters(3, -1, -4, -3)
@@ -84,35 +103,19 @@ def parse_params(value: ParamsLike) -> SWParameters:
             return PRESETS[value.strip().upper()]
         except KeyError:
             raise ValueError(f"unknown parameter preset {value!r}; use one of {', '.join(PRESETS)}") from None
+    if isinstance(value, SWParameters):
+        return value
     try:
         vals = tuple(value)
     except TypeError:
         raise TypeError(f"params must be a preset name, SWParameters or 4 ints, not {type(value).__name__}") from None
     if len(vals) != 4:
         raise ValueError(f"params needs 4 values (match, mismatch, gap_open, gap_extend), got {len(vals)}")
-    for v in vals:
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"params must be integers, got {v!r}")
-        if not -2**31 <= int(v) < 2**31:
-            raise ValueError(f"parameter {v} does not fit int32")
-    p = SWParameters(*(int(v) for v in vals))
-    if p.gap_open > 0 or p.gap_extend > 0:
-        raise ValueError(f"gap penalties must be <= 0 (got open {p.gap_open}, extend {p.gap_extend})")
-    return p
+    return SWParameters(*vals)
 
 
 def _as_seq(value, what: str) -> bytes:
-    if isinstance(value, str):
-        try:
-            b = value.encode("ascii")
-        except UnicodeEncodeError:
-            raise ValueError(f"{what}: bases must be ASCII") from None
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        b = bytes(value)
-    elif isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.ndim == 1:
-        b = value.tobytes()
-    else:
-        raise TypeError(f"{what}: sequence must be str, bytes or a 1-D uint8 array, not {type(value).__name__}")
+    b = as_bases(value, what)
     if not b:
         raise ValueError(f"{what}: empty sequence")
     if len(b) > MAX_LENGTH:
@@ -170,14 +173,30 @@ def align(ref, alt, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang="SOFTCL
     return ffi.string(sc.cigar).decode("ascii"), sc.offset[0]
 
 
-def _per_pair(value, n: int, parse, what: str):
+def _is_one_params(value) -> bool:
+    """A single parameter setting (as align takes it): a name, an
+    SWParameters, or a sequence of four numbers; per-pair settings are a
+    sequence of such settings (or an (n, 4) array)."""
+    if isinstance(value, (str, SWParameters)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.ndim <= 1
+    if isinstance(value, (list, tuple)):
+        return bool(value) and isinstance(value[0], (int, float, np.number))
+    return True
+
+
+def _is_one_overhang(value) -> bool:
+    return not isinstance(value, (list, tuple, np.ndarray))
+
+
+def _per_pair(value, n: int, one: bool, parse, what: str):
     """(values, per_pair) from one setting or a sequence of n settings."""
-    if isinstance(value, (list, np.ndarray)) or (isinstance(value, tuple) and value and
-                                                 not isinstance(value[0], (int, np.integer))):
-        if len(value) != n:
-            raise ValueError(f"{what}: {len(value)} settings for {n} pairs")
-        return [parse(v) for v in value], True
-    return [parse(value)], False
+    if one:
+        return [parse(value)], False
+    if len(value) != n:
+        raise ValueError(f"{what}: {len(value)} settings for {n} pairs")
+    return [parse(v) for v in value], True
 
 
 def _pack_seqs(seqs: list, what: str):
@@ -227,16 +246,20 @@ def align_batch(refs, alts, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang
                 backend: str = "auto", threads: int | None = None, stats: dict | None = None):
     """Aligns alts[i] to refs[i] for every i.
 
-    params and overhang take one setting for the whole batch or a list with
-    one per pair. Returns (list of CIGAR strings, int32 numpy array of offsets).
+    params and overhang take one setting for the whole batch, in any form
+    ``align`` takes (four integers included), or a list with one per pair.
+    Returns (list of CIGAR strings, int32 numpy array of offsets).
     """
+    check_stats(stats)
+    if isinstance(refs, (str, bytes)) or isinstance(alts, (str, bytes)):
+        raise TypeError("refs and alts must be sequences of sequences, not a single str/bytes")
     refs = list(refs)
     alts = list(alts)
     if len(refs) != len(alts):
         raise ValueError(f"{len(refs)} refs but {len(alts)} alts")
     n = len(refs)
-    plist, pp1 = _per_pair(params, n, parse_params, "params")
-    slist, pp2 = _per_pair(overhang, n, OverhangStrategy.parse, "overhang")
+    plist, pp1 = _per_pair(params, n, _is_one_params(params), parse_params, "params")
+    slist, pp2 = _per_pair(overhang, n, _is_one_overhang(overhang), OverhangStrategy.parse, "overhang")
     opts = _native.make_options(backend, threads)
     if n == 0:
         return [], np.zeros(0, dtype=np.int32)
@@ -259,118 +282,26 @@ def align_batch(refs, alts, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang
     cigars = _batch_scratch.cigar_buffer(int(cig_off[-1]))
     offsets = np.zeros(n, dtype=np.int32)
 
+    # cdata views of the buffers (ffi.from_buffer keeps each one alive while
+    # its view is referenced; all are locals until the calls return)
+    c_ref, c_alt = ffi.from_buffer("uint8_t[]", ref_buf), ffi.from_buffer("uint8_t[]", alt_buf)
+    c_ref_off, c_alt_off = ffi.from_buffer("int64_t[]", ref_off), ffi.from_buffer("int64_t[]", alt_off)
+    c_cig, c_cig_off = ffi.from_buffer("char[]", cigars), ffi.from_buffer("int64_t[]", cig_off)
     batch = ffi.new("pyphmm_sw_batch *")
     batch.num_pairs = n
-    keep = [ffi.from_buffer(ref_buf), ffi.from_buffer(alt_buf)]
-    batch.ref = keep[0]
-    batch.alt = keep[1]
-    batch.ref_offsets = ffi.cast("int64_t *", ref_off.ctypes.data)
-    batch.alt_offsets = ffi.cast("int64_t *", alt_off.ctypes.data)
-    batch.params = ffi.cast("pyphmm_sw_params *", par.ctypes.data)
-    batch.strategies = ffi.cast("int8_t *", strat.ctypes.data)
+    batch.ref, batch.alt = c_ref, c_alt
+    batch.ref_offsets, batch.alt_offsets = c_ref_off, c_alt_off
+    batch.params = c_par = ffi.from_buffer("pyphmm_sw_params[]", par)
+    batch.strategies = c_strat = ffi.from_buffer("int8_t[]", strat)
     batch.per_pair = 1 if per_pair else 0
     err = ffi.new("pyphmm_error *")
     st = ffi.new("pyphmm_stats *")
-    rc = lib.pyphmm_sw_align(batch, ffi.cast("char *", cigars.ctypes.data),
-                             ffi.cast("int64_t *", cig_off.ctypes.data),
-                             ffi.cast("int32_t *", offsets.ctypes.data), opts, st, err)
+    rc = lib.pyphmm_sw_align(batch, c_cig, c_cig_off, ffi.from_buffer("int32_t[]", offsets), opts, st, err)
     _native.raise_for_status(rc, err)
+    del c_par, c_strat
     if stats is not None:
         stats.update(_native.stats_dict(st))
-    used = lib.pyphmm_sw_compact_cigars(ffi.cast("char *", cigars.ctypes.data),
-                                        ffi.cast("int64_t *", cig_off.ctypes.data), n)
+    used = lib.pyphmm_sw_compact_cigars(c_cig, c_cig_off, n)
     cig = cigars[:used].tobytes().decode("ascii").split("\0")
     cig.pop()  # after the last NUL
     return cig, offsets
-
-
-# ---- command line: pyphmm align ------------------------------------------------
-
-CHUNK_PAIRS = 100_000
-
-
-def _read_pairs(path: str):
-    """Yields (line number, ref, alt) from a REF<TAB>ALT file; errors name file:line."""
-    f = sys.stdin if path == "-" else open(path, "r", encoding="ascii", errors="strict", newline=None)
-    name = "<stdin>" if path == "-" else path
-    try:
-        lineno = 0
-        while True:
-            try:
-                line = f.readline()
-            except UnicodeDecodeError:
-                raise ValueError(f"{name}:{lineno + 1}: not ASCII text") from None
-            if not line:
-                break
-            lineno += 1
-            fields = line.rstrip("\r\n").split("\t")
-            if len(fields) != 2:
-                raise ValueError(f"{name}:{lineno}: expected REF<TAB>ALT, got {len(fields)} field(s)")
-            ref, alt = fields
-            for what, seq in (("ref", ref), ("alt", alt)):
-                if not seq:
-                    raise ValueError(f"{name}:{lineno}: empty {what}")
-                if len(seq) > MAX_LENGTH:
-                    raise ValueError(f"{name}:{lineno}: {what} is {len(seq)} bp, longer than {MAX_LENGTH}")
-                if not seq.isprintable() or " " in seq:
-                    raise ValueError(f"{name}:{lineno}: {what} holds whitespace or control characters")
-            yield lineno, ref, alt
-    finally:
-        if f is not sys.stdin:
-            f.close()
-
-
-def cmd_align(args) -> int:
-    if args.params is not None and args.preset is not None:
-        raise ValueError("give --params or --preset, not both")
-    if args.params is not None:
-        try:
-            vals = [int(x) for x in args.params.split(",")]
-        except ValueError:
-            raise ValueError(f"--params must be M,X,O,E integers, not {args.params!r}") from None
-        params = parse_params(vals)
-    else:
-        params = parse_params(args.preset or "ORIGINAL_DEFAULT")
-    overhang = OverhangStrategy.parse(args.overhang)
-    start = time.perf_counter()
-    total = cells = 0
-    refs, alts = [], []
-    with atomic_output(args.output) as out:
-
-        def flush():
-            nonlocal cells
-            st = {}
-            cig, off = align_batch(refs, alts, params=params, overhang=overhang, backend=args.backend,
-                                   threads=args.threads, stats=st)
-            cells += st.get("cells", 0)
-            out.write("".join(f"{c}\t{o}\n" for c, o in zip(cig, off.tolist())))
-            refs.clear()
-            alts.clear()
-
-        for _, ref, alt in _read_pairs(args.input):
-            refs.append(ref)
-            alts.append(alt)
-            total += 1
-            if len(refs) >= CHUNK_PAIRS:
-                flush()
-        if refs:
-            flush()
-    print(f"pyphmm: {total} alignments, {cells} cells, {time.perf_counter() - start:.3f} s", file=sys.stderr)
-    return 0
-
-
-def add_align_parser(sub) -> None:
-    """Registers ``pyphmm align`` on an argparse subparsers object."""
-    from .cli import _positive_int
-    p = sub.add_parser("align", help="Smith-Waterman (GATK semantics) for REF<TAB>ALT pairs")
-    p.add_argument("input", help="one REF<TAB>ALT pair per line, or - for stdin")
-    p.add_argument("--output", "-o", required=True, help="CIGAR<TAB>OFFSET per line, or - for stdout")
-    p.add_argument("--params", default=None, metavar="M,X,O,E",
-                   help="match, mismatch, gap open, gap extend (e.g. 3,-1,-4,-3)")
-    p.add_argument("--preset", default=None, type=str.upper, choices=sorted(PRESETS),
-                   help="GATK parameter set (default ORIGINAL_DEFAULT)")
-    p.add_argument("--overhang", default="SOFTCLIP", type=str.upper,
-                   choices=[m.name for m in OverhangStrategy], help="overhang strategy (default SOFTCLIP)")
-    p.add_argument("--backend", choices=sorted(_native.BACKENDS), default="auto")
-    p.add_argument("--threads", type=_positive_int, default=None, help="CPU threads (default: all)")
-    p.set_defaults(func=cmd_align)

@@ -11,7 +11,7 @@ Data, in order: --realistic N GATK-like regions (default 2000, the realistic
 set of scripts/bench_pairhmm_gpu.py: 1-500 reads x 1-40 haplotypes, ~20 G
 cells; GKL AVX timed over one pass after the warm-up pass, as it needs ~10 s
 per pass, GKL OMP over 3, the shim over --reps + 2), --generated N small
-test regions (tests/oracle/shim.py: 1-60 reads x 1-8 haplotypes; --reps
+test regions (devtools/oracle/shim.py: 1-60 reads x 1-8 haplotypes; --reps
 passes) and the shared 1m.in records if present.
 
 The harness calls initialize and computeLikelihoods through method handles,
@@ -30,7 +30,8 @@ Needs a JRE (JAVA_HOME or java on PATH), GKL's jars (GKL_JARS, default
 library path), the shim jar (--shim-jar, $PYPHMM_GATK_JAR, default
 pyphmm/pyphmm-gatk.jar) and the harness classes: --classes DIR, else
 compiled here with javac, else .carry/bench_classes (made by
-scripts/prepare_gpu_carry.sh). Default data: N generated realistic regions (tests/oracle/shim.py)
+scripts/prepare_gpu_carry.sh). Run from the repository root with it on
+PYTHONPATH (devtools, this checkout's pyphmm). Default data: N generated realistic regions (devtools/oracle/shim.py)
 plus the shared 1m.in records if present. --copy-methods additionally times
 the shim with PYPHMM_JNI_COPY=region vs critical on tiny and small regions.
 """
@@ -44,11 +45,9 @@ import subprocess
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests"))
-
-from oracle import gkl as gkl_oracle  # noqa: E402
-from oracle import shim  # noqa: E402
+from devtools import ROOT as REPO
+from devtools.oracle import gkl as gkl_oracle
+from devtools.oracle import shim
 
 CARRIED_CLASSES = os.path.join(REPO, ".carry", "bench_classes")
 
@@ -66,13 +65,10 @@ def write_records(regions, path):
 def write_realistic(n, seed, path):
     """The realistic set of bench_pairhmm_gpu.py (same generator and seed)."""
     import numpy as np
-    sys.path.insert(0, os.path.join(REPO, "scripts"))
-    timing = os.environ.get("PYPHMM_CUDA_TIMING")
-    from bench_pairhmm_gpu import realistic
-    if timing is None:  # that module turns the GPU timers on; the JVMs must not inherit them
-        os.environ.pop("PYPHMM_CUDA_TIMING", None)
+
+    from devtools.regions import gpu_bench_workload
     from pyphmm import io
-    io.write_input_records(path, realistic(np.random.default_rng(seed + 1), n))
+    io.write_input_records(path, gpu_bench_workload(np.random.default_rng(seed + 1), n))
 
 
 def harness_classes(explicit, work):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PairHMM throughput: pyphmm against Intel GKL on the same realistic data.
 
-Data: regions from gen_regions.generate (seeded, in memory) or a record file
+Data: regions from devtools.regions.generate (seeded, in memory) or a record file
 (--input). Rows printed:
   pyphmm <backend>, per region    one compute_likelihoods call per region (as GATK calls)
   pyphmm <backend>, batch         all regions in one compute_regions call
@@ -21,6 +21,9 @@ is max |pyphmm - GKL| over every pair; "others" is the share of the machine's
 CPU that other processes used meanwhile (a shared machine makes timings
 noisy: rerun, or use --repeats, when it is not near 0%).
 
+Run from the repository root with it on PYTHONPATH (devtools, this
+checkout's pyphmm):
+
     PYTHONPATH=. python3 scripts/bench_pairhmm.py --regions 200 --seed 1
 """
 from __future__ import annotations
@@ -33,16 +36,9 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for p in (os.path.join(ROOT, "scripts"), os.path.join(ROOT, "tests")):
-    if p not in sys.path:
-        sys.path.insert(0, p)
-if ROOT not in sys.path:  # last, so PYTHONPATH can pick another pyphmm build
-    sys.path.append(ROOT)
-
-import pyphmm  # noqa: E402
-from gen_regions import generate, pairs_and_cells  # noqa: E402
-from pyphmm import io  # noqa: E402
+import pyphmm
+from devtools.regions import generate, pairs_and_cells
+from pyphmm import io
 
 WARMUP_REGIONS = 5
 
@@ -83,8 +79,8 @@ def gkl_in_jvm(a, regions, omp: bool, threads: int):
     calls it, so the flush-to-zero mode GKL sets at initialize stays on;
     driving GKL through jpype would undo it on every call and slow GKL
     tenfold on Intel CPUs). Returns (seconds per pass, results)."""
-    import bench_jni
-    from oracle import shim
+    import bench_jni  # (this script's directory is on sys.path)
+    from devtools.oracle import shim
     with tempfile.TemporaryDirectory() as d:
         records = os.path.join(d, "regions.in")
         io.write_input_records(records, regions)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GPU PairHMM benchmark: peak shapes, a realistic whole workload, per-region calls.
 
-  python3 scripts/bench_pairhmm_gpu.py [--peak-pairs 500000] [--regions 2000]
+  PYTHONPATH=. python3 scripts/bench_pairhmm_gpu.py [--peak-pairs 500000] [--regions 2000]
       [--seed 1] [--arith fast|exact] [--skip peak,whole,region,dispatch] [--check]
 
 (1) peak: N pairs of one shape (128x256, 64x128, 256x512) in one call.
@@ -23,7 +23,8 @@
     one call per region CPU only, GPU only and auto (the per-call threshold,
     calibrated at first use or PYPHMM_GPU_MIN_CELLS). Each line: seconds,
     GCUPS, where the regions ran.
-GCUPS = sum(read length x haplotype length) / seconds / 1e9.
+GCUPS = sum(read length x haplotype length) / seconds / 1e9. Run from the
+repository root with it on PYTHONPATH (devtools, this checkout's pyphmm).
 """
 import argparse
 import os
@@ -33,16 +34,16 @@ import time
 for _i, _a in enumerate(sys.argv):  # must be set before the library loads
     if _a.startswith("--arith"):
         os.environ["PYPHMM_CUDA_ARITH"] = _a.split("=", 1)[1] if "=" in _a else sys.argv[_i + 1]
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
 import pyphmm  # noqa: E402
+from devtools.regions import gpu_bench_region as region  # noqa: E402
+from devtools.regions import gpu_bench_workload as realistic  # noqa: E402
 from pyphmm import _native  # noqa: E402
 from pyphmm._pyphmm import ffi, lib  # noqa: E402
-from pyphmm.pairhmm import HaplotypeBatch, ReadBatch, _Packed  # noqa: E402
+from pyphmm.pairhmm import _Packed  # noqa: E402
 
-BASES = np.frombuffer(b"ACGT", np.uint8)
 PHASES = _native.PHASES
 
 
@@ -51,52 +52,6 @@ def timed_options(backend, **kw):
     opts = _native.make_options(backend, **kw)
     opts.flags |= lib.PYPHMM_FLAG_TIMING
     return opts
-
-
-def region(rng, n_reads, n_haps, read_lens, hap_lens):
-    """Haplotypes: variants of one reference; reads: pieces of them with errors."""
-    ref = BASES[rng.integers(0, 4, int(max(hap_lens)) + 1)]
-    haps = []
-    for L in hap_lens:
-        h = ref[:L].copy()
-        v = rng.random(L) < 0.01
-        h[v] = BASES[rng.integers(0, 4, int(v.sum()))]
-        haps.append(h)
-    reads = []
-    for L in read_lens:
-        src = haps[rng.integers(0, n_haps)]
-        if L <= len(src):
-            s = rng.integers(0, len(src) - L + 1)
-            r = src[s:s + L].copy()
-        else:
-            r = BASES[rng.integers(0, 4, L)]
-        e = rng.random(L) < 0.01
-        r[e] = BASES[rng.integers(0, 4, int(e.sum()))]
-        reads.append(r)
-    offs = np.zeros(n_reads + 1, np.int64)
-    np.cumsum(read_lens, out=offs[1:])
-    t = int(offs[-1])
-    rb = ReadBatch(np.concatenate(reads), rng.integers(6, 41, t).astype(np.uint8),
-                   np.full(t, 45, np.uint8), np.full(t, 45, np.uint8), np.full(t, 10, np.uint8), offs)
-    hoffs = np.zeros(n_haps + 1, np.int64)
-    np.cumsum(hap_lens, out=hoffs[1:])
-    return rb, HaplotypeBatch(np.concatenate(haps), hoffs)
-
-
-def realistic(rng, n_regions):
-    """GATK-like active regions: read counts and haplotype counts skewed low,
-    most reads 151 bp (trimmed ones shorter), haplotypes of a region of
-    similar length (one base length 30-521, +-10 bp of indels)."""
-    out = []
-    for _ in range(n_regions):
-        nr = int(np.clip(rng.lognormal(3.5, 1.0), 1, 500))
-        nh = int(np.clip(rng.lognormal(1.4, 0.8), 1, 40))
-        base = int(rng.integers(30, 522))
-        hl = np.clip(base + rng.integers(-10, 11, nh), 30, 521)
-        rl = np.where(rng.random(nr) < 0.7, 151, rng.integers(10, 152, nr))
-        rl = np.minimum(rl, hl.min())  # reads lie within the region's haplotypes
-        out.append(region(rng, nr, nh, rl, hl))
-    return out
 
 
 def cells_of(regions):

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """pyphmm vs the gpuPairHMM paper's code, side by side on one GPU.
 
-  python3 scripts/bench_peer.py --peer DIR [--regions 2000] [--seed 1] [--arch 90]
-  python3 scripts/bench_peer.py --skip-build --build BUILT_DIR ...
+  PYTHONPATH=. python3 scripts/bench_peer.py --peer DIR [--regions 2000] [--seed 1] [--arch 90]
+  PYTHONPATH=. python3 scripts/bench_peer.py --skip-build --build BUILT_DIR ...
 
 DIR is a checkout of https://github.com/asbschmidt/gpuPairHMM (not part of
 this project; nothing of it is copied here). The script builds it in a
@@ -30,11 +30,10 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+from devtools import ROOT
+from pyphmm import io as pio
 
-from pyphmm import io as pio  # noqa: E402
+HERE = os.path.join(ROOT, "scripts")
 
 
 def load_gpu_bench():

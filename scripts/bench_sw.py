@@ -12,6 +12,9 @@ both workloads: pyphmm.align from Python, pyphmm_sw_align_one from C
 through jpype (its JNI cost included). Every backend's results are
 checked against the CPU's (GKL's only where it follows GATK, i.e. not IGNORE).
 
+Run from the repository root with it on PYTHONPATH (devtools, this
+checkout's pyphmm):
+
 Usage: PYTHONPATH=. python3 scripts/bench_sw.py [--pairs-scale 0.05] [--json out.json]
 """
 from __future__ import annotations
@@ -25,13 +28,10 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-sys.path.insert(0, ROOT)
-
-import pyphmm  # noqa: E402
-from pyphmm import sw  # noqa: E402
-from swgen import hap_vs_ref, read_vs_hap  # noqa: E402
+import pyphmm
+from devtools import ROOT
+from devtools.sw_pairs import hap_vs_ref, read_vs_hap
+from pyphmm import sw
 
 
 def timed(fn, repeat=1):
@@ -90,7 +90,7 @@ def c_latency(refs, alts, params, overhang, rounds):
 
 def gkl_runner():
     try:
-        from oracle.gkl_sw import GklSmithWaterman
+        from devtools.oracle.gkl_sw import GklSmithWaterman
         return GklSmithWaterman()
     except Exception as e:  # noqa: BLE001
         print(f"GKL unavailable: {e}", file=sys.stderr)

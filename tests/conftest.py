@@ -1,24 +1,16 @@
 """Shared fixtures. GKL is the oracle: when it is missing the tests that need
 it fail (not skip), because CI installs it and a silent skip would hide a
-broken comparison. Set PYPHMM_ALLOW_NO_GKL=1 only where no JVM can exist."""
+broken comparison. Set PYPHMM_ALLOW_NO_GKL=1 only where no JVM can exist.
+
+The tools the tests share (oracles, region generator, test vectors, child
+processes, native check builds) live in the ``devtools`` package at the
+repository root, importable through pytest's ``pythonpath`` setting."""
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from oracle import gkl as gkl_oracle  # noqa: E402
-
-DATA = os.environ.get("PYPHMM_SHARED_DATA",
-                      os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data"))
-
-
-@pytest.fixture(scope="session")
-def shared_data():
-    if not os.path.isdir(DATA):
-        pytest.fail(f"shared test data not found at {DATA} (set PYPHMM_SHARED_DATA)")
-    return DATA
+from devtools import native_check
+from devtools.oracle import gkl as gkl_oracle
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +21,15 @@ def gkl_jvm():
             pytest.skip(f"GKL oracle unavailable: {reason}")
         pytest.fail(f"GKL oracle unavailable: {reason}")
     return gkl_oracle.start_jvm()
+
+
+@pytest.fixture
+def native_check_exe(tmp_path):
+    """build(name, *sources) -> path of tests/native/NAME.cc compiled with
+    native/ SOURCES; skips where no C++ compiler exists."""
+    def build(name, *sources, **flags):
+        try:
+            return native_check.build_native_check(tmp_path, name, *sources, **flags)
+        except FileNotFoundError as e:
+            pytest.skip(str(e))
+    return build

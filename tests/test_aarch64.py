@@ -34,13 +34,15 @@ import numpy as np
 import pytest
 
 import pyphmm
-from helpers import TOL, random_region
-from oracle.gkl import GklPairHmm
-from oracle.gkl_sw import GklSmithWaterman
+from devtools.oracle import TOL
+from devtools.oracle.gkl import GklPairHmm
+from devtools.oracle.gkl_sw import GklSmithWaterman
+from devtools.regions import generate, make_region
+from devtools.sw_pairs import hap_vs_ref, make_pairs, read_vs_hap
+from devtools.testdata import pairhmm_cases
 from pyphmm import sw
-from swgen import hap_vs_ref, make_pairs, read_vs_hap
-from test_cpu_kernels import SEED, make_regions
-from test_testdata import load_cases
+
+SEED = 20261122
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build", "aarch64")
@@ -96,6 +98,18 @@ def arm():
 
 # ---- inputs ------------------------------------------------------------------
 
+def reads_haps(rb, hb):
+    """A region's batches as Read objects and haplotype bytes (what GKL's oracle takes)."""
+    reads = [pyphmm.Read(rb.bases[a:b], rb.quals[a:b], rb.ins[a:b], rb.dels[a:b], rb.gcp[a:b])
+             for a, b in zip(rb.offsets[:-1], rb.offsets[1:])]
+    return reads, [bytes(hb.bases[a:b]) for a, b in zip(hb.offsets[:-1], hb.offsets[1:])]
+
+
+def realistic_regions(seed):
+    """Small realistic regions, plus one built to underflow the float pass."""
+    return [reads_haps(*r) for r in generate(12, seed=seed, underflow=1, max_reads=24)]
+
+
 def extra_regions(seed):
     """Edges the realistic set lacks: 1-3 bp reads, 300-600 bp reads against
     haplotypes up to 1 kb (many stripes), non-ACGTN and lowercase bases,
@@ -103,13 +117,7 @@ def extra_regions(seed):
     every length side by side so lanes of a group end on odd and even rows."""
     rng = np.random.default_rng(seed)
     regions = []
-
-    def reads_haps(rb, hb):
-        reads = [pyphmm.Read(rb.bases[a:b], rb.quals[a:b], rb.ins[a:b], rb.dels[a:b], rb.gcp[a:b])
-                 for a, b in zip(rb.offsets[:-1], rb.offsets[1:])]
-        return reads, [bytes(hb.bases[a:b]) for a, b in zip(hb.offsets[:-1], hb.offsets[1:])]
-
-    regions.append(reads_haps(*random_region(rng, 6, 2, read_len=(1, 3), hap_len=(1, 12))))
+    regions.append(reads_haps(*make_region(rng, 6, 2, read_len=(1, 3), hap_len=(1, 12), preset="random")))
     hap = rng.choice(list(b"ACGT"), 1000).astype(np.uint8)
     long_reads = []
     for m in (300, 451, 600):   # drawn from the haplotype, so no value underflows double
@@ -119,11 +127,11 @@ def extra_regions(seed):
         long_reads.append(pyphmm.Read(bases.tobytes(), rng.integers(6, 60, m), rng.integers(10, 90, m),
                                       rng.integers(10, 90, m), rng.integers(5, 40, m)))
     regions.append((long_reads, [hap.tobytes(), hap[100:700].tobytes()]))
-    regions.append(reads_haps(*random_region(rng, 9, 3, read_len=(20, 90), hap_len=(40, 160),
-                                             alphabet=b"ACGTNacgtX")))
-    regions.append(reads_haps(*random_region(rng, 7, 2, read_len=(30, 120), hap_len=(60, 200),
-                                             base_q=(134, 187), gap_q=(138, 200), gcp_q=(133, 160))))
-    regions.append(reads_haps(*random_region(rng, 40, 2, read_len=(1, 80), hap_len=(60, 120))))
+    regions.append(reads_haps(*make_region(rng, 9, 3, read_len=(20, 90), hap_len=(40, 160), preset="random",
+                                           alphabet=b"ACGTNacgtX")))
+    regions.append(reads_haps(*make_region(rng, 7, 2, read_len=(30, 120), hap_len=(60, 200), preset="random",
+                                           qual=(134, 187), indel_q=(138, 200), gcp_q=(133, 160))))
+    regions.append(reads_haps(*make_region(rng, 40, 2, read_len=(1, 80), hap_len=(60, 120), preset="random")))
     return regions
 
 
@@ -206,8 +214,8 @@ def test_kernels_are_chosen_at_run_time(arm):
         assert f"cpu_kernel={kernel} " in out and "jni=1" in out, out
 
 
-def test_pairhmm_gkl_test_vectors(arm, tmp_path, shared_data, gkl_jvm):
-    cases = load_cases(shared_data)
+def test_pairhmm_gkl_test_vectors(arm, tmp_path, gkl_jvm):
+    cases = [(hap, pyphmm.Read(bases, q, i, d, g), expected) for hap, bases, q, i, d, g, expected in pairhmm_cases()]
     assert len(cases) == 104
     regions = [([read], [hap.encode()]) for hap, read, _ in cases]
     check_pairhmm(arm, tmp_path, regions, expect_double_fallback=False)
@@ -217,7 +225,7 @@ def test_pairhmm_gkl_test_vectors(arm, tmp_path, shared_data, gkl_jvm):
 
 
 def test_pairhmm_generated_regions(arm, tmp_path, gkl_jvm):
-    regions = make_regions(SEED) + extra_regions(SEED + 1)
+    regions = realistic_regions(SEED) + extra_regions(SEED + 1)
     worst = check_pairhmm(arm, tmp_path, regions, expect_double_fallback=True)
     print(f"max |aarch64 - GKL| = {worst:.3g}")
 

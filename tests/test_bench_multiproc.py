@@ -15,15 +15,15 @@ import time
 import numpy as np
 import pytest
 
-from helpers import ROOT, generate
-from oracle import child_env
-from oracle import gkl as gkl_oracle
-from oracle import shim
+from devtools import ROOT
+from devtools.child import child_env
+from devtools.oracle import gkl as gkl_oracle
+from devtools.oracle import shim
+from devtools.regions import generate
 from pyphmm import io
 from test_mps import fake_control  # noqa: F401  (fixture: a stand-in nvidia-cuda-mps-control)
 
 SCRIPT = os.path.join(ROOT, "scripts", "bench_multiproc.py")
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,7 @@ def test_generated_regions(harness_ready):
 
 def test_results_off_gkl_fail_loudly(tiny, classes, monkeypatch, capsys):
     """The comparison is live: shim results moved by 2e-5 make the run fail."""
-    import bench_multiproc
+    from devtools import multiproc as bench_multiproc
 
     real = bench_multiproc.run_phase
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pyphmm
-from oracle import child_env
+from devtools.child import child_env
 from pyphmm import io
 from pyphmm.samples import sample_path
 

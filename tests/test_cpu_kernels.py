@@ -3,56 +3,27 @@
 The kernel is chosen once per process, so each runs in a subprocess that
 writes its results to a .npy file; the parent compares them with GKL.
 """
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
-from oracle.gkl import GklPairHmm
+from devtools.child import run_python
+from devtools.oracle.gkl import gkl_regions
+from devtools.regions import generate
 
 KERNELS = ["avx512", "avx2", "portable"]
 SEED = 20261122
 
 
-def make_regions(seed):
-    """Small realistic regions: reads drawn from haplotypes with errors, plus
-    one unrelated region at high base quality whose float sums underflow."""
-    import pyphmm
-
-    rng = np.random.default_rng(seed)
-    regions = []
-    for k in range(12):
-        ref = rng.choice(list(b"ACGT"), int(rng.integers(30, 400))).astype(np.uint8)
-        haps = []
-        for _ in range(int(rng.integers(1, 6))):
-            h = ref.copy()
-            h[rng.integers(0, h.size, 3)] = rng.choice(list(b"ACGTN"), 3)
-            haps.append(h.tobytes())
-        reads = []
-        for _ in range(int(rng.integers(1, 25))):
-            src = np.frombuffer(haps[int(rng.integers(len(haps)))], np.uint8)
-            m = int(rng.integers(1, min(151, src.size) + 1))
-            s = int(rng.integers(0, src.size - m + 1))
-            bases = src[s:s + m].copy()
-            if k == 11:  # unrelated, high quality: forces the double fallback
-                bases = rng.choice(list(b"ACGT"), m).astype(np.uint8)
-            err = rng.random(m) < 0.02
-            bases[err] = rng.choice(list(b"ACGTN"), int(err.sum()))
-            q = rng.integers(6, 60, m) if k != 11 else rng.integers(50, 90, m)
-            reads.append(pyphmm.Read(bases.tobytes(), q, rng.integers(10, 90, m),
-                                     rng.integers(10, 90, m), rng.integers(5, 40, m)))
-        regions.append((reads, haps))
-    return regions
+# Small realistic regions (N and other bytes included) plus one unrelated
+# region at high base quality whose float sums underflow (the double pass).
+REGIONS = dict(regions=11, seed=SEED, max_reads=12, underflow=1, n_rate=0.3, odd_rate=0.1)
 
 
 CHILD = """
-import sys, numpy as np, pyphmm
-sys.path.insert(0, {tests!r})
-from test_cpu_kernels import make_regions
+import numpy as np, pyphmm
+from devtools.regions import generate
 assert pyphmm.info()["cpu_kernel"] == {kernel!r}, pyphmm.info()["cpu_kernel"]
-regions = make_regions({seed})
+regions = generate(**{regions!r})
 for double in (False, True):
     stats = {{}}
     res = pyphmm.compute_regions(regions, double=double, backend="cpu", stats=stats)
@@ -73,14 +44,11 @@ def test_kernel_matches_gkl(kernel, tmp_path, gkl_jvm):
     if not cpu_supports(kernel):
         pytest.skip(f"this CPU cannot run the {kernel} kernel")
     out = str(tmp_path / kernel)
-    tests = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, PYPHMM_CPU_KERNEL=kernel)
-    subprocess.run([sys.executable, "-c", CHILD.format(tests=tests, kernel=kernel, seed=SEED, out=out)],
-                   env=env, check=True)
-    regions = make_regions(SEED)
+    p = run_python(CHILD.format(kernel=kernel, regions=REGIONS, out=out), env={"PYPHMM_CPU_KERNEL": kernel})
+    assert p.returncode == 0, p.stdout + p.stderr
+    regions = generate(**REGIONS)
     for double in (False, True):
-        gkl = GklPairHmm(double=double)
-        expected = np.concatenate([gkl.compute(r, h).ravel() for r, h in regions])
+        expected = np.concatenate([g.ravel() for g in gkl_regions(regions, double=double)])
         got = np.load(out + ("-double" if double else "-float") + ".npy")
         assert got.shape == expected.shape
         assert np.isfinite(got).all()
@@ -118,5 +86,5 @@ def test_stripe_kernel_equals_group_kernel(kernel):
     """A pair's result must not depend on which CPU kernel computed it."""
     if not cpu_supports(kernel):
         pytest.skip(f"this CPU cannot run the {kernel} kernel")
-    env = dict(os.environ, PYPHMM_CPU_KERNEL=kernel)
-    subprocess.run([sys.executable, "-c", IDENTITY_CHILD], env=env, check=True)
+    p = run_python(IDENTITY_CHILD, env={"PYPHMM_CPU_KERNEL": kernel})
+    assert p.returncode == 0, p.stdout + p.stderr

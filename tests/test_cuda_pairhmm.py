@@ -5,8 +5,6 @@ Skipped where no usable GPU exists. PYPHMM_TEST_GPU_BACKEND=cpu runs the same
 checks with the CPU on both sides (a dry run of the test code itself).
 """
 import os
-import subprocess
-import sys
 import threading
 
 import numpy as np
@@ -16,65 +14,20 @@ import pyphmm
 from pyphmm import _native
 from pyphmm.pairhmm import HaplotypeBatch, ReadBatch
 
+from devtools.child import run_python
+from devtools.regions import make_region
+from devtools.testdata import pairhmm_cases
+
 GPU = os.environ.get("PYPHMM_TEST_GPU_BACKEND", "cuda")
 TOL = 1e-5
 
 pytestmark = pytest.mark.skipif(GPU == "cuda" and not pyphmm.info()["cuda_usable"],
                                 reason="no usable CUDA device: " + pyphmm.info()["cuda_status"])
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASES = np.frombuffer(b"ACGT", np.uint8)
 
 
 # ----------------------------------------------------------------- generators
-def make_region(rng, n_reads, n_haps, read_len, hap_len, *, n_rate=0.0, mismatch=0.05,
-                qual=(6, 60), other_bytes=False, uniform=False, indel_q=(10, 90)):
-    """Reads sampled from the haplotypes with mismatches, so likelihoods are
-    realistic; read_len/hap_len are (lo, hi) inclusive ranges. uniform: one
-    insertion, deletion and gap quality per read (as GATK's data has; the GPU
-    runs such reads in its 'uniform' kernels)."""
-    hap_lens = rng.integers(hap_len[0], hap_len[1] + 1, n_haps)
-    ref = BASES[rng.integers(0, 4, int(hap_lens.max()))]
-    haps = []  # haplotypes of a region are variants of one reference, as in GATK
-    for L in hap_lens:
-        h = ref[:L].copy()
-        var = rng.random(L) < 0.02
-        h[var] = BASES[rng.integers(0, 4, int(var.sum()))]
-        haps.append(h)
-    read_lens = rng.integers(read_len[0], read_len[1] + 1, n_reads)
-    reads = []
-    for L in read_lens:
-        src = haps[rng.integers(0, n_haps)]
-        if L <= len(src):  # within every haplotype where possible (overhangs can underflow double)
-            start = rng.integers(0, (hap_lens.min() if L <= hap_lens.min() else len(src)) - L + 1)
-            seq = src[start:start + L].copy()
-        else:
-            seq = BASES[rng.integers(0, 4, L)].copy()
-        flip = rng.random(L) < mismatch
-        seq[flip] = BASES[rng.integers(0, 4, int(flip.sum()))]
-        reads.append(seq)
-    for arrs in (reads, haps):
-        for a in arrs:
-            if n_rate:
-                a[rng.random(len(a)) < n_rate] = ord("N")
-            if other_bytes:
-                a[rng.random(len(a)) < 0.01] = ord("x")
-    lens = np.array([len(r) for r in reads], np.int64)
-    offs = np.zeros(n_reads + 1, np.int64)
-    np.cumsum(lens, out=offs[1:])
-    total = int(offs[-1])
-    def trans(lo, hi):  # per row, or one value per read
-        if not uniform:
-            return rng.integers(lo, hi, total).astype(np.uint8)
-        return np.repeat(rng.integers(lo, hi, n_reads), lens).astype(np.uint8)
-    rb = ReadBatch(np.concatenate(reads), rng.integers(qual[0], qual[1] + 1, total).astype(np.uint8),
-                   trans(indel_q[0], indel_q[1] + 1), trans(indel_q[0], indel_q[1] + 1),
-                   trans(5, 41) if not uniform else trans(8, 13), offs)
-    hoffs = np.zeros(n_haps + 1, np.int64)
-    np.cumsum(hap_lens, out=hoffs[1:])
-    return rb, HaplotypeBatch(np.concatenate(haps), hoffs)
-
-
 def random_workload(seed, target_pairs):
     """Regions over every read-length bin (<=16 ... >512), N bases, other
     bytes, and underflow-forcing regions (long reads, many mismatches at high
@@ -88,11 +41,12 @@ def random_workload(seed, target_pairs):
         nr, nh = int(rng.integers(1, 60)), int(rng.integers(1, 12))
         uniform = len(regions) % 3 == 0
         if kind == 4:  # float underflow (log10 L < -64), still finite in double
-            r = make_region(rng, nr, nh, (120, 400), (400, 600), mismatch=0.1, qual=(30, 50), uniform=uniform)
+            r = make_region(rng, nr, nh, (120, 400), (400, 600), mismatch=0.1, qual=(30, 50),
+                            preset="uniform_gaps" if uniform else "windows")
         else:  # haplotypes at least as long as the reads (the edge tests cover the rest)
             r = make_region(rng, nr, nh, (lo, hi), (hi, hi + 300), n_rate=0.02 if kind == 1 else 0.0,
                             mismatch=0.05 if hi <= 256 else 0.01,
-                            other_bytes=kind == 2, uniform=uniform,
+                            other_bytes=kind == 2, preset="uniform_gaps" if uniform else "windows",
                             qual=(6, 60) if hi <= 256 else (6, 40),  # long reads: keep L > 1e-308
                             indel_q=(10, 90) if hi <= 256 else (40, 90))
         regions.append(r)
@@ -116,22 +70,13 @@ def compare(regions, double=False, backend=GPU, finite=True):
 
 
 # ----------------------------------------------------------------- GKL values
-def _testdata(shared_data):
-    rows = []
-    with open(os.path.join(shared_data, "pairhmm-testdata.txt")) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            hap, read, qual, ins, dels, gcp, expected = line.split()
-            q = lambda s, floor=0: np.maximum(np.frombuffer(s.encode(), np.uint8).astype(np.int32) - 33,  # noqa
-                                              floor).astype(np.uint8)
-            rows.append((pyphmm.Read(read, q(qual, 6), q(ins), q(dels), q(gcp)), hap, float(expected)))
-    return rows
+def _testdata():
+    return [(pyphmm.Read(bases, q, i, d, g), hap, expected) for hap, bases, q, i, d, g, expected in pairhmm_cases()]
 
 
 @pytest.mark.parametrize("double", [False, True])
-def test_gkl_expected_values(shared_data, double):
-    rows = _testdata(shared_data)
+def test_gkl_expected_values(double):
+    rows = _testdata()
     regions = [([r], [h]) for r, h, _ in rows]
     st = {}
     got = pyphmm.compute_regions(regions, backend=GPU, double=double, stats=st)
@@ -178,17 +123,15 @@ def test_small_calls_vs_cpu(workload):
     assert worst <= TOL
 
 
-def test_exact_arithmetic_vs_gkl_and_cpu(shared_data):
+def test_exact_arithmetic_vs_gkl_and_cpu():
     """PYPHMM_CUDA_ARITH=exact (GKL's operation order, no FMA) meets the same
     contract as the default fast arithmetic: GKL's values and the CPU's."""
     if GPU != "cuda":
         pytest.skip("GPU only")
-    code = ("import sys; sys.path.insert(0, %r); import test_cuda_pairhmm as t;"
-            "t.test_gkl_expected_values(%r, False); w = t.random_workload(7, 100_000);"
-            "d, st, _, _ = t.compare(w); print('exact: max |GPU-CPU|', d, st['pairs']); assert d <= t.TOL"
-            % (os.path.dirname(os.path.abspath(__file__)), shared_data))
-    env = dict(os.environ, PYPHMM_CUDA_ARITH="exact")
-    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    code = ("import test_cuda_pairhmm as t;"
+            "t.test_gkl_expected_values(False); w = t.random_workload(7, 100_000);"
+            "d, st, _, _ = t.compare(w); print('exact: max |GPU-CPU|', d, st['pairs']); assert d <= t.TOL")
+    p = run_python(code, env={"PYPHMM_CUDA_ARITH": "exact"}, import_tests=True, timeout=600)
     print("\n" + p.stdout.strip())
     assert p.returncode == 0, p.stdout + p.stderr
 
@@ -253,7 +196,7 @@ def test_constant_transition_kernels(triple, accepted):
                             triple) for b in bins]
     # float underflow: long reads, many mismatches at high quality
     regions.append(_with_triple(make_region(rng, 20, 4, (150, 256), (400, 500), mismatch=0.1, qual=(30, 50)), triple))
-    mixed = make_region(rng, 30, 5, (50, 151), (160, 300), uniform=True)  # other triples in the same call
+    mixed = make_region(rng, 30, 5, (50, 151), (160, 300), preset="uniform_gaps")  # other triples in the same call
     diff, st, _, _ = compare(regions + [mixed])
     chosen = triple if accepted else (45, 45, 10)
     expected = _const_expected(regions + [mixed], chosen)
@@ -284,12 +227,11 @@ def test_constant_transitions_first_read_decides():
         assert diff <= TOL
         if GPU == "cuda":
             assert st["const_pairs"] == _const_expected(regions, chosen) > 0
-    env = dict(os.environ, PYPHMM_CUDA_CONST_GAPS="0")
-    code = ("import sys; sys.path.insert(0, %r); import test_cuda_pairhmm as t, numpy as np;"
+    code = ("import test_cuda_pairhmm as t, numpy as np;"
             "r = t._with_triple(t.make_region(np.random.default_rng(1), 20, 3, (30, 151), (160, 200)), (45, 45, 10));"
             "d, st, _, _ = t.compare([r]); print(d); assert d <= t.TOL;"
-            "assert t.GPU != 'cuda' or st['const_pairs'] == 0" % os.path.dirname(os.path.abspath(__file__)))
-    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+            "assert t.GPU != 'cuda' or st['const_pairs'] == 0")
+    p = run_python(code, env={"PYPHMM_CUDA_CONST_GAPS": "0"}, import_tests=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
 
 
@@ -394,12 +336,11 @@ def test_threads_match_serial():
 
 # ----------------------------------------------------------------- fallback
 _FALLBACK = """
-import numpy as np, pyphmm, sys
-sys.path.insert(0, {tests!r})
-import test_cuda_pairhmm as t
+import numpy as np, pyphmm
+from devtools.regions import make_region
 rng = np.random.default_rng(2)
-regions = [t.make_region(rng, 30, 5, (10, 151), (30, 521)) for _ in range(3)]
-st = {{}}
+regions = [make_region(rng, 30, 5, (10, 151), (30, 521)) for _ in range(3)]
+st = {}
 got = pyphmm.compute_regions(regions, backend="auto", stats=st)
 cpu = pyphmm.compute_regions(regions, backend="cpu")
 d = max(float(np.max(np.abs(a - b))) for a, b in zip(got, cpu))
@@ -411,10 +352,7 @@ print("RESULT", st["backend"], st["fell_back"], d)
 def test_fallback_to_cpu(env):
     if GPU != "cuda":
         pytest.skip("GPU only")
-    code = _FALLBACK.format(tests=os.path.dirname(os.path.abspath(__file__)))
-    e = dict(os.environ, PYPHMM_GPU_MIN_CELLS="0", **env)
-    e.pop("PYPHMM_BACKEND", None)
-    p = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=300)
+    p = run_python(_FALLBACK, env=dict(env, PYPHMM_GPU_MIN_CELLS="0"), unset=("PYPHMM_BACKEND",), timeout=300)
     assert p.returncode == 0, p.stderr
     line = [x for x in p.stdout.splitlines() if x.startswith("RESULT")][0].split()
     assert line[1] == "cpu" and float(line[3]) == 0.0

@@ -23,38 +23,14 @@ import numpy as np
 import pytest
 
 import pyphmm
-from pyphmm.pairhmm import HaplotypeBatch, ReadBatch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-from oracle import child_env  # noqa: E402
+from devtools import ROOT
+from devtools.child import child_env
+from devtools.regions import make_region
 
 HAVE_GPU = pyphmm.info()["cuda_usable"]
 needs_gpu = pytest.mark.skipif(not HAVE_GPU, reason="no usable CUDA device: " + pyphmm.info()["cuda_status"])
-BASES = np.frombuffer(b"ACGT", np.uint8)
 TOL = 1e-5
-
-
-def region(rng, n_reads, n_haps, read_len, hap_len):
-    """Reads are windows of the haplotypes with 2% mismatches (realistic
-    likelihoods); hap_len >= read_len."""
-    ref = BASES[rng.integers(0, 4, hap_len)]
-    haps = [ref.copy() for _ in range(n_haps)]
-    for h in haps[1:]:
-        h[rng.integers(0, hap_len)] = BASES[rng.integers(0, 4)]
-    reads = []
-    for _ in range(n_reads):
-        s = int(rng.integers(0, hap_len - read_len + 1))
-        r = haps[int(rng.integers(0, n_haps))][s:s + read_len].copy()
-        flip = rng.random(read_len) < 0.02
-        r[flip] = BASES[rng.integers(0, 4, int(flip.sum()))]
-        reads.append(r)
-    t = n_reads * read_len
-    rb = ReadBatch(np.concatenate(reads), rng.integers(10, 41, t).astype(np.uint8), np.full(t, 45, np.uint8),
-                   np.full(t, 45, np.uint8), np.full(t, 10, np.uint8),
-                   np.arange(n_reads + 1, dtype=np.int64) * read_len)
-    return rb, HaplotypeBatch(np.concatenate(haps), np.arange(n_haps + 1, dtype=np.int64) * hap_len)
 
 
 def workload(scale=1):
@@ -62,7 +38,10 @@ def workload(scale=1):
     four orders of magnitude, not sorted: the scheduler sorts)."""
     rng = np.random.default_rng(5)
     shapes = [(1, 1, 12, 20), (4, 2, 60, 120), (30, 4, 120, 250), (60 * scale, 6, 151, 400)]
-    return [region(rng, *shapes[k % 4]) for k in range(40)]
+    # reads are windows of the haplotypes with 2% mismatches (realistic
+    # likelihoods), GATK's default gap penalties
+    return [make_region(rng, nr, nh, (rl, rl), (hl, hl), preset="gatk_gaps", mismatch=0.02, qual=(10, 40))
+            for nr, nh, rl, hl in (shapes[k % 4] for k in range(40))]
 
 
 def cells(r):
@@ -76,7 +55,6 @@ def cells(r):
 CHILD = r"""
 import json, os, sys
 import numpy as np
-sys.path.insert(0, {here!r})
 import pyphmm, test_dispatch as t
 mode, kwargs = {mode!r}, {kwargs!r}
 regions = t.workload(kwargs.pop("scale", 1))
@@ -113,7 +91,7 @@ POLICY_ENV = ("PYPHMM_BACKEND", "PYPHMM_HYBRID", "PYPHMM_HYBRID_GPU_THREADS", "P
 
 def policy_env(env):
     """The caller's environment with exactly the policy variables in env."""
-    e = child_env(ROOT, **env)
+    e = child_env(ROOT, import_tests=True, **env)
     for k in POLICY_ENV:
         if k not in env:
             e.pop(k, None)
@@ -122,7 +100,7 @@ def policy_env(env):
 
 def run_child(mode, env, **kwargs):
     e = policy_env(env)
-    code = CHILD.format(here=HERE, mode=mode, kwargs=kwargs)
+    code = CHILD.format(mode=mode, kwargs=kwargs)
     p = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")][0]

@@ -1,4 +1,4 @@
-"""scripts/gen_regions.py: seeded, within GATK's shapes, CLI writes records."""
+"""devtools.regions and its CLI scripts/gen_regions.py: seeded, within GATK's shapes, CLI writes records."""
 import os
 import subprocess
 import sys
@@ -8,8 +8,9 @@ import numpy as np
 import pyphmm
 from pyphmm import io
 
-from oracle import child_env
-from helpers import ROOT, gen_regions, generate
+from devtools import ROOT, regions
+from devtools.child import child_env
+from devtools.regions import generate
 
 
 def _flat(regs):
@@ -67,4 +68,4 @@ def test_cli_writes_a_record_file(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "6 regions" in p.stderr
     back = list(io.read_records(str(out)))
-    assert _flat(back) == _flat(gen_regions.generate(5, seed=2, underflow=1, odd_rate=0.5))
+    assert _flat(back) == _flat(regions.generate(5, seed=2, underflow=1, odd_rate=0.5))

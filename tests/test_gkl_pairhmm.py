@@ -12,7 +12,9 @@ import pytest
 
 import pyphmm
 
-from helpers import TOL, generate, gkl_regions, max_abs_diff, random_region
+from devtools.oracle import TOL, max_abs_diff
+from devtools.oracle.gkl import gkl_regions
+from devtools.regions import generate, make_region
 
 PRECISIONS = pytest.mark.parametrize("double", [False, True], ids=["float", "double"])
 
@@ -29,12 +31,12 @@ def random_regions():
     rng = np.random.default_rng(5)
     regs = []
     for _ in range(60):
-        regs.append(random_region(rng, int(rng.integers(1, 12)), int(rng.integers(1, 6)),
-                                  alphabet=b"ACGTNacgtnRYX*\x00\xff", base_q=(1, 90), gap_q=(1, 90),
-                                  gcp_q=(1, 40)))
+        regs.append(make_region(rng, int(rng.integers(1, 12)), int(rng.integers(1, 6)), preset="random",
+                                alphabet=b"ACGTNacgtnRYX*\x00\xff", qual=(1, 90), indel_q=(1, 90),
+                                gcp_q=(1, 40)))
     # one-base reads and haplotypes
-    regs.append(random_region(rng, 3, 2, read_len=(1, 1), hap_len=(1, 3), base_q=(1, 90)))
-    regs.append(random_region(rng, 2, 3, read_len=(1, 5), hap_len=(1, 1), base_q=(1, 90)))
+    regs.append(make_region(rng, 3, 2, preset="random", read_len=(1, 1), hap_len=(1, 3), qual=(1, 90)))
+    regs.append(make_region(rng, 2, 3, preset="random", read_len=(1, 5), hap_len=(1, 1), qual=(1, 90)))
     return regs
 
 
@@ -104,10 +106,10 @@ def test_quality_zero_gives_identical_neg_inf(gkl_jvm):
     penalties 0: P(M->M) = 0). Both must agree exactly on where, and within
     tolerance elsewhere."""
     rng = np.random.default_rng(3)
-    regs = [random_region(rng, 12, 3, read_len=(1, 40), hap_len=(1, 60), base_q=(0, 3),
-                          gap_q=(0, 3), gcp_q=(0, 3)) for _ in range(8)]
-    zero = random_region(rng, 3, 2, read_len=(5, 20), hap_len=(5, 30), base_q=(0, 0), gap_q=(0, 0),
-                         gcp_q=(0, 0))
+    regs = [make_region(rng, 12, 3, preset="random", read_len=(1, 40), hap_len=(1, 60), qual=(0, 3),
+                        indel_q=(0, 3), gcp_q=(0, 3)) for _ in range(8)]
+    zero = make_region(rng, 3, 2, preset="random", read_len=(5, 20), hap_len=(5, 30), qual=(0, 0), indel_q=(0, 0),
+                       gcp_q=(0, 0))
     regs.append(zero)
     for double in (False, True):
         ours = [pyphmm.compute_likelihoods(r, h, double=double, backend="cpu") for r, h in regs]
@@ -139,3 +141,22 @@ def test_compute_regions_equals_per_region_calls(realistic, underflow, random_re
     for (r, h), t in zip(regs, together):
         assert t.shape == (len(r), len(h))
         np.testing.assert_array_equal(t, pyphmm.compute_likelihoods(r, h, backend="cpu", double=double))
+
+
+def test_neg_inf_exactly_where_gkl_gives_it(gkl_jvm):
+    """The README's contract: -inf exactly where GKL gives -inf, never NaN.
+    A 3 kb read that mismatches its haplotype everywhere underflows even
+    GKL's double recompute; a short read beside it stays finite."""
+    rng = np.random.default_rng(30)
+    hap = rng.choice(list(b"ACGT"), 3000).astype(np.uint8)
+    bad = np.where(hap == ord("A"), ord("C"), ord("A")).astype(np.uint8)  # differs at every base
+    reads = [pyphmm.Read(bad.tobytes(), [40] * 3000, [45] * 3000, [45] * 3000, [10] * 3000),
+             pyphmm.Read(hap[:100].tobytes(), [30] * 100, [45] * 100, [45] * 100, [10] * 100)]
+    regs = [(pyphmm.ReadBatch.from_reads(reads), pyphmm.HaplotypeBatch.from_haplotypes([hap.tobytes()]))]
+    for double in (False, True):
+        ours = pyphmm.compute_likelihoods(*regs[0], double=double, backend="cpu")
+        gkl = gkl_regions(regs, double=double)[0]
+        assert not np.isnan(ours).any()
+        np.testing.assert_array_equal(np.isneginf(ours), np.isneginf(gkl))
+        assert np.isneginf(ours[0, 0]) and np.isfinite(ours[1, 0])
+        assert abs(ours[1, 0] - gkl[1, 0]) <= TOL

@@ -1,4 +1,4 @@
-"""Record files (SPEC section 2): round trips, streaming, bad input."""
+"""Record files (docs/RECORD_FORMAT.md): round trips, streaming, bad input."""
 import io as pyio
 import os
 
@@ -9,7 +9,7 @@ import pyphmm
 from pyphmm import io
 from pyphmm.samples import sample_path
 
-from helpers import generate, random_region
+from devtools.regions import generate, make_region
 
 READ_FIELDS = ("bases", "quals", "ins", "dels", "gcp", "offsets")
 
@@ -34,7 +34,7 @@ def test_generated_file_round_trip(tmp_path):
 
 def test_round_trip_extreme_qualities(tmp_path):
     rng = np.random.default_rng(0)
-    regs = [random_region(rng, 4, 2, base_q=(0, 93), gap_q=(0, 93), gcp_q=(0, 93)) for _ in range(3)]
+    regs = [make_region(rng, 4, 2, preset="random", qual=(0, 93), indel_q=(0, 93), gcp_q=(0, 93)) for _ in range(3)]
     buf = pyio.StringIO()
     io.write_input_records(buf, regs)
     buf.seek(0)
@@ -44,7 +44,7 @@ def test_round_trip_extreme_qualities(tmp_path):
 
 def test_writer_rejects_unprintable_quality():
     rng = np.random.default_rng(0)
-    reads, haps = random_region(rng, 1, 1, base_q=(94, 94))
+    reads, haps = make_region(rng, 1, 1, preset="random", qual=(94, 94))
     with pytest.raises(ValueError, match="ASCII"):
         io.format_input_record(reads, haps)
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from oracle import child_env
+from devtools.child import child_env
 from pyphmm import mps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

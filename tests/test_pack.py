@@ -6,11 +6,10 @@ import subprocess
 
 import pytest
 
-from helpers import build_native_check
 
 
-def test_vector_packer_matches_scalar_and_layout(tmp_path):
-    exe = build_native_check(tmp_path, "pack_check", "common/pack_elems.cc", "common/config.cc")
+def test_vector_packer_matches_scalar_and_layout(native_check_exe):
+    exe = native_check_exe("pack_check", "common/pack_elems.cc", "common/config.cc")
     res = subprocess.run([str(exe)], capture_output=True, text=True, env=dict(os.environ, PYPHMM_PACK_SCALAR=""))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     if res.stdout.startswith("no-avx2"):
@@ -18,11 +17,11 @@ def test_vector_packer_matches_scalar_and_layout(tmp_path):
     assert " 0 mismatches" in res.stdout, res.stdout
 
 
-def test_gpu_host_planning(tmp_path):
+def test_gpu_host_planning(native_check_exe):
     """The GPU PairHMM's planning (bins, constant triple, chunks, the packed
     buffer), which only CUDA builds link, compiled with the host compiler:
     tests/native/pairhmm_plan_check.cc decodes what it packs."""
-    exe = build_native_check(tmp_path, "pairhmm_plan_check", "cuda/pairhmm_plan.cc", "common/pack_elems.cc",
-                             "common/tables.cc", "common/thread_pool.cc", "common/config.cc")
+    exe = native_check_exe("pairhmm_plan_check", "cuda/pairhmm_plan.cc", "common/pack_elems.cc", "common/tables.cc",
+                           "common/thread_pool.cc", "common/config.cc")
     res = subprocess.run([str(exe)], capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stdout[-2000:] + res.stderr[-2000:]

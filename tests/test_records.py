@@ -10,19 +10,19 @@ import sys
 import numpy as np
 import pytest
 
-from oracle import child_env
-from pyphmm import cli, io
+from pyphmm import _native, io
 from pyphmm._pyphmm import ffi, lib
 from pyphmm.samples import sample_path
 
-from helpers import build_native_check, generate
+from devtools.child import child_env
+from devtools.regions import generate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOOD = "ACGT IIII IIII IIII ++++"
 
 
-def test_repr_of_doubles_is_pythons(tmp_path):
-    exe = build_native_check(tmp_path, "repr_check", "common/repr.cc")
+def test_repr_of_doubles_is_pythons(native_check_exe):
+    exe = native_check_exe("repr_check", "common/repr.cc")
     rng = np.random.default_rng(1)
     vals = list(rng.integers(0, 2 ** 64, 60_000, dtype=np.uint64).view(np.float64))  # every kind of bits
     vals += list(-rng.random(30_000) * 300)  # log10 likelihoods
@@ -88,7 +88,7 @@ def test_native_path_takes_ordinary_files_in_small_chunks(tmp_path):
     previous chunk computes; the results are still the Python path's."""
     path = tricky_file(tmp_path)
     out = tmp_path / "c.out"
-    opts = cli._native.make_options("cpu")
+    opts = _native.make_options("cpu")
     err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
     done = ffi.new("int64_t[3]")
     rc = lib.pyphmm_pairhmm_file(str(path).encode(), str(out).encode(), opts, 1, rec, st, done, err)
@@ -108,9 +108,9 @@ def test_files_outside_the_native_subset_take_the_python_path(tmp_path, text, li
     path = tmp_path / "odd.in"
     path.write_bytes(text.encode("ascii"))
     err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
-    rc = lib.pyphmm_pairhmm_file(str(path).encode(), str(tmp_path / "x").encode(), cli._native.make_options("cpu"),
+    rc = lib.pyphmm_pairhmm_file(str(path).encode(), str(tmp_path / "x").encode(), _native.make_options("cpu"),
                                  0, rec, st, ffi.NULL, err)
-    assert rc == lib.PYPHMM_E_INVALID and f"{path}:{line}:" in ffi.string(err.message).decode()
+    assert rc == lib.PYPHMM_E_UNSUPPORTED and f"{path}:{line}:" in ffi.string(err.message).decode()
     nat, py = both_paths(tmp_path, path)  # the CLI still computes it, through the Python reader
     assert nat == py and nat.startswith(b"1 1\n")
     assert sorted(os.listdir(tmp_path)) == ["n.out", "odd.in", "p.out", "x"]
@@ -119,8 +119,8 @@ def test_files_outside_the_native_subset_take_the_python_path(tmp_path, text, li
 def test_missing_file_is_an_error_not_a_crash(tmp_path):
     err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
     rc = lib.pyphmm_pairhmm_file(str(tmp_path / "nope.in").encode(), str(tmp_path / "o").encode(),
-                                 cli._native.make_options("cpu"), 0, rec, st, ffi.NULL, err)
-    assert rc == lib.PYPHMM_E_INVALID and b"nope.in" in ffi.string(err.message)
+                                 _native.make_options("cpu"), 0, rec, st, ffi.NULL, err)
+    assert rc == lib.PYPHMM_E_IO and b"nope.in" in ffi.string(err.message)
     rc = lib.pyphmm_pairhmm_file(ffi.NULL, str(tmp_path / "o").encode(), ffi.NULL, 0, ffi.NULL, ffi.NULL, ffi.NULL,
                                  err)
     assert rc == lib.PYPHMM_E_INVALID

@@ -1,12 +1,13 @@
-"""The readable Python reference (oracle/reference.py) agrees with GKL and
+"""The readable Python reference (devtools/oracle/reference.py) agrees with GKL and
 with pyphmm on short cases, so it documents the algorithm actually run."""
 import numpy as np
 import pytest
 
 import pyphmm
 
-from helpers import TOL, gkl_regions, random_region
-from oracle import reference
+from devtools.oracle import TOL, reference
+from devtools.oracle.gkl import gkl_regions
+from devtools.regions import make_region
 
 
 def _reference(region):
@@ -19,10 +20,10 @@ def _reference(region):
 @pytest.fixture(scope="module")
 def short_regions():
     rng = np.random.default_rng(11)
-    regs = [random_region(rng, 3, 2, read_len=(1, 12), hap_len=(1, 20), alphabet=b"ACGTN")
+    regs = [make_region(rng, 3, 2, preset="random", read_len=(1, 12), hap_len=(1, 20), alphabet=b"ACGTN")
             for _ in range(4)]
-    regs.append(random_region(rng, 2, 2, read_len=(5, 10), hap_len=(8, 16), base_q=(6, 90),
-                              gap_q=(10, 90), gcp_q=(5, 40)))
+    regs.append(make_region(rng, 2, 2, preset="random", read_len=(5, 10), hap_len=(8, 16), qual=(6, 90),
+                            indel_q=(10, 90), gcp_q=(5, 40)))
     # read identical to the haplotype, GATK default gap penalties
     regs.append((pyphmm.ReadBatch.from_reads([pyphmm.Read("ACGTTGCA", [30] * 8, [45] * 8, [45] * 8,
                                                           [10] * 8)]), pyphmm.HaplotypeBatch.from_haplotypes(["ACGTTGCA"])))

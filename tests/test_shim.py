@@ -5,7 +5,7 @@
 - the library-path entry point: GKL's own classes, USE_LIBRARY_PATH=1 and
   java.library.path = a `pyphmm gatk-libdir` directory, in a subprocess JVM;
 - Smith-Waterman through the shim vs GKL (GKL's known deviations checked
-  against the literal GATK-rules reference, tests/oracle/sw_reference.py);
+  against the literal GATK-rules reference, devtools/oracle/sw_reference.py);
 - error paths, concurrency, the CLI entry points.
 """
 from __future__ import annotations
@@ -22,11 +22,10 @@ import zipfile
 import numpy as np
 import pytest
 
-from oracle import child_env
-
-from oracle import gkl as gkl_oracle
-from oracle import shim
-from oracle import sw_reference
+from devtools.child import child_env
+from devtools.oracle import gkl as gkl_oracle
+from devtools.oracle import shim
+from devtools.oracle import sw_reference
 
 REPO = shim.REPO
 N_REGIONS = 300
@@ -152,10 +151,9 @@ def test_pairhmm_concurrent_java_threads_match_serial(gkl_jvm, regions):
 
 
 LIBPATH_DRIVER = textwrap.dedent("""
-    import json, sys
-    sys.path.insert(0, {tests!r})
+    import json
     import jpype
-    from oracle import shim, gkl
+    from devtools.oracle import shim, gkl
     jpype.startJVM("-Djava.library.path=" + {libdir!r}, classpath=gkl.class_path(), convertStrings=False)
     regions = shim.random_regions(12, seed=7)
     b = shim.Binding("gkl-omp" if {omp!r} else "gkl", double={double!r}, threads=2)
@@ -173,8 +171,7 @@ def test_library_path_entry_point_runs_pyphmm_under_gkl_classes(gkl_jvm, tmp_pat
                          text=True, cwd=REPO, env=child_env(REPO))
     assert cli.returncode == 0, cli.stderr
     env = child_env(REPO, USE_LIBRARY_PATH="1", PYPHMM_JNI_TRACE="1")
-    code = LIBPATH_DRIVER.format(tests=os.path.dirname(os.path.abspath(__file__)), libdir=str(libdir), omp=omp,
-                                 double=double)
+    code = LIBPATH_DRIVER.format(libdir=str(libdir), omp=omp, double=double)
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     data = json.loads(p.stdout.strip().splitlines()[-1])
@@ -229,7 +226,7 @@ def _sw_objects(jpype):
 
 @pytest.mark.parametrize("strategy", ["SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE"])
 def test_sw_shim_matches_gkl(gkl_jvm, strategy):
-    """>= 2,000 pairs per strategy. GKL/GATK-Java deviations (SPEC 4: IGNORE
+    """>= 2,000 pairs per strategy. GKL/GATK-Java deviations (docs/SMITH_WATERMAN.md: IGNORE
     with a trailing overhang) must match the literal Java rules, and nothing
     else may differ."""
     jpype = gkl_jvm

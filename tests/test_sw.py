@@ -1,4 +1,4 @@
-"""Smith-Waterman: GATK's rules (SPEC.md section 4), GATK's own test vectors,
+"""Smith-Waterman: GATK's rules (docs/SMITH_WATERMAN.md), GATK's own test vectors,
 GKL's native aligner on seeded random pairs, and bad input."""
 import os
 import subprocess
@@ -7,24 +7,24 @@ import sys
 import numpy as np
 import pytest
 
-from oracle import child_env
-
 import pyphmm
 from pyphmm import sw
 from pyphmm._pyphmm import ffi, lib
 
-from oracle import sw_reference
-from swgen import KINDS, make_pairs
+from devtools.child import child_env
+from devtools.oracle import sw_reference
+from devtools.oracle.gkl_sw import STRATEGIES, fold_trailing_clip
+from devtools.sw_pairs import KINDS, make_pairs
+from devtools.testdata import sw_cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STRATEGIES = ["SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE"]
 RANDOM_PAIRS = int(os.environ.get("PYPHMM_SW_RANDOM_PAIRS", "5000"))
 REFERENCE_SAMPLE = 40   # non-deviating pairs per (preset, strategy) also checked against the reference
 
 
-# ---- SPEC worked examples and GATK's vectors ---------------------------------------
+# ---- worked examples (docs/SMITH_WATERMAN.md) and GATK's vectors --------------------
 
-SPEC_EXAMPLES = [
+WORKED_EXAMPLES = [
     ("AAAGGACTGACTG", "ACTGACTGACTG", (3, -1, -4, -3), "SOFTCLIP", ("12M", 1)),
     ("AAACCCCC", "CCCCCGGG", (3, -1, -4, -3), "SOFTCLIP", ("5M3S", 3)),
     ("AAAGACTACTG", "AACGGACACTG", (50, -100, -220, -12), "SOFTCLIP", ("2M2I3M1D4M", 1)),
@@ -36,25 +36,14 @@ SPEC_EXAMPLES = [
 ]
 
 
-@pytest.mark.parametrize("ref,alt,params,strategy,expected", SPEC_EXAMPLES)
+@pytest.mark.parametrize("ref,alt,params,strategy,expected", WORKED_EXAMPLES)
 def test_spec_examples(ref, alt, params, strategy, expected):
     assert sw.align(ref, alt, params=params, overhang=strategy) == expected
     assert sw_reference.align(ref, alt, params, strategy) == expected
 
 
-def _gatk_cases(shared_data):
-    rows = []
-    with open(os.path.join(shared_data, "sw-gatk-cases.tsv")) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            ref, alt, params, strategy, offset, cigar = line.rstrip("\n").split("\t")
-            rows.append((ref, alt, tuple(int(x) for x in params.split(",")), strategy, (cigar, int(offset))))
-    return rows
-
-
-def test_gatk_cases(shared_data):
-    rows = _gatk_cases(shared_data)
+def test_gatk_cases():
+    rows = sw_cases()
     assert len(rows) == 13
     for ref, alt, params, strategy, expected in rows:
         assert sw.align(ref, alt, params=params, overhang=strategy) == expected, (ref, alt, strategy)
@@ -65,9 +54,9 @@ def test_gatk_cases(shared_data):
         assert list(zip(cig, off.tolist())) == [r[4] for r in sel]
 
 
-def test_gatk_cases_reference(shared_data):
+def test_gatk_cases_reference():
     """The literal Python reference agrees with GATK's vectors (it is the referee below)."""
-    for ref, alt, params, strategy, expected in _gatk_cases(shared_data):
+    for ref, alt, params, strategy, expected in sw_cases():
         if len(ref) * len(alt) <= 5000:
             assert sw_reference.align(ref, alt, params, strategy) == expected
 
@@ -76,29 +65,13 @@ def test_gatk_cases_reference(shared_data):
 
 @pytest.fixture(scope="module")
 def gkl_sw(gkl_jvm):
-    from oracle.gkl_sw import GklSmithWaterman
+    from devtools.oracle.gkl_sw import GklSmithWaterman
     return GklSmithWaterman()
 
 
 @pytest.fixture(scope="module")
 def random_pairs():
     return make_pairs(RANDOM_PAIRS, seed=20240601)
-
-
-def fold_trailing_clip(cigar: str) -> str:
-    """GATK's IGNORE form of GKL's trailing soft clip: the S becomes part of the last M."""
-    ops, num = [], ""
-    for ch in cigar:
-        if ch.isdigit():
-            num += ch
-        else:
-            ops.append([ch, int(num)])
-            num = ""
-    if ops and ops[-1][0] == "S":
-        ops[-1][0] = "M"
-        if len(ops) > 1 and ops[-2][0] == "M":
-            ops[-2][1] += ops.pop()[1]
-    return "".join(f"{n}{op}" for op, n in ops)
 
 
 DEVIATIONS = {}
@@ -180,7 +153,7 @@ def test_max_length_pair(gkl_sw):
 
 def test_simd_paths_agree():
     """The SSE, AVX2 and AVX-512 fills give identical results (ISA forced per process)."""
-    code = ("import sys; sys.path.insert(0, 'tests'); from swgen import make_pairs; from pyphmm import sw;"
+    code = ("import sys; from devtools.sw_pairs import make_pairs; from pyphmm import sw;"
             "r, a, _ = make_pairs(600, 5);"
             "print(hash(tuple((tuple(c), tuple(o.tolist())) for c, o in "
             "(sw.align_batch(r, a, params=p, overhang=s) for p in sw.PRESETS.values() "
@@ -193,7 +166,7 @@ def test_simd_paths_agree():
     assert len(outs) == 1
 
 
-def test_gpu_kernels_emulated_on_cpu(tmp_path):
+def test_gpu_kernels_emulated_on_cpu(native_check_exe):
     """The CUDA kernels' code (sw_cuda_kernels.cuh), run on the CPU with emulated
     lanes and shuffles, equals the CPU backend; covers the GPU logic where no GPU is.
 
@@ -203,15 +176,8 @@ def test_gpu_kernels_emulated_on_cpu(tmp_path):
     300-520 bp haplotypes vs refs and 600-1100 bp pairs under every preset and
     strategy, then per-pair settings.
     """
-    import shutil
-    cxx = os.environ.get("CXX", "g++")
-    if not shutil.which(cxx):
-        pytest.skip(f"{cxx} not found")
-    exe = tmp_path / "sw_cuda_emu"
-    subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", "-Wno-psabi", f"-I{ROOT}/native/include",
-                    f"-I{ROOT}/native", f"{ROOT}/tests/native/sw_cuda_emu.cc", f"{ROOT}/native/cuda/sw_plan.cc",
-                    f"{ROOT}/native/cpu/sw_cpu.cc", f"{ROOT}/native/common/thread_pool.cc",
-                    f"{ROOT}/native/common/config.cc", "-o", str(exe)], check=True)
+    exe = native_check_exe("sw_cuda_emu", "cuda/sw_plan.cc", "cpu/sw_cpu.cc", "common/thread_pool.cc",
+                           "common/config.cc", std="c++20", opt="-O1")
     # lanes, seed, short pairs, read-vs-hap pairs, hap-vs-ref pairs, long pairs
     for args in ((32, 1, 200, 80, 24, 3), (8, 2, 200, 40, 10, 2), (4, 3, 200, 40, 10, 2)):
         res = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True)
@@ -362,8 +328,8 @@ def _cli(*args):
                           capture_output=True, text=True)
 
 
-def test_cli_align(tmp_path, shared_data):
-    rows = [r for r in _gatk_cases(shared_data) if r[2] == (3, -1, -4, -3) and r[3] == "SOFTCLIP"]
+def test_cli_align(tmp_path):
+    rows = [r for r in sw_cases() if r[2] == (3, -1, -4, -3) and r[3] == "SOFTCLIP"]
     inp = tmp_path / "pairs.tsv"
     inp.write_text("".join(f"{r[0]}\t{r[1]}\n" for r in rows))
     out = tmp_path / "out.tsv"

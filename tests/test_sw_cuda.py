@@ -10,8 +10,8 @@ import pytest
 import pyphmm
 from pyphmm import _native, sw
 
-from swgen import hap_vs_ref, make_pairs, read_vs_hap
-from test_sw import STRATEGIES, fold_trailing_clip
+from devtools.oracle.gkl_sw import STRATEGIES, fold_trailing_clip
+from devtools.sw_pairs import hap_vs_ref, make_pairs, read_vs_hap
 
 pytestmark = pytest.mark.skipif(not pyphmm.info()["cuda_usable"],
                                 reason=f"no usable GPU: {pyphmm.info()['cuda_status']}")
@@ -50,7 +50,7 @@ def test_gpu_per_pair_settings():
 
 
 def test_gpu_workloads_equal_cpu_and_gkl(gkl_jvm):
-    from oracle.gkl_sw import GklSmithWaterman
+    from devtools.oracle.gkl_sw import GklSmithWaterman
     gkl = GklSmithWaterman()
     for refs, alts, params in ((*hap_vs_ref(3000, seed=1), sw.NEW_SW_PARAMETERS),
                                (*read_vs_hap(20000, seed=2), sw.ALIGNMENT_TO_BEST_HAPLOTYPE)):

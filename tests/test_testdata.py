@@ -1,33 +1,17 @@
-"""GATK/GKL's own PairHMM vectors (pairhmm-testdata.txt): every case within
+"""GATK/GKL's own PairHMM vectors (tests/data/pairhmm-testdata.txt): every case within
 1e-5 of the published expected value, in float and in double."""
-import os
-
 import numpy as np
 import pytest
 
 import pyphmm
 
-from helpers import TOL
-
-
-def load_cases(data_dir):
-    """(hap, Read, expected) per line: ASCII+33 quals, base quality floored
-    at 6 after removing the offset, the other three only offset."""
-    cases = []
-    with open(os.path.join(data_dir, "pairhmm-testdata.txt")) as f:
-        for line in f:
-            if not line.strip() or line.startswith("#"):
-                continue
-            hap, bases, qual, ins, dels, gcp, expected = line.split()
-            raw = [np.frombuffer(s.encode(), np.uint8).astype(np.int64) - 33 for s in (qual, ins, dels, gcp)]
-            raw[0] = np.maximum(raw[0], 6)
-            cases.append((hap, pyphmm.Read(bases, *raw), float(expected)))
-    return cases
+from devtools.oracle import TOL
+from devtools.testdata import pairhmm_cases
 
 
 @pytest.fixture(scope="module")
-def cases(shared_data):
-    c = load_cases(shared_data)
+def cases():
+    c = [(hap, pyphmm.Read(bases, q, i, d, g), expected) for hap, bases, q, i, d, g, expected in pairhmm_cases()]
     assert len(c) == 104, f"expected GATK's 104 cases, found {len(c)}"
     return c
 

@@ -9,7 +9,7 @@
 // (haplotype position j); every arithmetic operation acts on all W lanes, so
 // each lane is computed exactly as a scalar would compute its own pair.
 //
-// Recurrence (SPEC section 1), per lane:
+// Recurrence (docs/ALGORITHM.md), per lane:
 //   M[i][j] = e(i,j) * ((mm_i*M[i-1][j-1] + gm_i*X[i-1][j-1]) + gm_i*Y[i-1][j-1])
 //   X[i][j] = mx_i*M[i-1][j] + xx_i*X[i-1][j]
 //   Y[i][j] = my_i*M[i][j-1] + yy_i*Y[i][j-1]

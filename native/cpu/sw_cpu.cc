@@ -1,5 +1,5 @@
 // CPU Smith-Waterman with GATK's semantics (SmithWatermanJavaAligner is the
-// specification; see SPEC.md section 4).
+// specification; see docs/SMITH_WATERMAN.md).
 //
 // The score recurrence is GATK's: a cell takes the best of the diagonal step,
 // the best horizontal gap (insertion) and the best vertical gap (deletion),

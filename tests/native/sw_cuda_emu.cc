@@ -143,7 +143,7 @@ struct Gen {
             s.insert(at, seq(rnd(1, max_len)));
     }
 
-    // Pairs like tests/swgen.py's, in miniature: edits, overhangs, repeats, N.
+    // Pairs like devtools/sw_pairs.py's, in miniature: edits, overhangs, repeats, N.
     Pair small(int kind, int max_len) {
         std::string ref = seq(rnd(1, max_len)), alt;
         switch (kind % 6) {

@@ -2,13 +2,32 @@
 
 Drives com.intel.gkl.smithwaterman.IntelSmithWaterman as GATK's
 SmithWatermanIntelAligner does: one pair per call, returning the CIGAR
-string and the alignment offset. Uses the shared JVM of oracle.gkl.
+string and the alignment offset. Uses the shared JVM of oracle.gkl. ``fold_trailing_clip`` maps GKL
+0.8.10's one deviation from GATK (IGNORE with a trailing overhang) to GATK's
+form.
 """
 from __future__ import annotations
 
 from .gkl import start_jvm
 
 STRATEGY_NAMES = {9: "SOFTCLIP", 10: "INDEL", 11: "LEADING_INDEL", 12: "IGNORE"}
+STRATEGIES = list(STRATEGY_NAMES.values())
+
+
+def fold_trailing_clip(cigar: str) -> str:
+    """GATK's IGNORE form of GKL's trailing soft clip: the S becomes part of the last M."""
+    ops, num = [], ""
+    for ch in cigar:
+        if ch.isdigit():
+            num += ch
+        else:
+            ops.append([ch, int(num)])
+            num = ""
+    if ops and ops[-1][0] == "S":
+        ops[-1][0] = "M"
+        if len(ops) > 1 and ops[-2][0] == "M":
+            ops[-2][1] += ops.pop()[1]
+    return "".join(f"{n}{op}" for op, n in ops)
 
 
 class GklSmithWaterman:

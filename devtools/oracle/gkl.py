@@ -112,3 +112,13 @@ class GklPairHmm:
 
     def done(self):
         self.impl.done()
+
+
+def gkl_regions(regions, double=False):
+    """GKL's IntelPairHmm on each (ReadBatch, HaplotypeBatch) region, one
+    computeLikelihoods per region.
+
+    GKL's precision flag is process-global native state, so the instance is
+    (re)initialised right before use."""
+    g = GklPairHmm(double=double, threads=1)
+    return [g.compute(list(r), [h[i] for i in range(len(h))]) for r, h in regions]

@@ -12,9 +12,10 @@ import os
 
 import numpy as np
 
+from .. import ROOT as REPO
+from ..regions import as_java_holders, make_region
 from . import gkl as gkl_oracle
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SHIM_JAR = os.environ.get("PYPHMM_GATK_JAR", os.path.join(REPO, "pyphmm", "pyphmm-gatk.jar"))
 BINDINGS_JAR = os.path.join(gkl_oracle.jar_dir(), "gatk-native-bindings.jar")
 
@@ -105,49 +106,10 @@ class Binding:
 
 
 def random_regions(n: int, seed: int, max_reads: int = 60, max_haps: int = 8):
-    """Realistic regions: haplotypes are variants of one reference window,
-    reads are sampled from them with sequencing errors; reads 10-151 bp,
-    haplotypes 30-521 bp, base quals 6..60, ins/del GOP 10..90, GCP 5..40.
-    A region is (reads, haps); a read is (bases, quals, ins, dels, gcp)."""
+    """n small regions of GATK's shape in the holders' form (see
+    devtools.regions.as_java_holders): 1..max_reads reads of 10-151 bp that
+    are windows of 1..max_haps haplotypes of 30-521 bp, per-base qualities."""
     rng = np.random.default_rng(seed)
-    alphabet = np.frombuffer(b"ACGT", np.uint8)
-    regions = []
-    for _ in range(n):
-        ref_len = int(rng.integers(30, 522))
-        ref = alphabet[rng.integers(0, 4, ref_len)]
-        haps = []
-        for _h in range(int(rng.integers(1, max_haps + 1))):
-            hap = ref.copy()
-            for _v in range(int(rng.integers(0, 4))):
-                pos = int(rng.integers(0, len(hap)))
-                kind = rng.integers(0, 3)
-                if kind == 0:
-                    hap[pos] = alphabet[rng.integers(0, 4)]
-                elif kind == 1 and len(hap) < 521:
-                    ins = alphabet[rng.integers(0, 4, int(rng.integers(1, min(10, 522 - len(hap)) + 1)))]
-                    hap = np.concatenate([hap[:pos], ins, hap[pos:]])[:521]
-                elif len(hap) > 40:
-                    hap = np.delete(hap, range(pos, min(len(hap), pos + int(rng.integers(1, 10)))))
-            haps.append(bytes(hap[:521]))
-        reads = []
-        for _r in range(int(rng.integers(1, max_reads + 1))):
-            src = np.frombuffer(haps[int(rng.integers(0, len(haps)))], np.uint8)
-            length = int(rng.integers(10, min(151, len(src)) + 1))
-            start = int(rng.integers(0, len(src) - length + 1))
-            bases = src[start:start + length].copy()
-            errors = rng.random(length) < 0.01
-            bases[errors] = alphabet[rng.integers(0, 4, int(errors.sum()))]
-            if rng.random() < 0.02:
-                bases[int(rng.integers(0, length))] = ord("N")
-            quals = rng.integers(6, 61, length).astype(np.uint8)
-            ins = rng.integers(10, 91, length).astype(np.uint8)
-            dels = rng.integers(10, 91, length).astype(np.uint8)
-            gcp = rng.integers(5, 41, length).astype(np.uint8)
-            reads.append((bytes(bases), quals.tobytes(), ins.tobytes(), dels.tobytes(), gcp.tobytes()))
-        regions.append((reads, haps))
-    return regions
-
-
-def region_cells(region) -> int:
-    reads, haps = region
-    return sum(len(r[0]) for r in reads) * sum(len(h) for h in haps)
+    return [as_java_holders(make_region(rng, int(rng.integers(1, max_reads + 1)), int(rng.integers(1, max_haps + 1)),
+                                        (10, 151), (30, 521), mismatch=0.01, n_rate=0.001))
+            for _ in range(n)]

@@ -1,6 +1,6 @@
 """A small, literal Python rendering of GATK's Java Smith-Waterman rules.
 
-Written from the rules in SPEC.md section 4 (GATK's SmithWatermanJavaAligner
+Written from the rules in docs/SMITH_WATERMAN.md (GATK's SmithWatermanJavaAligner
 is the specification): used by the tests where GKL's native aligner is known
 to differ from GATK's Java, and as an independent cross-check on a sample of
 pairs. Slow (pure Python, O(len(ref) * len(alt))): keep inputs short.

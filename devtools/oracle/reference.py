@@ -1,6 +1,6 @@
 """A small, readable PairHMM in plain Python (float64, straight loops).
 
-It documents the recurrence of SPEC section 1; it is slow and only used on
+It renders the recurrence of docs/ALGORITHM.md; it is slow and only used on
 short cases. The oracle of the test suite is GKL itself (oracle/gkl.py).
 
 Read i (1..m) against haplotype column j (1..n), three states:

@@ -1,0 +1,24 @@
+"""Developer tools shared by the tests and the scripts (not part of the
+installed package).
+
+- ``devtools.oracle``: the peers results are checked against: GKL through
+  jpype (``gkl``, ``gkl_sw``), the GATK shim jar beside it (``shim``), and two
+  small literal Python references (``reference`` for PairHMM,
+  ``sw_reference`` for GATK's Smith-Waterman rules).
+- ``devtools.regions``: the one PairHMM region generator (realistic GATK
+  workloads and synthetic regions by preset); ``scripts/gen_regions.py`` is
+  its command line.
+- ``devtools.sw_pairs``: Smith-Waterman (ref, alt) pairs.
+- ``devtools.testdata``: GKL's PairHMM vectors and GATK's Smith-Waterman
+  cases, kept in ``tests/data/``.
+- ``devtools.child``: running a child Python on this checkout.
+- ``devtools.native_check``: compiling a small C++ check program against
+  ``native/``.
+
+The repository root must be importable: pytest does that through
+``[tool.pytest.ini_options] pythonpath`` in pyproject.toml; scripts are run
+from the root as ``PYTHONPATH=. python3 scripts/NAME.py``.
+"""
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,0 +1,25 @@
+"""How much of an input the CLI computes at once: big enough to keep a GPU
+busy, small enough that a 10 GB input never sits in memory. The one place
+these sizes are set (the native reader gets its size from here too)."""
+
+# Record files, native path: cells per chunk; the next chunk is parsed while
+# one computes, so two chunks' inputs are in memory at once.
+NATIVE_CHUNK_CELLS = 2_000_000_000
+# Record files, Python path: a chunk ends at this many cells or records.
+PYTHON_CHUNK_CELLS = 400_000_000
+PYTHON_CHUNK_RECORDS = 20_000
+# Smith-Waterman pairs per align_batch call.
+ALIGN_CHUNK_PAIRS = 100_000
+
+
+def record_chunks(records):
+    """Groups (reads, haplotypes) records into lists per the sizes above."""
+    chunk, cells = [], 0
+    for reads, haps in records:
+        chunk.append((reads, haps))
+        cells += int(reads.lengths.sum()) * int(haps.lengths.sum())
+        if cells >= PYTHON_CHUNK_CELLS or len(chunk) >= PYTHON_CHUNK_RECORDS:
+            yield chunk
+            chunk, cells = [], 0
+    if chunk:
+        yield chunk
