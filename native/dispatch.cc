@@ -337,7 +337,9 @@ extern "C" int pyphmm_sw_align_one(const uint8_t* ref, int64_t ref_len, const ui
     });
 }
 
-extern "C" void pyphmm_get_info(pyphmm_info* info) {
+extern "C" void pyphmm_get_info(pyphmm_info* info) { pyphmm_get_info_for(nullptr, info); }
+
+extern "C" void pyphmm_get_info_for(const pyphmm_options* options, pyphmm_info* info) {
     if (!info) return;
     std::memset(info, 0, sizeof(*info));
     std::snprintf(info->version, sizeof(info->version), "%s", PYPHMM_VERSION);
@@ -349,7 +351,7 @@ extern "C" void pyphmm_get_info(pyphmm_info* info) {
     info->device = cuda.usable ? cuda.device : -1;
     std::snprintf(info->device_name, sizeof(info->device_name), "%s", cuda.name);
     std::snprintf(info->cuda_status, sizeof(info->cuda_status), "%s", cuda.status);
-    info->cpu_threads = available_cores();
+    info->cpu_threads = default_threads(options);
 #ifdef PYPHMM_WITH_JNI
     info->jni_compiled = 1;
 #endif
@@ -365,4 +367,5 @@ extern "C" void pyphmm_get_info(pyphmm_info* info) {
     }
     info->hybrid = hybrid_wanted(nullptr, 2);
     info->hybrid_gpu_threads = hybrid_gpu_threads();
+    info->backend = requested_backend(options);
 }

@@ -228,6 +228,8 @@ typedef struct pyphmm_info {
     double calib_cpu_gcups;     /* calibration: CPU cells/s at cpu_threads threads, / 1e9 */
     int32_t hybrid;             /* 1 if whole-workload calls under AUTO share GPU and CPU */
     int32_t hybrid_gpu_threads; /* threads that drive the GPU in that mode */
+    int32_t backend;            /* what a call asks for once PYPHMM_BACKEND has overridden AUTO:
+                                   PYPHMM_BACKEND_AUTO, _CPU or _CUDA */
 } pyphmm_info;
 
 /* Where info.gpu_min_cells comes from. */
@@ -236,6 +238,13 @@ typedef struct pyphmm_info {
 #define PYPHMM_THRESHOLD_ENV 2          /* PYPHMM_GPU_MIN_CELLS */
 
 void pyphmm_get_info(pyphmm_info *info);
+
+/* The same, as a call with these options meets the library: cpu_threads is
+ * the CPU threads such a call uses, gpu_min_cells (and its source) the
+ * threshold at that count, backend what the options ask for. NULL options:
+ * exactly pyphmm_get_info. (For callers that report their own settings,
+ * such as GKL's JNI entry points.) */
+void pyphmm_get_info_for(const pyphmm_options *options, pyphmm_info *info);
 
 /* CDEF-END */
 
