@@ -17,9 +17,9 @@ AlwaysPreTouch, serial GC), so VmRSS moves only with native memory, code
 and metadata. The first --warmup-fraction of the calls (default 10%) warm
 up (every region seen by every thread's buffers, JIT); from there until the
 threads finish, the growth (median of the last 5 samples minus median of the
-first 5) must stay within --bound-mib and the fitted slope within
---max-slope bytes per call. Exit status 1 when a bound is exceeded or any
-result differs.
+first 5) must stay within --bound-mib; the fitted slope (bytes per call) is
+printed too, but is noisy on short runs (the JIT and malloc move RSS by a
+MiB or so). Exit status 1 when the bound is exceeded or any result differs.
 
 Classes: --classes DIR, else compiled here with javac, else
 .carry/soak_classes (scripts/prepare_gpu_carry.sh; for hosts with a JRE
@@ -84,10 +84,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1_000_000)
     ap.add_argument("--heap", default="512m", help="fixed JVM heap (-Xms = -Xmx)")
     ap.add_argument("--warmup-fraction", type=float, default=0.1)
-    ap.add_argument("--bound-mib", type=float, default=16.0, help="allowed RSS growth after the warm-up")
-    ap.add_argument("--max-slope", type=float, default=128.0,
-                    help="allowed fitted RSS growth per call after the warm-up, bytes (a leak detector for "
-                         "short runs, where the growth bound is loose)")
+    ap.add_argument("--bound-mib", type=float, default=16.0,
+                    help="allowed RSS growth after the warm-up (16 MiB over 1,000,000 calls: a leak of "
+                         "17 bytes per call)")
     ap.add_argument("--classes", default=None)
     ap.add_argument("--shim-jar", default=shim.SHIM_JAR)
     args = ap.parse_args(argv)
@@ -128,10 +127,8 @@ def main(argv=None) -> int:
           f"{done['mismatches']} results differ")
     print(f"soak: VmRSS after warm-up ({args.warmup_fraction:.0%} of calls) {first / mib:.1f} MiB, at the end "
           f"{last / mib:.1f} MiB, peak {peak / mib:.1f} MiB; growth {growth / mib:+.2f} MiB "
-          f"(bound {args.bound_mib:g} MiB), fitted slope {slope:+.2f} bytes/call (bound {args.max_slope:g}) "
-          f"over {len(samples)} samples")
-    ok = (int(done["calls"]) == args.calls and done["mismatches"] == "0" and growth <= args.bound_mib * mib
-          and slope <= args.max_slope)
+          f"(bound {args.bound_mib:g} MiB), fitted slope {slope:+.2f} bytes/call over {len(samples)} samples")
+    ok = int(done["calls"]) == args.calls and done["mismatches"] == "0" and growth <= args.bound_mib * mib
     print("soak: " + ("PASS" if ok else "FAIL"))
     return 0 if ok else 1
 
