@@ -34,12 +34,13 @@ def require_javac() -> None:
         pytest.skip("needs a JDK (javac) to compile the Java test harness")
 
 
-def compile_sources(dest, names, classpath) -> str:
-    """javac --release 11 of tests/java/NAMES into dest; returns dest."""
+def compile_sources(dest, names, classpath, release: int = 11) -> str:
+    """javac --release RELEASE of tests/java/NAMES into dest; returns dest."""
     require_javac()
     os.makedirs(dest, exist_ok=True)
     srcs = [os.path.join(JAVA_SOURCES, n) for n in names]
-    p = subprocess.run(["javac", "-nowarn", "--release", "11", "-cp", os.pathsep.join(classpath), "-d", str(dest)]
+    p = subprocess.run(["javac", "-nowarn", "--release", str(release), "-cp", os.pathsep.join(classpath), "-d",
+                        str(dest)]
                        + srcs, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     return str(dest)
