@@ -202,19 +202,23 @@ def test_os_arch_picks_the_library(tmp_path, caller, gkl_values):
     _check_values(lines, caller, gkl_values)  # (from java.library.path)
 
 
-def test_noexec_tmpdir_names_the_fix(tmp_path, caller, gkl_values):
-    """tmpfs mounted noexec in a private mount namespace (unshare, no root)."""
-    tmpdir = tmp_path / "noexec"
+@pytest.mark.parametrize("option,says", [("noexec", "its file system is mounted noexec"),
+                                         ("ro", "cannot extract libpyphmm.so")])
+def test_unusable_tmpdir_names_the_fix(tmp_path, caller, gkl_values, option, says):
+    """tmpfs mounted noexec (common on clusters) or read-only, in a private
+    mount namespace (unshare, no root): one line naming the fix, then
+    java.library.path."""
+    tmpdir = tmp_path / option
     tmpdir.mkdir()
-    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
-                            f"mount -t tmpfs -o noexec tmpfs {tmpdir}"], capture_output=True, text=True)
+    mount = f"mount -t tmpfs -o {option} tmpfs {tmpdir}"
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mount],
+                           capture_output=True, text=True)
     if probe.returncode != 0:
-        pytest.skip(f"cannot mount a noexec file system here (unshare: {probe.stderr.strip()})")
-    wrap = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
-            f'mount -t tmpfs -o noexec tmpfs {tmpdir} && exec "$@"', "sh"]
+        pytest.skip(f"cannot mount a {option} file system here (unshare: {probe.stderr.strip()})")
+    wrap = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mount + ' && exec "$@"', "sh"]
     lines, err = _run(caller, tmpdir, libpath=_pyphmm_libdir(tmp_path), wrap=wrap)
     _check_values(lines, caller, gkl_values)
-    fix = [ln for ln in err.splitlines() if "noexec" in ln]
-    assert len(fix) == 1, err[-2000:]
-    assert "-Djava.io.tmpdir=" in fix[0] and "PYPHMM_LIBRARY" in fix[0] and "java.library.path" in fix[0]
+    fix = [ln for ln in err.splitlines() if ln.startswith("pyphmm: ") and "java.library.path" in ln]
+    assert len(fix) == 1 and says in fix[0], err[-2000:]
+    assert "-Djava.io.tmpdir=" in fix[0] and "PYPHMM_LIBRARY" in fix[0]
     assert _loaded_from(err) == os.path.realpath(os.path.join(REPO, "pyphmm", "libpyphmm.so"))

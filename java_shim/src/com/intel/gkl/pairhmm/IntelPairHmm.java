@@ -208,12 +208,12 @@ public class IntelPairHmm implements PairHMMNativeBinding {
             String explicit = System.getenv("PYPHMM_LIBRARY");
             if (explicit != null && !explicit.isEmpty()) {
                 System.load(new File(explicit).getAbsolutePath());
-            } else if (!loadFromJar(tmpDir)) {
+            } else if (!extractAndLoad(tmpDir)) {
                 System.loadLibrary("pyphmm");
             }
             libraryLoaded = true;
             return true;
-        } catch (IOException | UnsatisfiedLinkError | SecurityException | GeneralSecurityException e) {
+        } catch (UnsatisfiedLinkError | SecurityException e) {
             System.err.println("pyphmm: cannot load libpyphmm.so: " + e);
             return false;
         }
@@ -229,6 +229,17 @@ public class IntelPairHmm implements PairHMMNativeBinding {
             return "aarch64";
         }
         return a;
+    }
+
+    /** loadFromJar, saying why on stderr when the extraction itself fails. */
+    private static boolean extractAndLoad(File tmpDir) {
+        try {
+            return loadFromJar(tmpDir);
+        } catch (IOException | GeneralSecurityException e) {
+            System.err.println("pyphmm: cannot extract libpyphmm.so (" + e + "); set -Djava.io.tmpdir=DIR or "
+                    + "PYPHMM_LIBRARY; trying java.library.path");
+            return false;
+        }
     }
 
     /**
