@@ -44,7 +44,8 @@ def test_shim_jar_holds_only_gkl_binding_classes():
     assert classes == ["com/intel/gkl/pairhmm/IntelPairHmm.class", "com/intel/gkl/pairhmm/IntelPairHmmOMP.class",
                        "com/intel/gkl/smithwaterman/IntelSmithWaterman.class"]
     files = sorted(n for n in names if not n.endswith("/"))
-    assert files == sorted(classes + ["META-INF/MANIFEST.MF", "pyphmm/native/linux-x86_64/libpyphmm.so"])
+    lib = f"pyphmm/native/linux-{os.uname().machine}/libpyphmm.so"  # where the loader looks for this os.arch
+    assert files == sorted(classes + ["META-INF/MANIFEST.MF", lib])
 
 
 @pytest.mark.parametrize("double", [False, True], ids=["float", "double"])

@@ -31,14 +31,14 @@ from oracle import java_harness as jh
 from oracle import shim
 
 REPO = shim.REPO
-RESOURCE = "pyphmm/native/linux-x86_64/libpyphmm.so"
+MACHINE = os.uname().machine  # x86_64 or aarch64: the jar built here holds this one
+RESOURCE = f"pyphmm/native/linux-{MACHINE}/libpyphmm.so"
+OS_ARCH = {"x86_64": ("amd64", "x86_64"), "aarch64": ("aarch64", "arm64")}  # os.arch names of each
 PLANTED_LIB = os.path.join(jh.gkl_library_path(), "libgkl_utils.so")  # a loadable library that is not pyphmm
 
 
 @pytest.fixture(scope="module")
 def caller(tmp_path_factory):
-    if os.uname().machine != "x86_64":
-        pytest.skip("the jar built here holds the x86_64 library only")
     d = tmp_path_factory.mktemp("loader")
     regions = shim.random_regions(6, seed=1313)
     return {"classes": jh.compile_sources(d / "classes", ["Records.java", "GatkHeadCaller.java"],
@@ -189,16 +189,18 @@ def test_tmpdir_writable_by_others_without_sticky_bit_is_not_used(tmp_path, call
 
 
 def test_os_arch_picks_the_library(tmp_path, caller, gkl_values):
-    for arch in ("amd64", "x86_64"):
+    for arch in OS_ARCH[MACHINE]:
         tmpdir = tmp_path / arch
         tmpdir.mkdir()
         lines, err = _run(caller, tmpdir, jvm_extra=[f"-Dos.arch={arch}"])
         _check_values(lines, caller, gkl_values)
         assert _loaded_from(err) == os.path.join(_shared_dir(tmpdir), "libpyphmm.so")
-    tmpdir = tmp_path / "arm"
+    other = "aarch64" if MACHINE == "x86_64" else "x86_64"
+    arch = OS_ARCH[other][-1]  # (arm64 / x86_64: the second spelling of the other machine)
+    tmpdir = tmp_path / "other"
     tmpdir.mkdir()
-    lines, err = _run(caller, tmpdir, jvm_extra=["-Dos.arch=arm64"], libpath=_pyphmm_libdir(tmp_path))
-    assert "this jar has no libpyphmm.so for os.arch arm64 (linux-aarch64); trying java.library.path" in err
+    lines, err = _run(caller, tmpdir, jvm_extra=[f"-Dos.arch={arch}"], libpath=_pyphmm_libdir(tmp_path))
+    assert f"this jar has no libpyphmm.so for os.arch {arch} (linux-{other}); trying java.library.path" in err
     _check_values(lines, caller, gkl_values)  # (from java.library.path)
 
 
