@@ -147,4 +147,5 @@ def test_gatk_head_explicit_implementations(head_inputs, gkl_run, impl):
 
 def test_quiet_silences_banner_and_summary(head_inputs):
     _, stderr = _run_caller(head_inputs, "shim", env_extra={"PYPHMM_QUIET": "1"})
-    assert not [ln for ln in jh.pyphmm_lines(stderr) if "backend" in ln or "summary" in ln], stderr[-2000:]
+    # (the library's own warnings, e.g. a CUDA build without a GPU, are not these lines)
+    assert not [ln for ln in jh.pyphmm_lines(stderr) if ": backend " in ln or " summary: " in ln], stderr[-2000:]
