@@ -226,10 +226,21 @@ def assemble_jar(classes, lib, out, arm_lib=None):
         z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\nCreated-By: pyphmm setup.py\r\n\r\n")
         for name in SHIM_CLASSES:
             z.write(os.path.join(classes, name), name)
-        z.write(lib, "pyphmm/libpyphmm.so")
-        if arm_lib:
+        z.write(lib, jar_library_entry(lib))
+        if arm_lib and jar_library_entry(lib) != "pyphmm/native/linux-aarch64/libpyphmm.so":
             z.write(arm_lib, "pyphmm/native/linux-aarch64/libpyphmm.so")
     os.replace(part, out)
+
+
+def jar_library_entry(lib):
+    """Where the shim's loader looks for this library: by its ELF e_machine
+    (little-endian u16 at offset 18), pyphmm/native/linux-<arch>/."""
+    with open(lib, "rb") as f:
+        machine = int.from_bytes(f.read(20)[18:20], "little")
+    arch = {62: "x86_64", 183: "aarch64"}.get(machine)
+    if arch is None:
+        raise RuntimeError(f"{lib}: ELF machine {machine} is neither x86-64 nor AArch64")
+    return f"pyphmm/native/linux-{arch}/libpyphmm.so"
 
 
 def build_gatk_jar(lib, pkg_dir, with_jni):

@@ -4,9 +4,13 @@
 Two ways to make unmodified GATK call pyphmm:
 - the shim jar (pyphmm-gatk.jar) placed before GATK on the class path: it
   holds GKL's three binding classes, backed by libpyphmm.so;
-- a directory of libraries with GKL's file names (all libpyphmm.so), for
-  GKL's own classes when GATK runs with USE_LIBRARY_PATH=1 and
-  -Djava.library.path=DIR (Debian's GKL always loads from there).
+- a directory of libraries with GKL's file names, for GKL's own classes when
+  GATK runs with USE_LIBRARY_PATH=1 and -Djava.library.path=DIR (Debian's
+  GKL always loads from there). GKL's loader then takes *every* GKL library
+  from that directory, so besides pyphmm under the PairHMM, Smith-Waterman
+  and utils names it must hold GKL's own compression (IntelDeflater /
+  IntelInflater) and PDHMM libraries, taken from the user's GATK jar or a
+  directory of GKL libraries.
 """
 from __future__ import annotations
 
@@ -14,11 +18,20 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 from . import _native
 
 JAR_NAME = "pyphmm-gatk.jar"
 GKL_LIBRARY_NAMES = ("libgkl_pairhmm.so", "libgkl_pairhmm_omp.so", "libgkl_smithwaterman.so", "libgkl_utils.so")
+# GKL's libraries pyphmm does not replace, with what GATK loses without them
+# under USE_LIBRARY_PATH=1.
+GKL_OWN_LIBRARIES = {
+    "libgkl_compression.so": "Intel's deflater and inflater (GATK falls back to the JDK's, "
+                             "slower BAM/CRAM/VCF.gz compression)",
+    "libgkl_pdhmm.so": "PDHMM (HaplotypeCaller --use-pdhmm of GATK 4.6 / GKL 0.9 fails to load it)",
+}
+GKL_NATIVE_IN_JAR = "com/intel/gkl/native/"  # where GKL's jar (inside GATK's) keeps them
 GATK_MAIN = "org.broadinstitute.hellbender.Main"
 
 
@@ -33,17 +46,25 @@ def _existing_jar() -> str:
     return path
 
 
-def write_libdir(directory: str, copy: bool = False) -> list:
-    """Creates GKL-named links to libpyphmm.so in `directory`; returns them.
+def write_libdir(directory: str, copy: bool = False, gatk_jar: str | None = None,
+                 gkl_libs: str | None = None) -> tuple:
+    """Fills `directory` for GATK's USE_LIBRARY_PATH=1 mode; returns
+    (written paths, {missing GKL library: what GATK loses}).
 
-    Links (not copies) so the JVM, which keys loaded libraries by canonical
-    path, loads pyphmm once and every GKL native shares its state. With
-    copy=True, libpyphmm.so itself is copied into the directory first (a
-    self-contained, relocatable directory) and the names link to that copy.
+    pyphmm's four GKL names are links to libpyphmm.so (not copies) so the JVM,
+    which keys loaded libraries by canonical path, loads pyphmm once and every
+    GKL native shares its state; with copy=True, libpyphmm.so itself is copied
+    into the directory first (a relocatable directory) and the names link to
+    that copy. GKL's own libraries (GKL_OWN_LIBRARIES) are copied from
+    gatk_jar (com/intel/gkl/native/ inside it) or else from the directory
+    gkl_libs; those found in neither are reported as missing.
     """
     lib = _native.library_path()
     if not os.path.exists(lib):
         raise OSError(f"{lib} is missing")
+    for path, what in ((gatk_jar, "GATK jar"), (gkl_libs, "GKL library directory")):
+        if path and not os.path.exists(path):
+            raise OSError(f"{what} not found: {path}")
     os.makedirs(directory, exist_ok=True)
     target = lib
     if copy:
@@ -61,7 +82,56 @@ def write_libdir(directory: str, copy: bool = False) -> list:
         os.symlink(target, tmp)
         os.replace(tmp, path)
         written.append(path)
-    return written
+    missing = {}
+    for name, loss in GKL_OWN_LIBRARIES.items():
+        data = _gkl_library_bytes(name, gatk_jar, gkl_libs)
+        if data is None:
+            missing[name] = loss
+            continue
+        path = os.path.join(directory, name)
+        _write_file(path, data)
+        written.append(path)
+    return written, missing
+
+
+def _gkl_library_bytes(name: str, gatk_jar: str | None, gkl_libs: str | None):
+    """GKL's library `name` from the GATK jar, else from gkl_libs; None if neither has it."""
+    if gatk_jar:
+        try:
+            with zipfile.ZipFile(gatk_jar) as z:
+                return z.read(GKL_NATIVE_IN_JAR + name)
+        except KeyError:
+            pass
+        except zipfile.BadZipFile as e:
+            raise OSError(f"{gatk_jar} is not a jar: {e}") from None
+    if gkl_libs:
+        path = os.path.join(gkl_libs, name)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                return f.read()
+    return None
+
+
+def _write_file(path: str, data: bytes) -> None:
+    """Replaces path atomically (a link left by an earlier run included)."""
+    tmp = path + ".part"
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, path)
+
+
+def missing_note(missing: dict, gatk_jar: str | None, gkl_libs: str | None) -> str:
+    """The stderr lines that say which GKL features a directory lacks."""
+    sources = " or ".join(s for s in (gatk_jar, gkl_libs) if s)
+    where = (f"is not in {sources}" if sources else
+             "not written (give the GATK jar: --gatk-jar JAR or $GATK_LOCAL_JAR, or a directory of GKL "
+             "libraries: --gkl-libs DIR)")
+    lines = [f"pyphmm: warning: {name} {where}; under USE_LIBRARY_PATH=1 GATK will lack {loss}"
+             for name, loss in missing.items()]
+    return "\n".join(lines)
 
 
 def find_gatk_jar(explicit: str | None) -> str:
@@ -87,8 +157,12 @@ def cmd_gatk_jar(args) -> int:
 
 
 def cmd_gatk_libdir(args) -> int:
-    for path in write_libdir(args.directory, copy=args.copy):
+    gatk_jar = args.gatk_jar or os.environ.get("GATK_LOCAL_JAR") or None
+    written, missing = write_libdir(args.directory, copy=args.copy, gatk_jar=gatk_jar, gkl_libs=args.gkl_libs)
+    for path in written:
         print(path)
+    if missing:
+        print(missing_note(missing, gatk_jar, args.gkl_libs), file=sys.stderr)
     print(f"pyphmm: run GATK with USE_LIBRARY_PATH=1 and -Djava.library.path={os.path.abspath(args.directory)}",
           file=sys.stderr)
     return 0
@@ -112,6 +186,11 @@ def add_subcommands(sub) -> None:
     d = sub.add_parser("gatk-libdir", help="write GKL-named libraries for USE_LIBRARY_PATH=1 GATK runs")
     d.add_argument("directory", help="directory to write libgkl_*.so into")
     d.add_argument("--copy", action="store_true", help="copy libpyphmm.so into the directory (relocatable)")
+    d.add_argument("--gatk-jar", default=None,
+                   help="GATK local jar to take GKL's own compression and PDHMM libraries from "
+                        "(default: $GATK_LOCAL_JAR)")
+    d.add_argument("--gkl-libs", default=None, metavar="DIR",
+                   help="directory of GKL libraries to take them from instead (e.g. /usr/lib/jni)")
     d.set_defaults(func=cmd_gatk_libdir)
 
     g = sub.add_parser("gatk", help="run GATK with the pyphmm shim first on the class path")

@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES="libgkl-java libgkl-jni libgatk-native-bindings-java default-jdk-headless"
-PIP_PACKAGES="setuptools>=61 wheel cffi>=1.15 numpy pytest jpype1 hypothesis"
+# hypothesis: the fuzz tests; pyspark: Spark's jars and launch scripts for the
+# shim-in-Spark test (tests/test_spark.py)
+PIP_PACKAGES="setuptools>=61 wheel cffi>=1.15 numpy pytest jpype1 hypothesis pyspark"
 
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

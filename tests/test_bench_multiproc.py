@@ -110,7 +110,7 @@ def test_processes_mode(tiny, classes, tmp_path):
     assert re.search(r"\nGKL OMP, 1 JVM x 1 thread, \d+ native threads\n", p.stdout)
     # the shim (not GKL) served both JVMs of the shim phase, on the CPU backend here
     if not os.path.exists("/dev/nvidiactl"):
-        assert re.search(r"\[2 of 2 JVMs\] pyphmm \S+: PairHMM on CPU", p.stdout), p.stdout
+        assert re.search(r"\[2 of 2 JVMs\] pyphmm \S+ PairHMM: backend CPU", p.stdout), p.stdout
     assert "results: every process within 1e-05 of GKL AVX" in p.stdout
     n, cells = _cells(tiny)
     rep = check_report(out_json, n, cells, reps=2, gkl_reps=1)

@@ -41,13 +41,16 @@ void fill_gpu(pyphmm_info* info) {
 
 }  // namespace
 
-extern "C" void pyphmm_get_info(pyphmm_info* info) {
+extern "C" void pyphmm_get_info(pyphmm_info* info) { pyphmm_get_info_for(nullptr, info); }
+
+extern "C" void pyphmm_get_info_for(const pyphmm_options* options, pyphmm_info* info) {
     if (!info) return;
     std::memset(info, 0, sizeof(*info));
     std::snprintf(info->version, sizeof(info->version), "%s", PYPHMM_VERSION);
     info->abi_version = PYPHMM_ABI_VERSION;
     fill_gpu(info);
-    info->cpu_threads = available_cores();
+    if (options && options->device >= 0 && info->cuda_usable) info->device = options->device;
+    info->cpu_threads = default_threads(options);
 #ifdef PYPHMM_WITH_JNI
     info->jni_compiled = 1;
 #endif
@@ -61,16 +64,9 @@ extern "C" void pyphmm_get_info(pyphmm_info* info) {
         info->calib_gpu_gcups = c.gpu_rate / 1e9;
         info->calib_cpu_gcups = c.cpu_rate / 1e9;
     }
-    info->hybrid = hybrid_wanted(nullptr, 2);
+    info->hybrid = hybrid_wanted(options, 2);
     info->hybrid_gpu_threads = hybrid_gpu_threads();
-    info->backend_env = requested_backend(nullptr);
-}
-
-extern "C" int64_t pyphmm_gpu_min_cells(int32_t threads, int32_t* source) {
-    int src = PYPHMM_THRESHOLD_DEFAULT;
-    const int64_t v = gpu_min_cells(threads > 0 ? threads : available_cores(), &src);
-    if (source) *source = src;
-    return v;
+    info->backend = requested_backend(options);
 }
 
 extern "C" int64_t pyphmm_config_describe(char* buf, int64_t capacity) {

@@ -253,7 +253,8 @@ typedef struct pyphmm_info {
     int32_t mps;                /* 1 if an MPS server serves this process's GPU work */
     int32_t gpu_other_processes;/* other processes on `device` when it was chosen, -1 unknown */
     char mps_pipe_dir[256];     /* MPS pipe directory in use (or the default one) */
-    int32_t backend_env;        /* PYPHMM_BACKEND as a PYPHMM_BACKEND_* code (AUTO when unset) */
+    int32_t backend;            /* what a call asks for once PYPHMM_BACKEND has overridden AUTO:
+                                   PYPHMM_BACKEND_AUTO, _CPU or _CUDA */
 } pyphmm_info;
 
 /* Where info.gpu_min_cells comes from. */
@@ -263,10 +264,12 @@ typedef struct pyphmm_info {
 
 void pyphmm_get_info(pyphmm_info *info);
 
-/* The GPU threshold (cells) of a PairHMM call under AUTO with `threads` CPU
- * threads (<= 0: all cores), as info.gpu_min_cells is for cpu_threads;
- * *source (may be NULL) receives PYPHMM_THRESHOLD_*. */
-int64_t pyphmm_gpu_min_cells(int32_t threads, int32_t *source);
+/* The same, as a call with these options meets the library: cpu_threads is
+ * the CPU threads such a call uses, gpu_min_cells (and its source) the
+ * threshold at that count, backend what the options ask for, device the
+ * GPU such a call prefers. NULL options: exactly pyphmm_get_info. (For
+ * callers that report their own settings, such as GKL's JNI entry points.) */
+void pyphmm_get_info_for(const pyphmm_options *options, pyphmm_info *info);
 
 /* ---- configuration -------------------------------------------------------
  * Writes one line per PYPHMM_* environment variable the library reads

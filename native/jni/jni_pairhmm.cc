@@ -6,7 +6,8 @@
 // Unlike GKL, every array is checked before use: null arrays/holders throw
 // NullPointerException, empty reads/haplotypes and quality arrays whose length
 // differs from the read's throw IllegalArgumentException (GKL reads past them).
-#include <dlfcn.h>
+// initNative logs one line saying what will compute (jni_report.h), every
+// call adds its stats to the process's totals, and doneNative logs them.
 #include <jni.h>
 
 #include <algorithm>
@@ -20,6 +21,8 @@
 #include <new>
 #include <vector>
 
+#include "jni/jni_report.h"
+#include "common/config.h"
 #include "jni/jni_utils.h"
 #include "pyphmm.h"
 
@@ -81,13 +84,7 @@ thread_local Scratch t_scratch;
 
 // PYPHMM_JNI_TRACE=2: time the JNI marshalling (what this layer adds on top
 // of pyphmm_pairhmm), reported by doneNative. Used to pick the copy method.
-int trace_level() {
-    static const int level = [] {
-        const char* v = std::getenv("PYPHMM_JNI_TRACE");
-        return (v && *v) ? std::atoi(v) : 0;
-    }();
-    return level;
-}
+int trace_level() { return static_cast<int>(pyphmm::config::get(pyphmm::config::Knob::kJniTrace)); }
 std::atomic<int64_t> g_calls{0}, g_collect_ns{0}, g_copy_ns{0}, g_call_ns{0}, g_out_ns{0};
 using Clock = std::chrono::steady_clock;
 int64_t ns_since(Clock::time_point t) {
@@ -145,14 +142,17 @@ void run_packed(JNIEnv* env, jint n_reads, jint n_haps, const int64_t* read_off,
     opts.threads = g_threads.load(std::memory_order_relaxed);
     opts.double_precision = g_double.load(std::memory_order_relaxed) ? 1 : 0;
     pyphmm_error err;
-    Clock::time_point t1 = timed ? Clock::now() : Clock::time_point();
-    int rc = pyphmm_pairhmm(&region, 1, results, &opts, nullptr, &err);
+    pyphmm_stats stats;
+    Clock::time_point t1 = Clock::now();
+    int rc = pyphmm_pairhmm(&region, 1, results, &opts, &stats, &err);
     if (rc != PYPHMM_OK) {
         throw_status(env, rc, err);
         return;
     }
-    Clock::time_point t2 = timed ? Clock::now() : Clock::time_point();
-    if (timed) g_call_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - t1).count();
+    Clock::time_point t2 = Clock::now();
+    const int64_t call_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - t1).count();
+    count_pairhmm(stats, call_ns, opts.double_precision != 0);
+    if (timed) g_call_ns += call_ns;
     env->SetDoubleArrayRegion(out, 0, static_cast<jsize>(n_results), results);
     if (timed) {
         g_out_ns += ns_since(t2);
@@ -359,20 +359,7 @@ JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_initNative(JNIEnv
     if (!lookup_fields(env, read_class, hap_class)) return;
     g_double.store(use_double == JNI_TRUE);
     g_threads.store(max_threads > 0 ? max_threads : 1);
-    // PYPHMM_JNI_TRACE=1: one stderr line proving which library answered
-    // GKL's initNative (used by the library-path entry point's test).
-    static std::atomic<bool> traced{false};
-    const char* trace = std::getenv("PYPHMM_JNI_TRACE");
-    if (trace && *trace && *trace != '0' && !traced.exchange(true)) {
-        Dl_info where;
-        const char* path = dladdr(reinterpret_cast<void*>(&Java_com_intel_gkl_pairhmm_IntelPairHmm_initNative),
-                                  &where) && where.dli_fname ? where.dli_fname : "?";
-        pyphmm_info info;
-        pyphmm_get_info(&info);
-        std::fprintf(stderr, "pyphmm %s: GKL IntelPairHmm.initNative served by %s (double=%d, threads=%d)\n",
-                     info.version, path, use_double == JNI_TRUE, (int)max_threads);
-        std::fflush(stderr);
-    }
+    announce_pairhmm(g_threads.load(), use_double == JNI_TRUE);
 }
 
 JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_computeLikelihoodsNative(JNIEnv* env, jobject,
@@ -418,13 +405,7 @@ JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_doneNative(JNIEnv
     // for the process). Release this thread's scratch buffer.
     t_scratch.bytes.clear();
     t_scratch.bytes.shrink_to_fit();
-}
-
-// Shim-only: the one-line banner the shim logs, e.g.
-// "pyphmm 0.1.0: PairHMM on CPU (16 threads, kernel avx2)".
-JNIEXPORT jstring JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_pyphmmInfoNative(JNIEnv* env, jclass,
-                                                                                   jint threads) {
-    return info_line(env, "PairHMM", threads);
+    print_pairhmm_summary();
 }
 
 }  // extern "C"

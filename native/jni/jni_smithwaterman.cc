@@ -5,11 +5,13 @@
 #include <jni.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <new>
 #include <vector>
 
+#include "jni/jni_report.h"
 #include "jni/jni_utils.h"
 #include "pyphmm.h"
 
@@ -57,12 +59,15 @@ jint align(JNIEnv* env, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, ji
     int32_t offset = 0;
     pyphmm_error err;
     cigar[0] = '\0';
+    const auto t0 = std::chrono::steady_clock::now();
     int rc = pyphmm_sw_align_one(r, lr, a, la, &params, strategy, cigar, static_cast<int64_t>(cigar_cap), &offset,
                                  &err);
     if (rc != PYPHMM_OK) {
         throw_status(env, rc, err);
         return -1;
     }
+    count_sw(static_cast<int64_t>(lr) * la,
+             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
     size_t n = strnlen(cigar, cigar_cap);
     if (n > static_cast<size_t>(lc)) {
         throw_java(env, "java/lang/IllegalArgumentException", "CIGAR of %zu characters does not fit in %d bytes", n,
@@ -82,7 +87,9 @@ jint align(JNIEnv* env, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, ji
 
 extern "C" {
 
-JNIEXPORT void JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_initNative(JNIEnv*, jclass) {}
+JNIEXPORT void JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_initNative(JNIEnv*, jclass) {
+    announce_sw();
+}
 
 JNIEXPORT jint JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_alignNative(
     JNIEnv* env, jclass, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, jint match, jint mismatch,
@@ -97,16 +104,13 @@ JNIEXPORT jint JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_align
     return -1;
 }
 
-JNIEXPORT void JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_doneNative(JNIEnv*, jclass) {}
-
-// Shim-only helpers: the banner, and whether this build's Smith-Waterman
-// backend answers at all (null when it does, else the reason), so load() can
-// return false and GATK falls back to its Java aligner.
-JNIEXPORT jstring JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_pyphmmInfoNative(JNIEnv* env, jclass,
-                                                                                               jint threads) {
-    return info_line(env, "Smith-Waterman", threads);
+JNIEXPORT void JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_doneNative(JNIEnv*, jclass) {
+    print_sw_summary();
 }
 
+// Shim-only: whether this build's Smith-Waterman backend answers at all
+// (null when it does, else the reason), so load() can return false and GATK
+// falls back to its Java aligner.
 JNIEXPORT jstring JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_pyphmmSwStatusNative(JNIEnv* env,
                                                                                                    jclass) {
     const uint8_t seq[1] = {'A'};

@@ -32,8 +32,5 @@ CopyMode copy_mode();
 // with a pending Java exception on failure.
 bool copy_bytes(JNIEnv* env, jbyteArray arr, jsize len, uint8_t* dst);
 
-// "pyphmm 0.1.0: PairHMM on CPU (16 threads)"-style one-line summary.
-jstring info_line(JNIEnv* env, const char* what, int threads);
-
 }  // namespace jni
 }  // namespace pyphmm

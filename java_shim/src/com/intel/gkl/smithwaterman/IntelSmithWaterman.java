@@ -28,17 +28,16 @@ public class IntelSmithWaterman implements SWAlignerNativeBinding {
             return false;
         }
         String problem = pyphmmSwStatusNative();
-        synchronized (IntelSmithWaterman.class) {
-            if (!announced) {
-                announced = true;
-                System.err.println(problem == null ? pyphmmInfoNative(1)
-                        : "pyphmm: Smith-Waterman unavailable (" + problem + "); not loading");
-            }
-        }
         if (problem != null) {
+            synchronized (IntelSmithWaterman.class) {
+                if (!announced) {
+                    announced = true;
+                    System.err.println("pyphmm: Smith-Waterman unavailable (" + problem + "); not loading");
+                }
+            }
             return false;
         }
-        initNative();
+        initNative();  // logs pyphmm's one line, once per process
         return true;
     }
 
@@ -133,8 +132,6 @@ public class IntelSmithWaterman implements SWAlignerNativeBinding {
                                           int mismatch, int open, int extend, byte strategy);
 
     private static native void doneNative();
-
-    private static native String pyphmmInfoNative(int threads);
 
     private static native String pyphmmSwStatusNative();
 }

@@ -1,0 +1,93 @@
+"""The Java test harnesses of tests/java/ (GATK HEAD's call sequence, the
+shim soak, the Spark job): compiling them, writing their inputs, running
+them in JVMs of their own with either pyphmm's shim jar or GKL's jars.
+
+A harness JVM is a subprocess, never the shared jpype JVM: loading the shim
+and GKL in one JVM needs separate class loaders, while these programs must
+see GKL's class names exactly as GATK does.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from . import gkl as gkl_oracle
+from . import shim
+
+JAVA_SOURCES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests", "java")
+
+
+def java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.path.exists(os.path.join(home, "bin", "java")):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java") or "java"
+
+
+def require_javac() -> None:
+    """Harnesses are compiled by the tests (CI installs a JDK); a host with a
+    JRE only (the GPU host) skips them."""
+    if not shutil.which("javac"):
+        pytest.skip("needs a JDK (javac) to compile the Java test harness")
+
+
+def compile_sources(dest, names, classpath, release: int = 11) -> str:
+    """javac --release RELEASE of tests/java/NAMES into dest; returns dest."""
+    require_javac()
+    os.makedirs(dest, exist_ok=True)
+    srcs = [os.path.join(JAVA_SOURCES, n) for n in names]
+    p = subprocess.run(["javac", "-nowarn", "--release", str(release), "-cp", os.pathsep.join(classpath), "-d",
+                        str(dest)]
+                       + srcs, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return str(dest)
+
+
+def shim_classpath() -> list:
+    """What GATK's class path holds for the three GKL classes under the shim:
+    the shim jar and the native-bindings API (GKL's jar is never reached for
+    those names because the shim comes first)."""
+    return [shim.SHIM_JAR, shim.BINDINGS_JAR]
+
+
+def gkl_classpath() -> list:
+    return gkl_oracle.class_path()
+
+
+def gkl_library_path() -> str:
+    """Where Debian's GKL loads its libraries from (its loader only reads
+    java.library.path)."""
+    return os.environ.get("GKL_JNI", "/usr/lib/jni")
+
+
+def write_regions(regions, path) -> str:
+    """Record file (SPEC section 2) for tuple regions of tests/oracle/shim.py."""
+    with open(path, "w") as f:
+        for reads, haps in regions:
+            f.write(f"{len(reads)} {len(haps)}\n")
+            for r in reads:
+                f.write(" ".join([r[0].decode()] + [bytes(q + 33 for q in x).decode() for x in r[1:]]) + "\n")
+            for h in haps:
+                f.write(h.decode() + "\n")
+    return str(path)
+
+
+def write_sw_pairs(pairs, path) -> str:
+    """REF TAB ALT TAB m,x,o,e lines."""
+    with open(path, "w") as f:
+        for ref, alt, p in pairs:
+            f.write(f"{ref.decode()}\t{alt.decode()}\t{','.join(map(str, p))}\n")
+    return str(path)
+
+
+def run_java(classpath, main, args, *, jvm_args=(), env=None, timeout=600):
+    cmd = [java(), *jvm_args, "-cp", os.pathsep.join(classpath), main, *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def pyphmm_lines(stderr: str) -> list:
+    """pyphmm's own log lines (banner, summaries, loader messages)."""
+    return [ln for ln in stderr.splitlines() if ln.startswith("pyphmm")]
