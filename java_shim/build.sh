@@ -1,20 +1,11 @@
 #!/usr/bin/env bash
-# Builds pyphmm's GATK shim jar: GKL's three binding classes, compiled
-# against GATK's native-bindings API, with libpyphmm.so as a resource.
+# Builds pyphmm's GATK shim jar around a built libpyphmm.so, with the recipe
+# setup.py uses (buildtools/jar.py: the shim's classes compiled against GATK's
+# native-bindings API, the library at pyphmm/native/<platform>/).
 #   java_shim/build.sh LIBPYPHMM OUT.jar [BINDINGS_JAR]
-# (Without javac, setup.py assembles the same jar from prebuilt classes.)
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$(dirname "$0")/.." && pwd)"
 lib="${1:?usage: build.sh LIBPYPHMM OUT.jar [BINDINGS_JAR]}"
 out="${2:?usage: build.sh LIBPYPHMM OUT.jar [BINDINGS_JAR]}"
-bindings="${3:-${GATK_NATIVE_BINDINGS_JAR:-/usr/share/java/gatk-native-bindings.jar}}"
-build="$here/build"
-rm -rf "$build"
-mkdir -p "$build/classes/pyphmm"
-bash "$here/compile.sh" "$build/classes" "$bindings"
-cp "$lib" "$build/classes/pyphmm/libpyphmm.so"
-mkdir -p "$(dirname "$out")"
-rm -f "$out.part"
-jar --create --file "$out.part" -C "$build/classes" .
-mv "$out.part" "$out"
-echo "java_shim: wrote $out"
+if [ $# -ge 3 ]; then export GATK_NATIVE_BINDINGS_JAR="$3"; fi
+PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" exec python3 -m buildtools.jar "$out" "$lib"

@@ -44,7 +44,7 @@ def test_shim_jar_holds_only_gkl_binding_classes():
     assert classes == ["com/intel/gkl/pairhmm/IntelPairHmm.class", "com/intel/gkl/pairhmm/IntelPairHmmOMP.class",
                        "com/intel/gkl/smithwaterman/IntelSmithWaterman.class"]
     files = sorted(n for n in names if not n.endswith("/"))
-    assert files == sorted(classes + ["META-INF/MANIFEST.MF", "pyphmm/libpyphmm.so"])
+    assert files == sorted(classes + ["META-INF/MANIFEST.MF", "pyphmm/native/linux-x86_64/libpyphmm.so"])
 
 
 @pytest.mark.parametrize("double", [False, True], ids=["float", "double"])

@@ -25,7 +25,8 @@ import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeBinding;
 import org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder;
 
 public class IntelPairHmm implements PairHMMNativeBinding {
-    private static final String RESOURCE = "/pyphmm/libpyphmm.so";
+    // One library per platform inside the jar (buildtools/jar.py's layout).
+    private static final String RESOURCE = "/pyphmm/native/linux-" + cpuName() + "/libpyphmm.so";
     private static boolean libraryLoaded = false;
     private static boolean announced = false;
 
@@ -214,6 +215,18 @@ public class IntelPairHmm implements PairHMMNativeBinding {
             System.err.println("pyphmm: cannot load libpyphmm.so: " + e);
             return false;
         }
+    }
+
+    /** Java's os.arch as the jar's platform directories name it. */
+    private static String cpuName() {
+        String arch = System.getProperty("os.arch", "");
+        if (arch.equals("amd64") || arch.equals("x86_64")) {
+            return "x86_64";
+        }
+        if (arch.equals("aarch64") || arch.equals("arm64")) {
+            return "aarch64";
+        }
+        return arch;
     }
 
     private static File extractLibrary(File tmpDir) throws IOException {
