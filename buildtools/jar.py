@@ -8,9 +8,10 @@ no Python, no pyphmm installation.
 Classes come from javac (java_shim/compile.sh against GATK's native-bindings
 jar, recompiled only when a Java source changes) or, on hosts without a JDK,
 from prebuilt classes ($PYPHMM_SHIM_CLASSES or .carry/shim_classes, made by
-scripts/prepare_gpu_carry.sh). Libraries for other platforms (a cross-built
-aarch64 library, say) join through $PYPHMM_JAR_LIB_LINUX_AARCH64 /
-$PYPHMM_JAR_LIB_LINUX_X86_64.
+scripts/prepare_gpu_carry.sh). A cross-built AArch64 library joins the x86-64
+one: $PYPHMM_AARCH64_LIB, else build/aarch64/libpyphmm.so when present.
+
+  python3 -m buildtools.jar OUT.jar LIBRARY...   (one libpyphmm.so per platform)
 """
 from __future__ import annotations
 
@@ -52,17 +53,20 @@ def platform_of(library: str) -> str:
     return PLATFORMS[machine]
 
 
-def other_libraries() -> dict:
-    """{platform: path} from $PYPHMM_JAR_LIB_<PLATFORM>."""
-    out = {}
-    for platform in PLATFORMS.values():
-        var = "PYPHMM_JAR_LIB_" + platform.upper().replace("-", "_")
-        path = os.environ.get(var)
-        if path:
-            if not os.path.isfile(path):
-                raise RuntimeError(f"{var}={path}: no such file")
-            out[platform] = path
-    return out
+def aarch64_library() -> str | None:
+    """The cross-built AArch64 library to carry beside this build's:
+    $PYPHMM_AARCH64_LIB, else build/aarch64/libpyphmm.so when present
+    (scripts/build_aarch64.sh's output); a stale one is reported."""
+    explicit = os.environ.get("PYPHMM_AARCH64_LIB")
+    lib = explicit or os.path.join(ROOT, "build", "aarch64", "libpyphmm.so")
+    if not os.path.exists(lib):
+        if explicit:
+            raise RuntimeError(f"PYPHMM_AARCH64_LIB={explicit}: no such file")
+        return None
+    sources = glob.glob(os.path.join(ROOT, "native", "**", "*.*"), recursive=True)
+    if any(os.path.getmtime(src) > os.path.getmtime(lib) for src in sources):
+        log(f"warning: {lib} is older than native/ (rebuild it: scripts/build_aarch64.sh)")
+    return lib
 
 
 def compile_classes(work_dir: str, bindings: str) -> str:
@@ -142,8 +146,11 @@ def build_gatk_jar(lib: str, out_dir: str, work_dir: str, with_jni: bool) -> str
         log("GATK shim jar: skipped (needs javac and gatk-native-bindings.jar, or prebuilt classes "
             "in $PYPHMM_SHIM_CLASSES / .carry/shim_classes: see scripts/prepare_gpu_carry.sh)")
         return None
-    libraries = other_libraries()
-    libraries[platform_of(lib)] = lib
+    libraries = {}
+    arm = aarch64_library()
+    if arm:
+        libraries[platform_of(arm)] = arm
+    libraries[platform_of(lib)] = lib  # this build's own wins on an AArch64 host
     return write_jar(os.path.join(out_dir, JAR_NAME), classes, libraries, work_dir)
 
 

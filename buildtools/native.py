@@ -17,15 +17,21 @@ Environment knobs:
   PYPHMM_GLIBC_TARGET=2.28    link against that glibc's symbol set (glibc.py):
                               the library then loads on any glibc >= 2.28
   CXX, CC, NVCC, CUDA_HOME, JAVA_HOME
+
+The library alone (a cross build, say), with the same knobs:
+  CXX=aarch64-linux-gnu-g++ CC=aarch64-linux-gnu-gcc PYPHMM_NO_CUDA=1 \
+      python3 -m buildtools.native --out build/aarch64 --obj build/aarch64/obj
 """
 from __future__ import annotations
 
+import argparse
 import functools
 import glob
 import os
 import re
 import shutil
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from . import glibc, incremental
@@ -321,3 +327,16 @@ class NativeBuild:
         objs = self.compile()
         os.makedirs(out_dir, exist_ok=True)
         return self.link(objs, os.path.join(out_dir, LIBNAME))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m buildtools.native", description="Builds libpyphmm.so alone.")
+    p.add_argument("--out", required=True, help="directory for libpyphmm.so")
+    p.add_argument("--obj", default=DEFAULT_OBJ_DIR, help=f"object directory (default {DEFAULT_OBJ_DIR})")
+    args = p.parse_args(argv)
+    print(NativeBuild(args.obj).build(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

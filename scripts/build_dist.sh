@@ -9,21 +9,29 @@
 # Both artifacts load on glibc >= 2.28 (RHEL/Rocky 8 and later) and need only
 # the NVIDIA driver for the GPU (without one they run on the CPU).
 #
-#   scripts/build_dist.sh [--cpu-only]
+#   scripts/build_dist.sh [--cpu-only] [--with-aarch64]
 #
+# --with-aarch64 also cross-builds the CPU library for Linux AArch64 (same
+# glibc floor) and puts it in the jar beside the x86-64 one; a library built
+# elsewhere joins through PYPHMM_AARCH64_LIB=FILE.
 # Needs nvcc (unless --cpu-only), a JDK and GATK's native-bindings jar (as
-# scripts/setup.sh installs them), and PyPI for the pinned build tools
-# (buildtools/dist-requirements.txt, installed into build/dist-tools).
-# PYPHMM_CUDA_ARCHS narrows the architectures (for trials, not releases).
+# scripts/setup.sh installs them), aarch64-linux-gnu-g++ for --with-aarch64,
+# and PyPI for the pinned build tools (buildtools/dist-requirements.txt,
+# installed into build/dist-tools). PYPHMM_CUDA_ARCHS narrows the GPU
+# architectures (for trials, not releases).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 
-if [ "${1:-}" = "--cpu-only" ]; then
-    export PYPHMM_NO_CUDA=1
-elif [ -n "${1:-}" ]; then
-    echo "usage: scripts/build_dist.sh [--cpu-only]" >&2; exit 2
-elif [ "${PYPHMM_NO_CUDA:-}" != 1 ] && ! command -v "${NVCC:-nvcc}" >/dev/null; then
+aarch64=0
+for arg in "$@"; do
+    case "$arg" in
+        --cpu-only) export PYPHMM_NO_CUDA=1 ;;
+        --with-aarch64) aarch64=1 ;;
+        *) echo "usage: scripts/build_dist.sh [--cpu-only] [--with-aarch64]" >&2; exit 2 ;;
+    esac
+done
+if [ "${PYPHMM_NO_CUDA:-}" != 1 ] && ! command -v "${NVCC:-nvcc}" >/dev/null; then
     echo "build_dist: nvcc not found: install the CUDA toolkit or pass --cpu-only" >&2; exit 1
 fi
 
@@ -41,6 +49,13 @@ fi
 
 # Link against glibc 2.28's symbol set (buildtools/glibc.py).
 export PYPHMM_GLIBC_TARGET=2.28 PYPHMM_ZIG="$tools/bin/python -m ziglang"
+if [ "$aarch64" = 1 ]; then
+    echo "build_dist: cross-building the AArch64 library"
+    CXX="${CXX_AARCH64:-aarch64-linux-gnu-g++}" CC="${CC_AARCH64:-aarch64-linux-gnu-gcc}" PYPHMM_NO_CUDA=1 \
+        "$tools/bin/python" -m buildtools.native --out build/dist-aarch64 --obj build/dist-aarch64/obj
+    export PYPHMM_AARCH64_LIB="$root/build/dist-aarch64/libpyphmm.so"
+fi
+
 raw="$root/build/dist-raw"
 rm -rf "$raw"
 echo "build_dist: building the sdist, then the wheel from it"

@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if importlib.util.find_spec("buildtools") is None:  # pytest started outside the checkout
     sys.path.insert(0, ROOT)
 
-from buildtools import glibc, native  # noqa: E402
+from buildtools import glibc, jar, native  # noqa: E402
 from oracle import shim, sw_reference  # noqa: E402
 
 TOL = 1e-5
@@ -154,6 +154,27 @@ def test_compile_check_program_uses_the_library_flags(tmp_path):
     lines = "".join(f"{np.float64(v).view(np.uint64):016x}\n" for v in values)
     out = subprocess.run([exe], input=lines, capture_output=True, text=True, check=True).stdout.split()
     assert out == [repr(v) for v in values]
+
+
+def test_jar_stores_one_library_per_platform_and_is_reproducible(tree, tmp_path):
+    """Each library goes to pyphmm/native/<platform>/ by its ELF machine; the
+    same inputs give the same bytes."""
+    x86, _, _ = tree.build()
+    arm = tmp_path / "arm.so"  # an ELF header for AArch64 is all the layout reads
+    arm.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(11) + (183).to_bytes(2, "little") + bytes(44))
+    classes = tmp_path / "classes"
+    for name in jar.SHIM_CLASSES:
+        (classes / name).parent.mkdir(parents=True, exist_ok=True)
+        (classes / name).write_bytes(b"\xca\xfe\xba\xbe")
+    libraries = {jar.platform_of(x86): x86, jar.platform_of(str(arm)): str(arm)}
+    assert set(libraries) == {"linux-x86_64", "linux-aarch64"}
+    first = jar.write_jar(str(tmp_path / "a.jar"), str(classes), libraries, str(tmp_path / "stamps"))
+    second = jar.write_jar(str(tmp_path / "b.jar"), str(classes), libraries, str(tmp_path / "stamps"))
+    names = zipfile.ZipFile(first).namelist()
+    assert names == ["META-INF/", "META-INF/MANIFEST.MF", *jar.SHIM_CLASSES,
+                     "pyphmm/native/linux-aarch64/libpyphmm.so", "pyphmm/native/linux-x86_64/libpyphmm.so"]
+    with open(first, "rb") as a, open(second, "rb") as b:
+        assert a.read() == b.read()
 
 
 # ---- the glibc check ----------------------------------------------------------------
