@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles the shim's three GKL-named classes (Java 8 bytecode, against
-# GATK's native-bindings API) into OUTDIR. Used by build.sh and by
+# GATK's native-bindings API) into OUTDIR. Used by buildtools/jar.py and by
 # scripts/prepare_gpu_carry.sh (prebuilt classes for hosts without javac).
 #   java_shim/compile.sh OUTDIR [BINDINGS_JAR]
 set -euo pipefail

@@ -152,7 +152,15 @@ def gatk_command(gatk_jar: str, args: list, java: str | None = None) -> list:
 
 
 def cmd_gatk_jar(args) -> int:
-    print(_existing_jar())
+    path = _existing_jar()
+    if args.output:
+        # The jar is self-contained (classes + libpyphmm.so): a copy is all
+        # GATK needs, on a host with or without Python.
+        tmp = args.output + ".part"
+        shutil.copyfile(path, tmp)
+        os.replace(tmp, args.output)
+        path = os.path.abspath(args.output)
+    print(path)
     return 0
 
 
@@ -180,7 +188,8 @@ def add_subcommands(sub) -> None:
     """Registers gatk-jar, gatk-libdir and gatk on the CLI's subparsers."""
     import argparse
 
-    j = sub.add_parser("gatk-jar", help="print the path of the GATK shim jar")
+    j = sub.add_parser("gatk-jar", help="print the path of the GATK shim jar (or copy it: --output FILE)")
+    j.add_argument("--output", metavar="FILE", help="copy the jar to FILE (standalone: GATK needs nothing else)")
     j.set_defaults(func=cmd_gatk_jar)
 
     d = sub.add_parser("gatk-libdir", help="write GKL-named libraries for USE_LIBRARY_PATH=1 GATK runs")

@@ -3,7 +3,8 @@
 # place (editable): Debian's GKL (the test oracle and GATK binding API) and a
 # JDK, the Python dependencies, then the native library + cffi extension
 # (+ CUDA kernels when nvcc is present, + the GATK shim jar when javac is).
-# Idempotent: a second run only rebuilds what changed.
+# Idempotent: a second run only rebuilds what changed (objects are kept in
+# build/native; an unchanged library, extension and jar are not relinked).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +26,9 @@ if [ -n "$missing" ]; then
 fi
 
 echo "setup: installing Python packages"
-python3 -m pip install -q --disable-pip-version-check $PIP_PACKAGES
+# buildtools/dist-requirements.txt: the release tools (zig's old-glibc stubs,
+# auditwheel) that tests/test_packaging.py builds a wheel with.
+python3 -m pip install -q --disable-pip-version-check $PIP_PACKAGES -r buildtools/dist-requirements.txt
 echo "setup: building pyphmm"
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation -e .
 python3 -m pyphmm info

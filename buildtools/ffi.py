@@ -1,8 +1,10 @@
-"""cffi builder (API mode) for pyphmm._pyphmm.
+"""cffi builder (API mode) for pyphmm._pyphmm (setup.py's cffi_modules).
 
 The cdef is the block between the CDEF markers of native/include/pyphmm.h,
 so the C header stays the single source of truth for the ABI. The extension
 links against libpyphmm.so, which setup.py builds first and places beside it.
+It uses only CPython's limited API (cffi's default), so one wheel serves
+every Python 3 from 3.9 on (abi3).
 """
 import os
 import re
@@ -31,6 +33,7 @@ ffibuilder.set_source(
     '#include "pyphmm.h"',
     include_dirs=[INCLUDE],
     libraries=["pyphmm"],
+    depends=[HEADER],
     # setup.py adds the directory of the freshly built libpyphmm.so; at run
     # time the library is found beside the extension module.
     extra_link_args=["-Wl,-rpath,$ORIGIN"],
