@@ -25,12 +25,9 @@ import zipfile
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if importlib.util.find_spec("buildtools") is None:  # pytest started outside the checkout
-    sys.path.insert(0, ROOT)
-
-from buildtools import glibc, jar, native  # noqa: E402
-from oracle import shim, sw_reference  # noqa: E402
+from buildtools import glibc, jar, native
+from devtools import ROOT
+from devtools.oracle import shim, sw_reference
 
 TOL = 1e-5
 GLIBC_MAX = "2.28"

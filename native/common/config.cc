@@ -61,6 +61,9 @@ const Spec kSpecs[] = {
     {Knob::kCudaNotify, "PYPHMM_CUDA_NOTIFY", Type::kBool, 0, 0, 1, nullptr, "reload",
      "small GPU calls: the kernel tells the waiting host it is done through host memory, and the double "
      "pass is launched only when a pair underflowed"},
+    {Knob::kGpuCombine, "PYPHMM_GPU_COMBINE", Type::kInt, 2, 0, 64, nullptr, "reload",
+     "small GPU PairHMM calls that threads of this process make at once share GPU calls, at most this many in "
+     "flight (0: every call on its own)"},
     {Knob::kCudaTiming, "PYPHMM_CUDA_TIMING", Type::kBool, 0, 0, 1, nullptr, "reload",
      "time GPU kernels and host phases into pyphmm_stats (costs a few us per call)"},
     {Knob::kSwGpuBudgetMb, "PYPHMM_SW_GPU_BUDGET_MB", Type::kInt, 0, 0, kBig, nullptr, "reload",

@@ -32,6 +32,7 @@ enum class Knob : int {
     kCudaConstGaps,      // bool
     kCudaMappedOut,      // int
     kCudaNotify,         // bool
+    kGpuCombine,         // int: GPU calls in flight, 0 = off
     kCudaTiming,         // bool
     kSwGpuBudgetMb,      // int, 0 = no cap
     kJniTrace,           // int

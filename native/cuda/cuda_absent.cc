@@ -21,7 +21,8 @@ int cuda_device_init(int, pyphmm_error* error) {
     return set_error(error, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", cuda_probe().status);
 }
 
-int cuda_pairhmm(int, const pyphmm_region*, int64_t, double*, bool, bool, pyphmm_stats*, pyphmm_error* error) {
+int cuda_pairhmm(int, const pyphmm_region*, int64_t, double*, const GpuCallOptions&, pyphmm_stats*,
+                 pyphmm_error* error) {
     return set_error(error, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", cuda_probe().status);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "pyphmm.h"
 
@@ -36,12 +37,21 @@ const CudaProbe& cuda_probe();
 // for it, once per process (later calls return the first answer).
 int cuda_device_init(int device, pyphmm_error* error);
 
-// Same contract as cpu_pairhmm, on device `device` (initialised). `timing`
-// fills the stats' kernel and host-phase times. Returns PYPHMM_OK or an
-// error (device failure, out of device memory); the dispatcher then falls
-// back to the CPU.
+// How a GPU PairHMM call runs.
+struct GpuCallOptions {
+    bool double_precision = false;
+    bool timing = false;  // fill the stats' kernel and host-phase times
+    // For calls that combine several callers' regions (dispatch/combine.cc):
+    std::function<void()> submitted;         // after the last kernel is enqueued, before the wait
+    double* const* region_out = nullptr;     // region k's results go to region_out[k] (out unused)
+    int64_t* region_double_pairs = nullptr;  // receives region k's pairs redone in double
+};
+
+// Same contract as cpu_pairhmm, on device `device` (initialised). Returns
+// PYPHMM_OK or an error (device failure, out of device memory); the
+// dispatcher then falls back to the CPU.
 int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out,
-                 bool double_precision, bool timing, pyphmm_stats* stats, pyphmm_error* error);
+                 const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* error);
 
 // Smith-Waterman on device `device`: same contract as cpu_sw_align for a
 // batch validated by check_sw_batch.

@@ -60,6 +60,8 @@ struct Slot {
     bool notified = false;     // its kernel notifies through hout's header
     int serial = 0;            // the notice this slot's last chunk waits for
     cudak::ChunkBuffers bufs;  // (for the deferred double pass)
+    const Chunk* chunk = nullptr;
+    const cudak::PairDesc* host_descs = nullptr;  // the chunk's descriptors as packed in hin
 };
 
 struct Context {
@@ -88,6 +90,8 @@ cuda::Pool<Context> g_contexts;
 
 struct CallState {
     int device;
+    const pyphmm_region* regions;
+    const GpuCallOptions* call;
     bool dbl;
     bool fast;
     bool timing;
@@ -160,6 +164,38 @@ cudaError_t wait_notified(Slot& s) {
     return cudaStreamSynchronize(s.stream);
 }
 
+// A combined call: each piece's results to its region's own output.
+void scatter_results(const Chunk& c, const pyphmm_region* regions, const double* results, double* const* region_out) {
+    for (const cudak::Piece& p : c.pieces) {
+        const int64_t haps = regions[p.region].num_haps;
+        std::memcpy(region_out[p.region] + p.r0 * haps, results + (p.out_first - c.out_first),
+                    (p.r1 - p.r0) * haps * sizeof(double));
+    }
+}
+
+// Per region, the pairs the double pass redid: the underflow list (device
+// memory, `count` descriptor indices) mapped through the descriptors and
+// the chunk's pieces. Only a combined call asks, and only when count > 0.
+cudaError_t count_double_pairs(const Slot& s, CallState& st, int count) {
+    const Chunk& c = *s.chunk;
+    if (st.dbl) {
+        for (const cudak::Piece& p : c.pieces)
+            st.call->region_double_pairs[p.region] += int64_t(p.r1 - p.r0) * st.regions[p.region].num_haps;
+        return cudaSuccess;
+    }
+    if (count <= 0) return cudaSuccess;
+    std::vector<int> list(count);
+    PYPHMM_CUDA_TRY(cudaMemcpy(list.data(), s.bufs.list, count * sizeof(int), cudaMemcpyDeviceToHost));
+    for (int i : list) {
+        const int64_t out = c.out_first + s.host_descs[i].out;
+        // the last piece whose first output is <= out
+        auto it = std::upper_bound(c.pieces.begin(), c.pieces.end(), out,
+                                   [](int64_t o, const cudak::Piece& p) { return o < p.out_first; });
+        ++st.call->region_double_pairs[std::prev(it)->region];
+    }
+    return cudaSuccess;
+}
+
 // Waits for a slot's chunk and copies its results out.
 cudaError_t finish_slot(Slot& s, CallState& st) {
     if (!s.pending) return cudaSuccess;
@@ -170,7 +206,12 @@ cudaError_t finish_slot(Slot& s, CallState& st) {
     int32_t count = 0;
     std::memcpy(&count, s.hout.p, sizeof(count));
     st.double_pairs += st.dbl ? s.npairs : count;
-    std::memcpy(s.user_out, s.hout.p + cudak::kHeaderBytes, s.npairs * sizeof(double));
+    const double* results = reinterpret_cast<const double*>(s.hout.p + cudak::kHeaderBytes);
+    if (st.call->region_out)
+        scatter_results(*s.chunk, st.regions, results, st.call->region_out);
+    else
+        std::memcpy(s.user_out, results, s.npairs * sizeof(double));
+    if (st.call->region_double_pairs) PYPHMM_CUDA_TRY(count_double_pairs(s, st, count));
     st.lap(t, kCopyOut);
     if (s.timed) {  // this chunk's kernels as an interval since the call's first kernel
         float a = 0, b = 0;
@@ -232,6 +273,8 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     s.pending = true;
     s.device = st.device;
     s.bufs = b;
+    s.chunk = &c;
+    s.host_descs = reinterpret_cast<const cudak::PairDesc*>(s.hin.p + L.desc_off);
     s.user_out = out + c.out_first;
     s.npairs = c.pairs;
     s.timed = st.timing;
@@ -247,20 +290,23 @@ cudaError_t run_chunks(const pyphmm_region* regions, const std::vector<Chunk>& c
         PYPHMM_CUDA_TRY(finish_slot(s, st));
         PYPHMM_CUDA_TRY(run_chunk(regions, chunks[c], s, out, st));
     }
+    if (st.call->submitted) st.call->submitted();
     PYPHMM_CUDA_TRY(finish_slot(ctx.slot[chunks.size() & 1], st));
     return finish_slot(ctx.slot[(chunks.size() + 1) & 1], st);
 }
 
 }  // namespace
 
-int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out, bool double_precision,
-                 bool timing, pyphmm_stats* stats, pyphmm_error* err) {
+int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out,
+                 const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* err) {
     const Clock::time_point start = Clock::now();
     CallState st;
     st.device = device;
-    st.dbl = double_precision;
+    st.regions = regions;
+    st.call = &call;
+    st.dbl = call.double_precision;
     st.fast = config::get(config::Knob::kCudaArith) == config::kFast;
-    st.timing = timing;
+    st.timing = call.timing;
     st.uniform = !st.dbl && st.fast;
     int64_t total_pairs = 0, total_cells = 0;
     for (int64_t k = 0; k < num_regions; ++k) {

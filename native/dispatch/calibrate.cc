@@ -104,7 +104,7 @@ Calibration measure() {
     pyphmm_error err;
     err.message[0] = '\0';
     auto gpu = [&](const Probe& p) {
-        return gpu_pairhmm(&p.region, 1, out.data(), false, PYPHMM_DEVICE_AUTO, false, nullptr, &err) == PYPHMM_OK;
+        return gpu_pairhmm(&p.region, 1, out.data(), PYPHMM_DEVICE_AUTO, GpuCallOptions{}, nullptr, &err) == PYPHMM_OK;
     };
     auto cpu = [&](const Probe& p) {
         return cpu_pairhmm(&p.region, 1, out.data(), c.cpu_threads, false, nullptr) == PYPHMM_OK;

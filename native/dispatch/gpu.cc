@@ -190,18 +190,40 @@ int check_device_request(int32_t device, pyphmm_error* err) {
                      g.usable ? g.count : 0);
 }
 
-int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, bool dbl, int32_t device,
-                bool timing, pyphmm_stats* stats, pyphmm_error* err) {
+namespace {
+
+// The fake GPU: the single-threaded CPU backend, region by region when the
+// call scatters its results (a combined call).
+int fake_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, const GpuCallOptions& call,
+                 pyphmm_stats* stats) {
+    if (call.submitted) call.submitted();
+    if (!call.region_out) return cpu_pairhmm(regions, num_regions, out, 1, call.double_precision, stats);
+    int64_t double_pairs = 0;
+    for (int64_t k = 0; k < num_regions; ++k) {
+        pyphmm_stats st;
+        if (int rc = cpu_pairhmm(&regions[k], 1, call.region_out[k], 1, call.double_precision, &st)) return rc;
+        if (call.region_double_pairs) call.region_double_pairs[k] = st.double_pairs;
+        double_pairs += st.double_pairs;
+    }
+    if (stats) stats->double_pairs = double_pairs;
+    return PYPHMM_OK;
+}
+
+}  // namespace
+
+int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, int32_t device,
+                const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* err) {
     const GpuState& g = gpu_state();
     if (!g.usable) return set_error(err, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", g.status);
     recheck_sharing(g);
     if (inject_failure(err)) return err ? err->code : PYPHMM_E_INTERNAL;
     Lease lease(device);
-    if (!g.fake) return cuda_pairhmm(lease.ordinal(), regions, num_regions, out, dbl, timing, stats, err);
-    const int rc = cpu_pairhmm(regions, num_regions, out, 1, dbl, stats);
-    if (stats) {
+    const int rc = g.fake ? fake_pairhmm(regions, num_regions, out, call, stats)
+                          : cuda_pairhmm(lease.ordinal(), regions, num_regions, out, call, stats, err);
+    if (stats && rc == PYPHMM_OK) {
         stats->backend_used = PYPHMM_BACKEND_CUDA;
         stats->device = lease.ordinal();
+        stats->batch_calls = 1;
     }
     return rc;
 }

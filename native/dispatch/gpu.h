@@ -38,8 +38,8 @@ int check_device_request(int32_t device, pyphmm_error* error);
 
 // A PairHMM call on the GPU: options.device, else the process's least busy
 // device. stats->device names the device that ran it.
-int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, bool double_precision,
-                int32_t device, bool timing, pyphmm_stats* stats, pyphmm_error* error);
+int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, int32_t device,
+                const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* error);
 
 int gpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
                  int32_t* alignment_offsets, int32_t device, pyphmm_stats* stats, pyphmm_error* error);

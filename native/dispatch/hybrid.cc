@@ -120,6 +120,7 @@ struct Hybrid {
     double* out;
     bool dbl;
     int32_t device;                  // the call's options.device
+    GpuCallOptions call;             // the GPU calls' precision
     int threads;                     // for the CPU recompute after a GPU failure
     int gpu_threads;
     int cpu_workers;
@@ -249,7 +250,7 @@ void gpu_driver(Hybrid& h) {
         pyphmm_error err;
         clear_error(&err);
         int rc = run_range(h, first, last, [&](const pyphmm_region* r, int64_t n, double* o) {
-            return gpu_pairhmm(r, n, o, h.dbl, h.device, false, &st, &err);
+            return gpu_pairhmm(r, n, o, h.device, h.call, &st, &err);
         });
         h.gpu_inflight -= cells;
         if (rc != PYPHMM_OK) {
@@ -271,7 +272,7 @@ void gpu_alone(Hybrid& h) {
     std::memset(&st, 0, sizeof(st));
     pyphmm_error err;
     clear_error(&err);
-    if (gpu_pairhmm(h.regions, n, h.out, h.dbl, h.device, false, &st, &err) != PYPHMM_OK) {
+    if (gpu_pairhmm(h.regions, n, h.out, h.device, h.call, &st, &err) != PYPHMM_OK) {
         gpu_failed(h, 0, 0, err);  // (takes every region: none is claimed)
         return;
     }
@@ -298,6 +299,7 @@ int hybrid_pairhmm(const pyphmm_region* regions, int64_t num_regions, const int6
     Hybrid h(regions, num_regions, region_cells, out);
     h.dbl = options && options->double_precision;
     h.device = requested_device(options);
+    h.call.double_precision = h.dbl;
     h.threads = default_threads(options);
     h.gpu_threads = std::min(hybrid_gpu_threads(), h.threads);
     // (the fake GPU of the tests is one CPU thread)

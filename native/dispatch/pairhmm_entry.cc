@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "cpu/pairhmm_cpu.h"
 #include "dispatch/calibrate.h"
+#include "dispatch/combine.h"
 #include "dispatch/gpu.h"
 #include "dispatch/hybrid.h"
 #include "dispatch/policy.h"
@@ -80,14 +81,14 @@ int pairhmm_call(const pyphmm_region* regions, int64_t n, const std::vector<int6
         rc = hybrid_pairhmm(regions, n, region_cells.data(), out, options, st);
     } else {
         auto cpu = [&] { return cpu_pairhmm(regions, n, out, threads, dbl, st); };
-        rc = backend != PYPHMM_BACKEND_CUDA
-                 ? cpu()
-                 : gpu_else_cpu("PairHMM", st,
-                                [&](pyphmm_error* e) {
-                                    return gpu_pairhmm(regions, n, out, dbl, requested_device(options),
-                                                       timing_wanted(options), st, e);
-                                },
-                                cpu);
+        auto gpu = [&](pyphmm_error* e) {
+            if (combining_applies(options, cells)) return combined_gpu_pairhmm(regions, n, out, dbl, st, e);
+            GpuCallOptions call;
+            call.double_precision = dbl;
+            call.timing = timing_wanted(options);
+            return gpu_pairhmm(regions, n, out, requested_device(options), call, st, e);
+        };
+        rc = backend != PYPHMM_BACKEND_CUDA ? cpu() : gpu_else_cpu("PairHMM", st, gpu, cpu);
         count_sides(st, n, cells);
     }
     if (config::on(config::Knob::kDebugDispatch)) print_dispatch(*st, n, cells, min_cells);
