@@ -166,6 +166,9 @@ def main(argv=None) -> int:
         if platform in libraries:
             p.error(f"two libraries for {platform}: {libraries[platform]} and {lib}")
         libraries[platform] = lib
+    arm = aarch64_library()  # ($PYPHMM_AARCH64_LIB or the cross build's, as setup.py's jar)
+    if arm and platform_of(arm) not in libraries:
+        libraries[platform_of(arm)] = arm
     classes = find_classes(DEFAULT_OBJ_DIR)
     if classes is None:
         p.error("no shim classes: needs javac and gatk-native-bindings.jar, or $PYPHMM_SHIM_CLASSES")

@@ -27,6 +27,7 @@ from devtools.oracle import java_harness as jh
 from devtools.oracle import shim
 from devtools.oracle import sw_reference
 from devtools import sw_pairs as swgen
+from devtools.regions import region_cells
 
 REPO = shim.REPO
 CLASSES = ("com.intel.gkl.pairhmm.IntelPairHmm", "com.intel.gkl.pairhmm.IntelPairHmmOMP",
@@ -125,7 +126,7 @@ def test_gatk_head_sequence_gives_gkls_results(head_inputs, gkl_run):
     assert len([ln for ln in lines if " Smith-Waterman: backend " in ln]) == 1, lines
     summaries = [ln for ln in lines if " PairHMM summary: " in ln]
     pairs = sum(len(r) * len(h) for r, h in head_inputs["regions"])
-    cells = sum(shim.region_cells(r) for r in head_inputs["regions"])
+    cells = sum(region_cells(r) for r in head_inputs["regions"])
     assert len(summaries) == 2  # two engines (float, double): running totals at each done()
     assert f"summary: {n} calls, {pairs} pairs, {cells} cells, " in summaries[0]
     assert f"summary: {2 * n} calls, {2 * pairs} pairs, {2 * cells} cells, " in summaries[1]

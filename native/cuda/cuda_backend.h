@@ -53,6 +53,13 @@ struct GpuCallOptions {
 int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out,
                  const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* error);
 
+// What decides the kernels a call's pairs take beyond the pairs themselves
+// (precision, arithmetic, the call's launch-constant quality triple).
+// Calls with different keys must not share a GPU call: their pairs would
+// round differently than each call alone, and results would depend on
+// which calls ran together.
+uint64_t cuda_pairhmm_batch_key(const pyphmm_region* regions, int64_t num_regions, bool double_precision);
+
 // Smith-Waterman on device `device`: same contract as cpu_sw_align for a
 // batch validated by check_sw_batch.
 int cuda_sw_align(int device, const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,

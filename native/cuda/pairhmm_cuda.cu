@@ -297,6 +297,24 @@ cudaError_t run_chunks(const pyphmm_region* regions, const std::vector<Chunk>& c
 
 }  // namespace
 
+namespace {
+
+bool fast_arith() { return config::get(config::Knob::kCudaArith) == config::kFast; }
+
+// The triple of a call's kConst launches (all chunks alike), if it has any.
+cudak::GapChoice call_gaps(const pyphmm_region* regions, int64_t num_regions, bool dbl) {
+    if (dbl || !fast_arith() || !config::on(config::Knob::kCudaConstGaps)) return cudak::GapChoice{};
+    return cudak::choose_gaps(regions, num_regions);
+}
+
+}  // namespace
+
+uint64_t cuda_pairhmm_batch_key(const pyphmm_region* regions, int64_t num_regions, bool dbl) {
+    const cudak::GapChoice g = call_gaps(regions, num_regions, dbl);
+    return (uint64_t(dbl) << 32) | (uint64_t(fast_arith()) << 25) | (uint64_t(g.on) << 24) |
+           (uint64_t(g.ins) << 16) | (uint64_t(g.del) << 8) | uint64_t(g.gcp);
+}
+
 int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out,
                  const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* err) {
     const Clock::time_point start = Clock::now();
@@ -305,7 +323,7 @@ int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, 
     st.regions = regions;
     st.call = &call;
     st.dbl = call.double_precision;
-    st.fast = config::get(config::Knob::kCudaArith) == config::kFast;
+    st.fast = fast_arith();
     st.timing = call.timing;
     st.uniform = !st.dbl && st.fast;
     int64_t total_pairs = 0, total_cells = 0;
@@ -316,8 +334,7 @@ int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, 
             total_cells += (g.read_offsets[g.num_reads] - g.read_offsets[0]) *
                            (g.hap_offsets[g.num_haps] - g.hap_offsets[0]);
     }
-    if (st.uniform && total_pairs > 0 && config::on(config::Knob::kCudaConstGaps))
-        st.gaps = cudak::choose_gaps(regions, num_regions);
+    if (total_pairs > 0) st.gaps = call_gaps(regions, num_regions, st.dbl);
     double kernel_seconds = 0;
     if (total_pairs > 0) {
         Clock::time_point t = Clock::now();

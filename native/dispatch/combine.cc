@@ -6,11 +6,13 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <vector>
 
 #include "common/config.h"
 #include "common/errors.h"
+#include "cuda/cuda_backend.h"
 #include "dispatch/gpu.h"
 #include "dispatch/policy.h"
 
@@ -39,9 +41,9 @@ struct Request {
 
 class Combiner {
   public:
-    int run(Request& me, bool dbl, int max_in_flight) {
+    int run(Request& me, uint64_t key, bool dbl, int max_in_flight) {
         std::unique_lock<std::mutex> lock(mutex_);
-        std::deque<Request*>& queue = queue_[dbl];
+        std::deque<Request*>& queue = queues_[key];
         queue.push_back(&me);
         while (!me.done) {
             if (!launching_ && in_flight_ < max_in_flight &&
@@ -129,7 +131,7 @@ class Combiner {
 
     std::mutex mutex_;
     std::condition_variable done_;
-    std::deque<Request*> queue_[2];  // by precision: float, double
+    std::map<uint64_t, std::deque<Request*>> queues_;  // by cuda_pairhmm_batch_key
     bool launching_ = false;         // a launcher is forming or enqueueing a batch
     int in_flight_ = 0;              // batches launched and not yet handed back
 };
@@ -155,7 +157,8 @@ int combined_gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, doub
         if (g.num_reads && g.num_haps)
             me.cells += (g.read_offsets[g.num_reads] - g.read_offsets[0]) * (g.hap_offsets[g.num_haps] - g.hap_offsets[0]);
     }
-    const int rc = combiner().run(me, dbl, static_cast<int>(config::get(config::Knob::kGpuCombine)));
+    const uint64_t key = cuda_pairhmm_batch_key(regions, num_regions, dbl);
+    const int rc = combiner().run(me, key, dbl, static_cast<int>(config::get(config::Knob::kGpuCombine)));
     if (rc != PYPHMM_OK) {
         if (error) *error = me.error;
         return rc;

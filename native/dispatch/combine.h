@@ -10,7 +10,10 @@
 //
 // Protocol: a caller queues its request. Whoever finds no batch being
 // launched and fewer than PYPHMM_GPU_COMBINE (default 2) combined GPU calls
-// in flight takes every queued request of its precision and launches them
+// in flight takes every queued request of its kind (cuda_pairhmm_batch_key:
+// precision and the call's launch-constant triple, so that a region's pairs
+// take the same kernels, and give the same bits, as in a call of its own)
+// and launches them
 // as one GPU call; as soon as that call's kernels are enqueued, the next
 // launcher may form the next batch (so the host packs batch k+1 while the
 // GPU computes batch k). The launcher then waits for its batch, hands each
