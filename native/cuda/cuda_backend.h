@@ -45,6 +45,7 @@ struct GpuCallOptions {
     std::function<void()> submitted;         // after the last kernel is enqueued, before the wait
     double* const* region_out = nullptr;     // region k's results go to region_out[k] (out unused)
     int64_t* region_double_pairs = nullptr;  // receives region k's pairs redone in double
+    int64_t* region_const_pairs = nullptr;   // receives region k's pairs in the launch-constant kernels
 };
 
 // Same contract as cpu_pairhmm, on device `device` (initialised). Returns

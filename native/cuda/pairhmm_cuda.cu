@@ -232,6 +232,9 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     const cudak::Packed packed = cudak::pack_chunk(regions, c, L, st.dbl, st.uniform, st.gaps, s.hin.p);
     st.lap(t, kPack);
     st.const_pairs += packed.const_pairs;
+    if (st.call->region_const_pairs)
+        for (size_t k = 0; k < c.pieces.size(); ++k)
+            st.call->region_const_pairs[c.pieces[k].region] += packed.piece_const_pairs[k];
 
     // Small chunks (per-region calls) have the kernels write their results
     // straight into the pinned host buffer: one copy fewer to wait for.

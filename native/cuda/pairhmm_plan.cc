@@ -240,6 +240,11 @@ Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L,
         cur[k] = size_piece(regions[c.pieces[k].region], c.pieces[k], dbl, uni, gaps,
                             read_slot.data() + read_first[k]);
     });
+    Packed out;
+    out.piece_const_pairs.assign(np, 0);
+    for (int64_t k = 0; k < np; ++k)
+        for (int b = 0; b < pass_bins(Pass::kFloatConst); ++b)
+            out.piece_const_pairs[k] += cur[k].slot[slot_of(Pass::kFloatConst, b)];
     PieceCursor total;
     for (PieceCursor& pc : cur) {  // sizes -> starts (per slot: relative to the slot's start)
         const PieceCursor sz = pc;
@@ -248,7 +253,6 @@ Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L,
         total.hpos += sz.hpos;
         for (int s = 0; s < kNumSlots; ++s) total.slot[s] += sz.slot[s];
     }
-    Packed out;
     int64_t acc = 0;
     for (int s = 0; s < kNumSlots; ++s) {
         out.bins.start[s] = acc;

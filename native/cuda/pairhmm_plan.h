@@ -91,7 +91,8 @@ constexpr size_t kHeaderBytes = 16;
 struct Packed {
     BinRanges bins;
     int max_hap_len = 1;
-    int64_t const_pairs = 0;  // pairs in the kConst pass
+    int64_t const_pairs = 0;                  // pairs in the kConst pass
+    std::vector<int64_t> piece_const_pairs;   // the same for each of the chunk's pieces
 };
 
 // Fills buf (layout_of(c).in_bytes bytes) with the chunk. `uniform` lets

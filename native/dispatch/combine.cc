@@ -34,6 +34,7 @@ struct Request {
     int rc = PYPHMM_OK;
     pyphmm_error error{};
     int64_t double_pairs = 0;
+    int64_t const_pairs = 0;
     int32_t device = -1;
     int32_t batch_calls = 0;
     bool done = false;
@@ -102,7 +103,7 @@ class Combiner {
                 out += static_cast<int64_t>(g.num_reads) * g.num_haps;
             }
         }
-        std::vector<int64_t> doubles(regions.size(), 0);
+        std::vector<int64_t> doubles(regions.size(), 0), consts(regions.size(), 0);
         bool released = false;
         GpuCallOptions call;
         call.double_precision = dbl;
@@ -112,6 +113,7 @@ class Combiner {
         };
         call.region_out = outs.data();
         call.region_double_pairs = doubles.data();
+        call.region_const_pairs = consts.data();
         pyphmm_stats st;
         pyphmm_error err;
         clear_error(&err);
@@ -124,8 +126,10 @@ class Combiner {
             r.error = err;
             r.device = st.device;
             r.batch_calls = static_cast<int32_t>(batch.size());
-            const int64_t* d = doubles.data() + first[i];
-            for (int64_t k = 0; k < r.num_regions; ++k) r.double_pairs += d[k];
+            for (int64_t k = 0; k < r.num_regions; ++k) {
+                r.double_pairs += doubles[first[i] + k];
+                r.const_pairs += consts[first[i] + k];
+            }
         }
     }
 
@@ -167,6 +171,7 @@ int combined_gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, doub
         stats->backend_used = PYPHMM_BACKEND_CUDA;
         stats->device = me.device;
         stats->double_pairs = me.double_pairs;
+        stats->const_pairs = me.const_pairs;
         stats->batch_calls = me.batch_calls;
         stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
