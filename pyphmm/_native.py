@@ -88,7 +88,6 @@ def stats_dict(stats) -> dict:
         "const_pairs": stats.const_pairs,
         "kernel_seconds": stats.kernel_seconds,
         "phase_seconds": dict(zip(PHASES, stats.phase_seconds)),
-        "batch_calls": stats.batch_calls,
     }
 
 

@@ -15,7 +15,7 @@ from pyphmm import _native
 from pyphmm.pairhmm import HaplotypeBatch, ReadBatch
 
 from devtools.child import run_python
-from devtools.regions import generate, make_region
+from devtools.regions import make_region
 from devtools.testdata import pairhmm_cases
 
 GPU = os.environ.get("PYPHMM_TEST_GPU_BACKEND", "cuda")
@@ -332,48 +332,6 @@ def test_threads_match_serial():
         for rep in range(3):
             for k in range(12):
                 np.testing.assert_array_equal(results[i][rep * 12 + k], serial[i][k])
-
-
-def test_combined_calls_match_calls_alone(monkeypatch):
-    """Eight threads' concurrent per-region calls share GPU calls
-    (PYPHMM_GPU_COMBINE): each region's results are bit for bit those of its
-    call alone, and so is its count of pairs redone in double."""
-    if GPU != "cuda":
-        pytest.skip("GPU only")
-    regions = generate(64, seed=12, underflow=6, max_reads=40)  # GATK's and recalibrated gaps, underflow
-
-    def per_region_calls(threads):
-        res, sts = [None] * len(regions), [None] * len(regions)
-
-        def work(t):
-            for k in range(t, len(regions), threads):
-                sts[k] = {}
-                res[k] = pyphmm.compute_likelihoods(*regions[k], backend=GPU, stats=sts[k])
-
-        pool = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-        [t.start() for t in pool]
-        [t.join() for t in pool]
-        return res, sts
-
-    try:
-        monkeypatch.setenv("PYPHMM_GPU_COMBINE", "0")
-        _native.reload_config()
-        alone, alone_st = per_region_calls(1)
-        monkeypatch.delenv("PYPHMM_GPU_COMBINE")
-        _native.reload_config()
-        for _ in range(3):  # batches form by timing: take the run where the most calls shared
-            got, st = per_region_calls(8)
-            if max(s["batch_calls"] for s in st) > 1:
-                break
-    finally:
-        monkeypatch.delenv("PYPHMM_GPU_COMBINE", raising=False)
-        _native.reload_config()
-    assert max(s["batch_calls"] for s in st) > 1, "eight threads never shared a GPU call"
-    assert all(s["batch_calls"] == 1 for s in alone_st)
-    for k in range(len(regions)):
-        np.testing.assert_array_equal(got[k], alone[k])
-        assert st[k]["double_pairs"] == alone_st[k]["double_pairs"] and not st[k]["fell_back"]
-    assert sum(s["double_pairs"] for s in st) > 0
 
 
 # ----------------------------------------------------------------- fallback

@@ -32,7 +32,8 @@ enum class Knob : int {
     kCudaConstGaps,      // bool
     kCudaMappedOut,      // int
     kCudaNotify,         // bool
-    kGpuCombine,         // int: GPU calls in flight, 0 = off
+    kCudaSync,           // enum auto|spin|yield|block
+    kCudaLoadAware,      // bool
     kCudaTiming,         // bool
     kSwGpuBudgetMb,      // int, 0 = no cap
     kJniTrace,           // int
@@ -62,6 +63,7 @@ enum Backend { kAuto = 0, kCpu = 1, kCuda = 2 };
 enum Arith { kFast = 0, kExact = 1 };
 enum JniCopy { kRegion = 0, kCritical = 1 };
 enum GpuFailure { kNever = 0, kAlways = 1, kAlternate = 2 };
+enum Sync { kSyncAuto = 0, kSyncSpin = 1, kSyncYield = 2, kSyncBlock = 3 };
 
 }  // namespace config
 }  // namespace pyphmm

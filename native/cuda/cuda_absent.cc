@@ -26,10 +26,6 @@ int cuda_pairhmm(int, const pyphmm_region*, int64_t, double*, const GpuCallOptio
     return set_error(error, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", cuda_probe().status);
 }
 
-uint64_t cuda_pairhmm_batch_key(const pyphmm_region*, int64_t, bool double_precision) {
-    return double_precision ? 1 : 0;
-}
-
 int cuda_sw_align(int, const pyphmm_sw_batch&, char*, const int64_t*, int32_t*, pyphmm_stats*, pyphmm_error* error) {
     return set_error(error, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", cuda_probe().status);
 }

@@ -4,7 +4,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 
 #include "pyphmm.h"
 
@@ -41,11 +40,6 @@ int cuda_device_init(int device, pyphmm_error* error);
 struct GpuCallOptions {
     bool double_precision = false;
     bool timing = false;  // fill the stats' kernel and host-phase times
-    // For calls that combine several callers' regions (dispatch/combine.cc):
-    std::function<void()> submitted;         // after the last kernel is enqueued, before the wait
-    double* const* region_out = nullptr;     // region k's results go to region_out[k] (out unused)
-    int64_t* region_double_pairs = nullptr;  // receives region k's pairs redone in double
-    int64_t* region_const_pairs = nullptr;   // receives region k's pairs in the launch-constant kernels
 };
 
 // Same contract as cpu_pairhmm, on device `device` (initialised). Returns
@@ -53,13 +47,6 @@ struct GpuCallOptions {
 // dispatcher then falls back to the CPU.
 int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out,
                  const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* error);
-
-// What decides the kernels a call's pairs take beyond the pairs themselves
-// (precision, arithmetic, the call's launch-constant quality triple).
-// Calls with different keys must not share a GPU call: their pairs would
-// round differently than each call alone, and results would depend on
-// which calls ran together.
-uint64_t cuda_pairhmm_batch_key(const pyphmm_region* regions, int64_t num_regions, bool double_precision);
 
 // Smith-Waterman on device `device`: same contract as cpu_sw_align for a
 // batch validated by check_sw_batch.

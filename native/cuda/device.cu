@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/config.h"
 #include "common/errors.h"
 
 namespace pyphmm {
@@ -75,10 +76,37 @@ void probe_devices(CudaProbe& p) {
                       p.eligible_count);
 }
 
+// Whether an MPS control daemon listens in the pipe directory the CUDA
+// driver will use (CUDA_MPS_PIPE_DIRECTORY, default /tmp/nvidia-mps);
+// pipe_dir receives that directory.
+bool mps_control_present(char* pipe_dir, size_t capacity) {
+    const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");  // the CUDA driver's own variable
+    if (!dir || !*dir) dir = "/tmp/nvidia-mps";
+    if (pipe_dir && capacity) std::snprintf(pipe_dir, capacity, "%s", dir);
+    struct stat st;
+    const std::string control = std::string(dir) + "/control";
+    return stat(control.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 struct DeviceInit {
     std::once_flag once;
     cudaError_t result = cudaErrorNotReady;
+    bool yield = false;
 };
+
+// How host threads wait on device d: spinning answers fastest, but when
+// other processes share the GPU (and the MPS server needs a core) spinning
+// threads starve each other, so auto yields then.
+unsigned sync_flags(int d, bool* yield) {
+    int mode = static_cast<int>(config::get(config::Knob::kCudaSync));
+    if (mode == config::kSyncAuto)
+        mode = mps_control_present(nullptr, 0) || cuda_other_processes(d) > 0 ? config::kSyncYield
+                                                                             : config::kSyncSpin;
+    *yield = mode != config::kSyncSpin;
+    return mode == config::kSyncSpin    ? cudaDeviceScheduleSpin
+           : mode == config::kSyncYield ? cudaDeviceScheduleYield
+                                        : cudaDeviceScheduleBlockingSync;
+}
 DeviceInit g_init[kMaxCudaDevices];
 
 }  // namespace
@@ -106,6 +134,11 @@ cudaError_t use_device(int d) {
     std::call_once(init.once, [&] {
         cudaFuncAttributes attr;
         cudaError_t e = cudaSetDevice(d);
+        if (e == cudaSuccess) e = cudaSetDeviceFlags(sync_flags(d, &init.yield) | cudaDeviceMapHost);
+        if (e == cudaErrorSetOnActiveProcess) {  // another library made the context first: keep its flags
+            cudaGetLastError();
+            e = cudaSuccess;
+        }
         if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
         if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, image_probe_kernel);
         if (e != cudaSuccess) cudaGetLastError();
@@ -116,6 +149,8 @@ cudaError_t use_device(int d) {
 }
 
 int sm_count(int d) { return cuda_probe().device[d].sms; }
+
+bool waits_yield(int d) { return g_init[d].yield; }
 
 cudaError_t DeviceBuffer::reserve(size_t bytes) {
     if (bytes <= cap) return cudaSuccess;
@@ -275,12 +310,7 @@ bool mps_server_running() {
 }  // namespace
 
 bool cuda_mps_active(char* pipe_dir, size_t capacity) {
-    const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");  // the CUDA driver's own variable
-    if (!dir || !*dir) dir = "/tmp/nvidia-mps";
-    if (pipe_dir && capacity) std::snprintf(pipe_dir, capacity, "%s", dir);
-    struct stat st;
-    const std::string control = std::string(dir) + "/control";
-    if (stat(control.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
+    if (!mps_control_present(pipe_dir, capacity)) return false;
     if (mps_server_running()) return true;
     // (a server outside this process's view, e.g. the host of a container)
     std::vector<NvmlProcessInfo> clients;

@@ -18,6 +18,7 @@
 // Threads: contexts (two slots each) live in a per-device pool; each call
 // borrows one, so concurrent callers never share streams or buffers.
 #include <cuda_runtime.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -60,8 +61,6 @@ struct Slot {
     bool notified = false;     // its kernel notifies through hout's header
     int serial = 0;            // the notice this slot's last chunk waits for
     cudak::ChunkBuffers bufs;  // (for the deferred double pass)
-    const Chunk* chunk = nullptr;
-    const cudak::PairDesc* host_descs = nullptr;  // the chunk's descriptors as packed in hin
 };
 
 struct Context {
@@ -88,15 +87,31 @@ struct Context {
 
 cuda::Pool<Context> g_contexts;
 
+// Pairs of this process's calls in flight per device.
+std::atomic<int64_t> g_inflight_pairs[kMaxCudaDevices];
+
+// Counts a call's pairs in flight on its device for its lifetime.
+class InFlight {
+  public:
+    InFlight(int d, int64_t pairs) : d_(d), pairs_(pairs) {
+        others_ = g_inflight_pairs[d].fetch_add(pairs, std::memory_order_relaxed);
+    }
+    ~InFlight() { g_inflight_pairs[d_].fetch_sub(pairs_, std::memory_order_relaxed); }
+    int64_t others() const { return others_; }
+
+  private:
+    int d_;
+    int64_t pairs_, others_;
+};
+
 struct CallState {
     int device;
-    const pyphmm_region* regions;
-    const GpuCallOptions* call;
     bool dbl;
     bool fast;
     bool timing;
     bool uniform;            // fast float: reads with one quality triple use the kUniform/kConst passes
     cudak::GapChoice gaps;   // fast float: the kConst passes' triple
+    int64_t busy_pairs = 0;  // other calls' pairs in flight on the device when this one started
     int64_t double_pairs = 0;
     int64_t const_pairs = 0;
     cudaEvent_t first = nullptr;
@@ -142,8 +157,12 @@ inline void cpu_relax() {
 // asking the stream now and then so that a failed launch ends the wait.
 cudaError_t wait_notice(const Slot& s) {
     const volatile int* header = reinterpret_cast<const volatile int*>(s.hout.p);
+    const bool yield = cuda::waits_yield(s.device);  // (as CUDA's own waits on this device)
     for (unsigned spins = 1; header[1] != s.serial; ++spins) {
-        cpu_relax();
+        if (yield && spins > 64)
+            sched_yield();
+        else
+            cpu_relax();
         if (spins % 4096 == 0) {
             const cudaError_t e = cudaStreamQuery(s.stream);
             if (e == cudaSuccess && header[1] != s.serial) return cudaErrorLaunchFailure;  // idle, no notice
@@ -164,38 +183,6 @@ cudaError_t wait_notified(Slot& s) {
     return cudaStreamSynchronize(s.stream);
 }
 
-// A combined call: each piece's results to its region's own output.
-void scatter_results(const Chunk& c, const pyphmm_region* regions, const double* results, double* const* region_out) {
-    for (const cudak::Piece& p : c.pieces) {
-        const int64_t haps = regions[p.region].num_haps;
-        std::memcpy(region_out[p.region] + p.r0 * haps, results + (p.out_first - c.out_first),
-                    (p.r1 - p.r0) * haps * sizeof(double));
-    }
-}
-
-// Per region, the pairs the double pass redid: the underflow list (device
-// memory, `count` descriptor indices) mapped through the descriptors and
-// the chunk's pieces. Only a combined call asks, and only when count > 0.
-cudaError_t count_double_pairs(const Slot& s, CallState& st, int count) {
-    const Chunk& c = *s.chunk;
-    if (st.dbl) {
-        for (const cudak::Piece& p : c.pieces)
-            st.call->region_double_pairs[p.region] += int64_t(p.r1 - p.r0) * st.regions[p.region].num_haps;
-        return cudaSuccess;
-    }
-    if (count <= 0) return cudaSuccess;
-    std::vector<int> list(count);
-    PYPHMM_CUDA_TRY(cudaMemcpy(list.data(), s.bufs.list, count * sizeof(int), cudaMemcpyDeviceToHost));
-    for (int i : list) {
-        const int64_t out = c.out_first + s.host_descs[i].out;
-        // the last piece whose first output is <= out
-        auto it = std::upper_bound(c.pieces.begin(), c.pieces.end(), out,
-                                   [](int64_t o, const cudak::Piece& p) { return o < p.out_first; });
-        ++st.call->region_double_pairs[std::prev(it)->region];
-    }
-    return cudaSuccess;
-}
-
 // Waits for a slot's chunk and copies its results out.
 cudaError_t finish_slot(Slot& s, CallState& st) {
     if (!s.pending) return cudaSuccess;
@@ -206,12 +193,7 @@ cudaError_t finish_slot(Slot& s, CallState& st) {
     int32_t count = 0;
     std::memcpy(&count, s.hout.p, sizeof(count));
     st.double_pairs += st.dbl ? s.npairs : count;
-    const double* results = reinterpret_cast<const double*>(s.hout.p + cudak::kHeaderBytes);
-    if (st.call->region_out)
-        scatter_results(*s.chunk, st.regions, results, st.call->region_out);
-    else
-        std::memcpy(s.user_out, results, s.npairs * sizeof(double));
-    if (st.call->region_double_pairs) PYPHMM_CUDA_TRY(count_double_pairs(s, st, count));
+    std::memcpy(s.user_out, s.hout.p + cudak::kHeaderBytes, s.npairs * sizeof(double));
     st.lap(t, kCopyOut);
     if (s.timed) {  // this chunk's kernels as an interval since the call's first kernel
         float a = 0, b = 0;
@@ -232,9 +214,6 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     const cudak::Packed packed = cudak::pack_chunk(regions, c, L, st.dbl, st.uniform, st.gaps, s.hin.p);
     st.lap(t, kPack);
     st.const_pairs += packed.const_pairs;
-    if (st.call->region_const_pairs)
-        for (size_t k = 0; k < c.pieces.size(); ++k)
-            st.call->region_const_pairs[c.pieces[k].region] += packed.piece_const_pairs[k];
 
     // Small chunks (per-region calls) have the kernels write their results
     // straight into the pinned host buffer: one copy fewer to wait for.
@@ -255,6 +234,7 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     b.scratch = s.dscratch.p;
     b.scratch_stride = stride;
     b.num_pairs = c.pairs;
+    b.busy_pairs = st.busy_pairs;
     if (mapped && !st.timing && config::on(config::Knob::kCudaNotify)) {
         b.host_header = reinterpret_cast<volatile int*>(s.hout.p);
         b.host_header[1] = 0;  // (fresh pinned memory is not zeroed)
@@ -276,8 +256,6 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     s.pending = true;
     s.device = st.device;
     s.bufs = b;
-    s.chunk = &c;
-    s.host_descs = reinterpret_cast<const cudak::PairDesc*>(s.hin.p + L.desc_off);
     s.user_out = out + c.out_first;
     s.npairs = c.pairs;
     s.timed = st.timing;
@@ -293,7 +271,6 @@ cudaError_t run_chunks(const pyphmm_region* regions, const std::vector<Chunk>& c
         PYPHMM_CUDA_TRY(finish_slot(s, st));
         PYPHMM_CUDA_TRY(run_chunk(regions, chunks[c], s, out, st));
     }
-    if (st.call->submitted) st.call->submitted();
     PYPHMM_CUDA_TRY(finish_slot(ctx.slot[chunks.size() & 1], st));
     return finish_slot(ctx.slot[(chunks.size() + 1) & 1], st);
 }
@@ -312,19 +289,11 @@ cudak::GapChoice call_gaps(const pyphmm_region* regions, int64_t num_regions, bo
 
 }  // namespace
 
-uint64_t cuda_pairhmm_batch_key(const pyphmm_region* regions, int64_t num_regions, bool dbl) {
-    const cudak::GapChoice g = call_gaps(regions, num_regions, dbl);
-    return (uint64_t(dbl) << 32) | (uint64_t(fast_arith()) << 25) | (uint64_t(g.on) << 24) |
-           (uint64_t(g.ins) << 16) | (uint64_t(g.del) << 8) | uint64_t(g.gcp);
-}
-
 int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out,
                  const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* err) {
     const Clock::time_point start = Clock::now();
     CallState st;
     st.device = device;
-    st.regions = regions;
-    st.call = &call;
     st.dbl = call.double_precision;
     st.fast = fast_arith();
     st.timing = call.timing;
@@ -338,6 +307,8 @@ int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, 
                            (g.hap_offsets[g.num_haps] - g.hap_offsets[0]);
     }
     if (total_pairs > 0) st.gaps = call_gaps(regions, num_regions, st.dbl);
+    const InFlight in_flight(device, total_pairs);
+    if (config::on(config::Knob::kCudaLoadAware)) st.busy_pairs = in_flight.others();
     double kernel_seconds = 0;
     if (total_pairs > 0) {
         Clock::time_point t = Clock::now();

@@ -241,10 +241,6 @@ Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L,
                             read_slot.data() + read_first[k]);
     });
     Packed out;
-    out.piece_const_pairs.assign(np, 0);
-    for (int64_t k = 0; k < np; ++k)
-        for (int b = 0; b < pass_bins(Pass::kFloatConst); ++b)
-            out.piece_const_pairs[k] += cur[k].slot[slot_of(Pass::kFloatConst, b)];
     PieceCursor total;
     for (PieceCursor& pc : cur) {  // sizes -> starts (per slot: relative to the slot's start)
         const PieceCursor sz = pc;

@@ -91,8 +91,7 @@ constexpr size_t kHeaderBytes = 16;
 struct Packed {
     BinRanges bins;
     int max_hap_len = 1;
-    int64_t const_pairs = 0;                  // pairs in the kConst pass
-    std::vector<int64_t> piece_const_pairs;   // the same for each of the chunk's pieces
+    int64_t const_pairs = 0;  // pairs in the kConst pass
 };
 
 // Fills buf (layout_of(c).in_bytes bytes) with the chunk. `uniform` lets

@@ -121,11 +121,15 @@ void probe_cuda(GpuState& g) {
                   info.major, info.minor, info.sms, static_cast<size_t>(info.memory >> 20));
 }
 
-// Another look for a shared GPU, once, a while after start-up: processes
-// started together do not see each other at the probe.
+// Another look for a shared GPU, once, a little after start-up (the 64th
+// GPU call or the first after half a second): processes started together
+// do not see each other at the probe.
 void recheck_sharing(const GpuState& g) {
     if (g.fake || g.mps || g_hinted.load(std::memory_order_relaxed)) return;
-    if (Clock::now() - g_chosen_at < std::chrono::seconds(2)) return;
+    static std::atomic<int64_t> calls{0};
+    if (calls.fetch_add(1, std::memory_order_relaxed) < 64 &&
+        Clock::now() - g_chosen_at < std::chrono::milliseconds(500))
+        return;
     static std::atomic<bool> done{false};
     if (done.exchange(true)) return;
     hint_if_shared(g, cuda_other_processes(g.ordinal[g.preferred]));
@@ -192,21 +196,10 @@ int check_device_request(int32_t device, pyphmm_error* err) {
 
 namespace {
 
-// The fake GPU: the single-threaded CPU backend, region by region when the
-// call scatters its results (a combined call).
+// The fake GPU: the single-threaded CPU backend.
 int fake_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, const GpuCallOptions& call,
                  pyphmm_stats* stats) {
-    if (call.submitted) call.submitted();
-    if (!call.region_out) return cpu_pairhmm(regions, num_regions, out, 1, call.double_precision, stats);
-    int64_t double_pairs = 0;
-    for (int64_t k = 0; k < num_regions; ++k) {
-        pyphmm_stats st;
-        if (int rc = cpu_pairhmm(&regions[k], 1, call.region_out[k], 1, call.double_precision, &st)) return rc;
-        if (call.region_double_pairs) call.region_double_pairs[k] = st.double_pairs;
-        double_pairs += st.double_pairs;
-    }
-    if (stats) stats->double_pairs = double_pairs;
-    return PYPHMM_OK;
+    return cpu_pairhmm(regions, num_regions, out, 1, call.double_precision, stats);
 }
 
 }  // namespace
@@ -223,7 +216,6 @@ int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, 
     if (stats && rc == PYPHMM_OK) {
         stats->backend_used = PYPHMM_BACKEND_CUDA;
         stats->device = lease.ordinal();
-        stats->batch_calls = 1;
     }
     return rc;
 }

@@ -9,7 +9,6 @@
 #include "common/errors.h"
 #include "cpu/pairhmm_cpu.h"
 #include "dispatch/calibrate.h"
-#include "dispatch/combine.h"
 #include "dispatch/gpu.h"
 #include "dispatch/hybrid.h"
 #include "dispatch/policy.h"
@@ -82,7 +81,6 @@ int pairhmm_call(const pyphmm_region* regions, int64_t n, const std::vector<int6
     } else {
         auto cpu = [&] { return cpu_pairhmm(regions, n, out, threads, dbl, st); };
         auto gpu = [&](pyphmm_error* e) {
-            if (combining_applies(options, cells)) return combined_gpu_pairhmm(regions, n, out, dbl, st, e);
             GpuCallOptions call;
             call.double_precision = dbl;
             call.timing = timing_wanted(options);

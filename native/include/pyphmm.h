@@ -105,8 +105,6 @@ typedef struct pyphmm_stats {
     int64_t const_pairs;        /* pairs in the kernels with the call's quality triple as constants */
     double kernel_seconds;      /* PYPHMM_FLAG_TIMING: time at least one kernel was running */
     double phase_seconds[5];    /* PYPHMM_FLAG_TIMING: host time in setup, pack, enqueue, wait, copy-out */
-    int32_t batch_calls;        /* calls (this one included) whose regions shared its GPU call: several
-                                   threads' concurrent small calls are combined (PYPHMM_GPU_COMBINE) */
 } pyphmm_stats;
 
 /* ---- PairHMM -----------------------------------------------------------
