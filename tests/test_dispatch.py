@@ -68,9 +68,12 @@ if mode == "per_call":
     for k, (reads, haps) in enumerate(regions):
         st = {{}}
         got = pyphmm.compute_likelihoods(reads, haps, stats=st, **kwargs)
+        # the GPU backend on this region alone: a call's shape picks its
+        # kernels, and the launch-constant ones round by rows per lane
+        gpu_k = pyphmm.compute_likelihoods(reads, haps, backend="cuda") if gpu is not cpu else cpu[k]
         out["calls"].append(dict(st, cells_region=t.cells(regions[k]),
                                  same_cpu=bool(np.array_equal(got, cpu[k])),
-                                 same_gpu=bool(np.allclose(got, gpu[k], rtol=0, atol=1e-9)),
+                                 same_gpu=bool(np.allclose(got, gpu_k, rtol=0, atol=1e-9)),
                                  diff_cpu=float(np.max(np.abs(got - cpu[k])))))
 else:
     st = {{}}

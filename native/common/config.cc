@@ -62,10 +62,8 @@ const Spec kSpecs[] = {
      "small GPU calls: the kernel tells the waiting host it is done through host memory, and the double "
      "pass is launched only when a pair underflowed"},
     {Knob::kCudaSync, "PYPHMM_CUDA_SYNC", Type::kEnum, kSyncAuto, 0, 0, "auto|spin|yield|block", "first use",
-     "how a thread waits for the GPU: spin, yield the CPU, or sleep (auto: yield when other processes or an "
+     "how a thread waits for the GPU: spin, yield the CPU, or sleep (auto: sleep when other processes or an "
      "MPS server share the GPU, else spin)"},
-    {Knob::kCudaLoadAware, "PYPHMM_CUDA_LOAD_AWARE", Type::kBool, 1, 0, 1, nullptr, "reload",
-     "small GPU calls count this process's other calls in flight before taking the latency kernels"},
     {Knob::kCudaTiming, "PYPHMM_CUDA_TIMING", Type::kBool, 0, 0, 1, nullptr, "reload",
      "time GPU kernels and host phases into pyphmm_stats (costs a few us per call)"},
     {Knob::kSwGpuBudgetMb, "PYPHMM_SW_GPU_BUDGET_MB", Type::kInt, 0, 0, kBig, nullptr, "reload",

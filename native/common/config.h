@@ -33,7 +33,6 @@ enum class Knob : int {
     kCudaMappedOut,      // int
     kCudaNotify,         // bool
     kCudaSync,           // enum auto|spin|yield|block
-    kCudaLoadAware,      // bool
     kCudaTiming,         // bool
     kSwGpuBudgetMb,      // int, 0 = no cap
     kJniTrace,           // int

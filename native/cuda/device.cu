@@ -96,11 +96,11 @@ struct DeviceInit {
 
 // How host threads wait on device d: spinning answers fastest, but when
 // other processes share the GPU (and the MPS server needs a core) spinning
-// threads starve each other, so auto yields then.
+// threads starve each other, so auto sleeps then.
 unsigned sync_flags(int d, bool* yield) {
     int mode = static_cast<int>(config::get(config::Knob::kCudaSync));
     if (mode == config::kSyncAuto)
-        mode = mps_control_present(nullptr, 0) || cuda_other_processes(d) > 0 ? config::kSyncYield
+        mode = mps_control_present(nullptr, 0) || cuda_other_processes(d) > 0 ? config::kSyncBlock
                                                                              : config::kSyncSpin;
     *yield = mode != config::kSyncSpin;
     return mode == config::kSyncSpin    ? cudaDeviceScheduleSpin

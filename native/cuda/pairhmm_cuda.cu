@@ -18,7 +18,6 @@
 // Threads: contexts (two slots each) live in a per-device pool; each call
 // borrows one, so concurrent callers never share streams or buffers.
 #include <cuda_runtime.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -87,22 +86,6 @@ struct Context {
 
 cuda::Pool<Context> g_contexts;
 
-// Pairs of this process's calls in flight per device.
-std::atomic<int64_t> g_inflight_pairs[kMaxCudaDevices];
-
-// Counts a call's pairs in flight on its device for its lifetime.
-class InFlight {
-  public:
-    InFlight(int d, int64_t pairs) : d_(d), pairs_(pairs) {
-        others_ = g_inflight_pairs[d].fetch_add(pairs, std::memory_order_relaxed);
-    }
-    ~InFlight() { g_inflight_pairs[d_].fetch_sub(pairs_, std::memory_order_relaxed); }
-    int64_t others() const { return others_; }
-
-  private:
-    int d_;
-    int64_t pairs_, others_;
-};
 
 struct CallState {
     int device;
@@ -111,7 +94,6 @@ struct CallState {
     bool timing;
     bool uniform;            // fast float: reads with one quality triple use the kUniform/kConst passes
     cudak::GapChoice gaps;   // fast float: the kConst passes' triple
-    int64_t busy_pairs = 0;  // other calls' pairs in flight on the device when this one started
     int64_t double_pairs = 0;
     int64_t const_pairs = 0;
     cudaEvent_t first = nullptr;
@@ -157,12 +139,8 @@ inline void cpu_relax() {
 // asking the stream now and then so that a failed launch ends the wait.
 cudaError_t wait_notice(const Slot& s) {
     const volatile int* header = reinterpret_cast<const volatile int*>(s.hout.p);
-    const bool yield = cuda::waits_yield(s.device);  // (as CUDA's own waits on this device)
     for (unsigned spins = 1; header[1] != s.serial; ++spins) {
-        if (yield && spins > 64)
-            sched_yield();
-        else
-            cpu_relax();
+        cpu_relax();
         if (spins % 4096 == 0) {
             const cudaError_t e = cudaStreamQuery(s.stream);
             if (e == cudaSuccess && header[1] != s.serial) return cudaErrorLaunchFailure;  // idle, no notice
@@ -234,8 +212,8 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     b.scratch = s.dscratch.p;
     b.scratch_stride = stride;
     b.num_pairs = c.pairs;
-    b.busy_pairs = st.busy_pairs;
-    if (mapped && !st.timing && config::on(config::Knob::kCudaNotify)) {
+    // (a thread that yields or sleeps waits in CUDA: the notice is for spinning)
+    if (mapped && !st.timing && config::on(config::Knob::kCudaNotify) && !cuda::waits_yield(st.device)) {
         b.host_header = reinterpret_cast<volatile int*>(s.hout.p);
         b.host_header[1] = 0;  // (fresh pinned memory is not zeroed)
         b.done_serial = ++s.serial;
@@ -307,8 +285,6 @@ int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, 
                            (g.hap_offsets[g.num_haps] - g.hap_offsets[0]);
     }
     if (total_pairs > 0) st.gaps = call_gaps(regions, num_regions, st.dbl);
-    const InFlight in_flight(device, total_pairs);
-    if (config::on(config::Knob::kCudaLoadAware)) st.busy_pairs = in_flight.others();
     double kernel_seconds = 0;
     if (total_pairs > 0) {
         Clock::time_point t = Clock::now();

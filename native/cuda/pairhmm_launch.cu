@@ -110,13 +110,14 @@ void launch_standalone(KernelArgs<float> a, Pass pass, const BinRanges& bins, in
 }
 
 // One float pass: its standalone bins, then its fused bins in one launch.
-// A pass small enough to run every pair as a whole warp within one wave,
-// together with the process's other calls in flight (GATK's per-region
-// calls from one thread mostly), is latency-bound: its time is one pair's
-// steps x rows per lane, so its bins then run their latency variants.
+// A pass small enough to run every pair as a whole warp within one wave
+// (GATK's per-region calls mostly) is latency-bound: its time is one pair's
+// steps x rows per lane, so its bins then run their latency variants. (Which
+// variant runs depends on the call alone, so a call's results never depend
+// on what else runs: the launch-constant kernels round slightly differently
+// at different rows per lane.)
 template <bool FAST, Tr TR>
-cudaError_t launch_float_pass(const KernelArgs<float>& a, const BinRanges& bins, int64_t busy_pairs, int d,
-                              cudaStream_t s) {
+cudaError_t launch_float_pass(const KernelArgs<float>& a, const BinRanges& bins, int d, cudaStream_t s) {
     static_assert(TR != Tr::kConst || FAST, "constant transitions: fast arithmetic only");
     constexpr Pass pass = float_pass(TR);
     launch_standalone<FAST, TR, pass_bins(pass) - 1>(a, pass, bins, d, s);
@@ -124,7 +125,7 @@ cudaError_t launch_float_pass(const KernelArgs<float>& a, const BinRanges& bins,
     int64_t pairs = 0;
     for (int b = 0; b < kNumFusedBins; ++b) pairs += bins.count_of(pass, b);
     const int64_t resident_threads = int64_t(cuda::sm_count(d)) * fused_blocks_per_sm<FAST, TR>() * kBlock;
-    const bool latency = (pairs + busy_pairs) * 32 <= resident_threads;
+    const bool latency = pairs * 32 <= resident_threads;
     FusedPlan plan{};
     int blocks = 0;
     for (int b = kNumFusedBins - 1; b >= 0; --b) {  // longest reads first
@@ -250,11 +251,11 @@ cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& 
         *notified = true;
     }
     if (fast) {
-        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kRow>(fa, bins, c.busy_pairs, d, s)));
-        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kUniform>(fa, bins, c.busy_pairs, d, s)));
-        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kConst>(fa, bins, c.busy_pairs, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kRow>(fa, bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kUniform>(fa, bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kConst>(fa, bins, d, s)));
     } else {
-        PYPHMM_CUDA_TRY((launch_float_pass<false, Tr::kRow>(fa, bins, c.busy_pairs, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<false, Tr::kRow>(fa, bins, d, s)));
     }
     if (*notified) return cudaSuccess;
     // The double pass over the float pass's underflow list (its length is

@@ -23,9 +23,6 @@ struct ChunkBuffers {
     void* scratch;        // striped kernels: pairhmm_scratch_bytes
     int scratch_stride;   // pairhmm_scratch_stride
     int64_t num_pairs;
-    // Pairs of this process's other calls in flight on the device: a small
-    // call takes the latency kernels only when the GPU would not be full.
-    int64_t busy_pairs = 0;
     // Optional completion notice (see notify_host in pairhmm_kernels.cuh):
     // mapped host memory the last kernel writes (underflow count, serial).
     volatile int* host_header = nullptr;
