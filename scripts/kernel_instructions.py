@@ -2,7 +2,7 @@
 """Instructions per cell of the CPU kernels' inner loops, from the compiler's
 assembly, for x86-64 (AVX2, AVX-512, portable) and AArch64 (NEON, portable).
 
-Compiles native/cpu/pairhmm_cpu.cc and sw_cpu.cc to assembly with setup.py's
+Compiles native/cpu/pairhmm_cpu_kernel.cc and sw_cpu_fill.cc to assembly with setup.py's
 flags (g++ and aarch64-linux-gnu-g++), finds the innermost loops of each
 kernel (a backward branch to a label with no other label in between) and
 prints, per loop iteration: instructions by class, the cells it computes
@@ -38,16 +38,16 @@ FLAGS = ["-std=c++17", "-O3", "-fPIC", "-pthread", "-fvisibility=hidden", "-ffp-
 TARGETS = {"x86-64": "g++", "aarch64": "aarch64-linux-gnu-g++"}
 # (target, file, function-name pattern, label, kind)
 KERNELS = [
-    ("x86-64", "pairhmm_cpu", r"forward_float_avx512E", "PairHMM float, avx512", "pairhmm"),
-    ("x86-64", "pairhmm_cpu", r"forward_float_avx2E", "PairHMM float, avx2", "pairhmm"),
-    ("x86-64", "pairhmm_cpu", r"forward_float_portableE", "PairHMM float, portable (SSE2)", "pairhmm"),
-    ("aarch64", "pairhmm_cpu", r"forward_float_neonE", "PairHMM float, neon", "pairhmm"),
-    ("aarch64", "pairhmm_cpu", r"forward_float_portableE", "PairHMM float, portable (AArch64)", "pairhmm"),
-    ("x86-64", "sw_cpu", r"fill_avx512_tILb0", "Smith-Waterman, avx512", "sw"),
-    ("x86-64", "sw_cpu", r"fill_avx2_tILb0", "Smith-Waterman, avx2", "sw"),
-    ("x86-64", "sw_cpu", r"fill_portable", "Smith-Waterman, portable (SSE2)", "sw"),
-    ("aarch64", "sw_cpu", r"fill_neon", "Smith-Waterman, neon", "sw"),
-    ("aarch64", "sw_cpu", r"fill_portable", "Smith-Waterman, portable (AArch64)", "sw"),
+    ("x86-64", "pairhmm_cpu_kernel", r"forward_float_avx512E", "PairHMM float, avx512", "pairhmm"),
+    ("x86-64", "pairhmm_cpu_kernel", r"forward_float_avx2E", "PairHMM float, avx2", "pairhmm"),
+    ("x86-64", "pairhmm_cpu_kernel", r"forward_float_portableE", "PairHMM float, portable (SSE2)", "pairhmm"),
+    ("aarch64", "pairhmm_cpu_kernel", r"forward_float_neonE", "PairHMM float, neon", "pairhmm"),
+    ("aarch64", "pairhmm_cpu_kernel", r"forward_float_portableE", "PairHMM float, portable (AArch64)", "pairhmm"),
+    ("x86-64", "sw_cpu_fill", r"fill_avx512_tILb0", "Smith-Waterman, avx512", "sw"),
+    ("x86-64", "sw_cpu_fill", r"fill_avx2_tILb0", "Smith-Waterman, avx2", "sw"),
+    ("x86-64", "sw_cpu_fill", r"fill_portable", "Smith-Waterman, portable (SSE2)", "sw"),
+    ("aarch64", "sw_cpu_fill", r"fill_neon", "Smith-Waterman, neon", "sw"),
+    ("aarch64", "sw_cpu_fill", r"fill_portable", "Smith-Waterman, portable (AArch64)", "sw"),
 ]
 
 

@@ -176,7 +176,7 @@ def test_gpu_kernels_emulated_on_cpu(native_check_exe):
     300-520 bp haplotypes vs refs and 600-1100 bp pairs under every preset and
     strategy, then per-pair settings.
     """
-    exe = native_check_exe("sw_cuda_emu", "cuda/sw_plan.cc", "cpu/sw_cpu.cc", "common/thread_pool.cc",
+    exe = native_check_exe("sw_cuda_emu", "cuda/sw_plan.cc", "cpu/sw_cpu.cc", "cpu/sw_cpu_fill.cc", "common/thread_pool.cc",
                            "common/config.cc", std="c++20", opt="-O1")
     # lanes, seed, short pairs, read-vs-hap pairs, hap-vs-ref pairs, long pairs
     for args in ((32, 1, 200, 80, 24, 3), (8, 2, 200, 40, 10, 2), (4, 3, 200, 40, 10, 2)):

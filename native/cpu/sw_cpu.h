@@ -10,10 +10,6 @@ namespace pyphmm {
 int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
                  int32_t* alignment_offsets, int threads, pyphmm_stats* stats, pyphmm_error* error);
 
-}  // namespace pyphmm
-
-namespace pyphmm {
-
 // Aligns one validated pair with GATK's rules; writes the NUL-terminated
 // CIGAR (2 * (m + n) + 1 bytes suffice) and returns the alignment offset.
 int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,

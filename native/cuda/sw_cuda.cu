@@ -1,6 +1,6 @@
 // GPU Smith-Waterman with GATK's semantics, for batches.
 //
-// Same rules as native/cpu/sw_cpu.cc (see the comment there and
+// Same rules as native/cpu/sw_cpu_fill.cc and sw_cpu.cc (see the comments there and
 // docs/SMITH_WATERMAN.md); results must be identical to the CPU backend's.
 //
 // Stage 1 (sw_warp_fill_kernel): one warp per pair. Lane t keeps K

@@ -14,7 +14,7 @@
 // and sub-chunks exercise the plans' offsets.
 //
 //   g++ -std=c++20 -O1 -pthread -Inative/include -Inative tests/native/sw_cuda_emu.cc native/cuda/sw_plan.cc
-//       native/cpu/sw_cpu.cc native/common/thread_pool.cc native/common/config.cc -o sw_cuda_emu
+//       native/cpu/sw_cpu.cc native/cpu/sw_cpu_fill.cc native/common/thread_pool.cc native/common/config.cc -o sw_cuda_emu
 //   ./sw_cuda_emu [lanes P] [seed] [short pairs] [read-vs-hap pairs] [hap-vs-ref pairs] [long pairs]
 #include <algorithm>
 #include <atomic>
