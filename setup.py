@@ -8,6 +8,7 @@ layout, buildtools/ffi.py the cffi module. Every step is incremental: a
 rebuild compiles only what changed and relinks only when an object did.
 scripts/build_dist.sh makes the release artifacts (manylinux wheel + jar).
 """
+
 import os
 import sys
 
@@ -48,8 +49,9 @@ setup(
     name="pyphmm",
     version=native.version(),
     description="GPU and CPU PairHMM and Smith-Waterman for GATK, with GKL's semantics",
-    long_description=open(os.path.join(ROOT, "README.md")).read() if os.path.exists(
-        os.path.join(ROOT, "README.md")) else "",
+    long_description=open(os.path.join(ROOT, "README.md")).read()
+    if os.path.exists(os.path.join(ROOT, "README.md"))
+    else "",
     long_description_content_type="text/markdown",
     packages=["pyphmm", "pyphmm.cli"],
     package_data={"pyphmm": ["data/*.in", native.LIBNAME, jar.JAR_NAME]},

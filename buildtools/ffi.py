@@ -6,6 +6,7 @@ links against libpyphmm.so, which setup.py builds first and places beside it.
 It uses only CPython's limited API (cffi's default), so one wheel serves
 every Python 3 from 3.9 on (abi3).
 """
+
 import os
 import re
 

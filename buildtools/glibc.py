@@ -14,6 +14,7 @@ definitions (glibc_compat.c), and libstdc++ is linked statically.
 
   python3 -m buildtools.glibc check [--max 2.28] FILE...   (.so, .whl, .jar)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,10 +31,15 @@ import zipfile
 
 COMPAT_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "glibc_compat.c")
 # -l name -> the stub zig generates for it
-STUB_LIBRARIES = {"c": "libc.so.6", "m": "libm.so.6", "pthread": "libpthread.so.0", "dl": "libdl.so.2",
-                  "rt": "librt.so.1"}
+STUB_LIBRARIES = {
+    "c": "libc.so.6",
+    "m": "libm.so.6",
+    "pthread": "libpthread.so.0",
+    "dl": "libdl.so.2",
+    "rt": "librt.so.1",
+}
 DYNAMIC_LINKER_STUB = "libld.so.2"  # zig's name for the ld-linux stub (__tls_get_addr)
-NONSHARED = "libc_nonshared.a"      # atexit, stat wrappers, ... of that glibc version
+NONSHARED = "libc_nonshared.a"  # atexit, stat wrappers, ... of that glibc version
 
 
 def zig_command() -> list:
@@ -46,8 +52,10 @@ def zig_command() -> list:
         return [sys.executable, "-m", "ziglang"]
     if shutil.which("zig"):
         return [shutil.which("zig")]
-    raise RuntimeError("PYPHMM_GLIBC_TARGET needs zig for the old glibc's stub libraries: "
-                       "pip install ziglang, or set PYPHMM_ZIG to a zig command")
+    raise RuntimeError(
+        "PYPHMM_GLIBC_TARGET needs zig for the old glibc's stub libraries: "
+        "pip install ziglang, or set PYPHMM_ZIG to a zig command"
+    )
 
 
 def check_target(target: str) -> str:
@@ -84,8 +92,9 @@ def prepare_stubs(work_dir: str, machine: str, target: str) -> str:
     # -lc: the stub libc, that glibc's nonshared part and the dynamic linker
     # (as the system's libc.so linker script does); the others are plain names.
     with open(os.path.join(stub_dir, "libc.so"), "w") as f:
-        f.write(f"GROUP ( {stub_dir}/libc.so.6 {stub_dir}/{NONSHARED} "
-                f"AS_NEEDED ( {stub_dir}/{DYNAMIC_LINKER_STUB} ) )\n")
+        f.write(
+            f"GROUP ( {stub_dir}/libc.so.6 {stub_dir}/{NONSHARED} AS_NEEDED ( {stub_dir}/{DYNAMIC_LINKER_STUB} ) )\n"
+        )
     for lib, soname in STUB_LIBRARIES.items():
         if lib != "c":
             os.symlink(soname, os.path.join(stub_dir, f"lib{lib}.so"))
@@ -101,8 +110,12 @@ def _zig_stub_paths(zig: list, machine: str, target: str) -> dict:
         src = os.path.join(tmp, "empty.c")
         with open(src, "w") as f:
             f.write("int pyphmm_glibc_probe;\n")
-        cmd = zig + ["cc", "-target", f"{machine}-linux-gnu.{target}", "-shared", "-o",
-                     os.path.join(tmp, "probe.so"), src] + [f"-l{lib}" for lib in STUB_LIBRARIES] + ["-v"]
+        cmd = (
+            zig
+            + ["cc", "-target", f"{machine}-linux-gnu.{target}", "-shared", "-o", os.path.join(tmp, "probe.so"), src]
+            + [f"-l{lib}" for lib in STUB_LIBRARIES]
+            + ["-v"]
+        )
         proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"zig could not link for glibc {target}: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
@@ -114,12 +127,14 @@ def _zig_stub_paths(zig: list, machine: str, target: str) -> dict:
             found[name] = token
     missing = sorted(set(wanted) - set(found))
     if missing:
-        raise RuntimeError(f"zig's link line names no {', '.join(missing)} (zig version not supported?):\n"
-                           f"{proc.stderr[-2000:]}")
+        raise RuntimeError(
+            f"zig's link line names no {', '.join(missing)} (zig version not supported?):\n{proc.stderr[-2000:]}"
+        )
     return found
 
 
 # ---- checking built files -----------------------------------------------------
+
 
 def version_tuple(v: str) -> tuple:
     return tuple(int(x) for x in v.split("."))

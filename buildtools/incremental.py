@@ -7,6 +7,7 @@ compiles, the headers the compiler listed in its depfile (-MMD -MF), so a
 changed source or header rebuilds only the objects that include it, and a
 changed flag, define or compiler rebuilds every object it affects.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -13,6 +13,7 @@ one: $PYPHMM_AARCH64_LIB, else build/aarch64/libpyphmm.so when present.
 
   python3 -m buildtools.jar OUT.jar LIBRARY...   (one libpyphmm.so per platform)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,11 @@ from .native import CARRY, DEFAULT_OBJ_DIR, ROOT, log, tool_identity, version
 
 JAR_NAME = "pyphmm-gatk.jar"
 SHIM_SOURCES = os.path.join(ROOT, "java_shim")
-SHIM_CLASSES = ("com/intel/gkl/pairhmm/IntelPairHmm.class", "com/intel/gkl/pairhmm/IntelPairHmmOMP.class",
-                "com/intel/gkl/smithwaterman/IntelSmithWaterman.class")
+SHIM_CLASSES = (
+    "com/intel/gkl/pairhmm/IntelPairHmm.class",
+    "com/intel/gkl/pairhmm/IntelPairHmmOMP.class",
+    "com/intel/gkl/smithwaterman/IntelSmithWaterman.class",
+)
 PLATFORMS = {"x86_64": "linux-x86_64", "aarch64": "linux-aarch64"}
 ELF_MACHINES = {62: "x86_64", 183: "aarch64"}  # e_machine: EM_X86_64, EM_AARCH64
 # Zip timestamps are fixed so that equal inputs give an identical jar.
@@ -108,8 +112,10 @@ def write_jar(out: str, classes: str, libraries: dict, stamp_dir: str) -> str:
     """Writes the jar (atomically) unless it is current: classes + {platform: library}."""
     entries = [(c, os.path.join(classes, c)) for c in SHIM_CLASSES]
     entries += [(library_entry(p), path) for p, path in sorted(libraries.items())]
-    manifest = (f"Manifest-Version: 1.0\r\nCreated-By: pyphmm build\r\nImplementation-Title: pyphmm GATK shim\r\n"
-                f"Implementation-Version: {version()}\r\n\r\n")
+    manifest = (
+        f"Manifest-Version: 1.0\r\nCreated-By: pyphmm build\r\nImplementation-Title: pyphmm GATK shim\r\n"
+        f"Implementation-Version: {version()}\r\n\r\n"
+    )
     sig = [manifest, [[name, os.path.abspath(path)] for name, path in entries]]
     stamp = incremental.stamp_for(out, stamp_dir)
     if incremental.is_current(out, sig, [path for _, path in entries], stamp=stamp):
@@ -143,8 +149,10 @@ def build_gatk_jar(lib: str, out_dir: str, work_dir: str, with_jni: bool) -> str
         return None
     classes = find_classes(work_dir)
     if classes is None:
-        log("GATK shim jar: skipped (needs javac and gatk-native-bindings.jar, or prebuilt classes "
-            "in $PYPHMM_SHIM_CLASSES / .carry/shim_classes: see scripts/prepare_gpu_carry.sh)")
+        log(
+            "GATK shim jar: skipped (needs javac and gatk-native-bindings.jar, or prebuilt classes "
+            "in $PYPHMM_SHIM_CLASSES / .carry/shim_classes: see scripts/prepare_gpu_carry.sh)"
+        )
         return None
     libraries = {}
     arm = aarch64_library()
@@ -155,8 +163,9 @@ def build_gatk_jar(lib: str, out_dir: str, work_dir: str, with_jni: bool) -> str
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python3 -m buildtools.jar",
-                                description="Writes the GATK shim jar around built libpyphmm.so files.")
+    p = argparse.ArgumentParser(
+        prog="python3 -m buildtools.jar", description="Writes the GATK shim jar around built libpyphmm.so files."
+    )
     p.add_argument("output", help="the jar to write")
     p.add_argument("libraries", nargs="+", help="libpyphmm.so builds, at most one per platform (read from the file)")
     args = p.parse_args(argv)

@@ -22,6 +22,7 @@ The library alone (a cross build, say), with the same knobs:
   CXX=aarch64-linux-gnu-g++ CC=aarch64-linux-gnu-gcc PYPHMM_NO_CUDA=1 \
       python3 -m buildtools.native --out build/aarch64 --obj build/aarch64/obj
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,6 +62,7 @@ def version() -> str:
 
 
 # ---- toolchain discovery ----------------------------------------------------
+
 
 def cxx() -> str:
     return os.environ.get("CXX", "g++")
@@ -107,8 +109,12 @@ def cuda_static_runtime(nvcc: str) -> str:
     nvcc may be a wrapper script (as /usr/local/bin/nvcc is on some images),
     so besides its real path look where CUDA_HOME and the usual prefixes say.
     """
-    homes = [os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), os.environ.get("CUDA_HOME"),
-             os.environ.get("CUDA_PATH"), "/usr/local/cuda"] + sorted(glob.glob("/usr/local/cuda-*"))[::-1]
+    homes = [
+        os.path.dirname(os.path.dirname(os.path.realpath(nvcc))),
+        os.environ.get("CUDA_HOME"),
+        os.environ.get("CUDA_PATH"),
+        "/usr/local/cuda",
+    ] + sorted(glob.glob("/usr/local/cuda-*"))[::-1]
     for home in filter(None, homes):
         for sub in ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
             path = os.path.join(home, sub, "libcudart_static.a")
@@ -119,8 +125,7 @@ def cuda_static_runtime(nvcc: str) -> str:
 
 def jni_include_dirs(inc: str | None) -> list | None:
     """[inc, inc/linux] when inc holds jni.h and linux/jni_md.h, else None."""
-    if inc and os.path.exists(os.path.join(inc, "jni.h")) and \
-            os.path.exists(os.path.join(inc, "linux", "jni_md.h")):
+    if inc and os.path.exists(os.path.join(inc, "jni.h")) and os.path.exists(os.path.join(inc, "linux", "jni_md.h")):
         return [inc, os.path.join(inc, "linux")]
     return None
 
@@ -149,13 +154,24 @@ def find_jni_include() -> list | None:
 
 # ---- flags --------------------------------------------------------------------
 
+
 def host_flags(defines=(), includes=(), native_dir=NATIVE) -> list:
     """The host C++ compiler's flags for native/ code (no -c/-o): the library
     and the tests' check programs compile with exactly these."""
-    flags = ["-std=c++17", "-O3", "-fPIC", "-pthread", "-fvisibility=hidden",
-             # GKL's float arithmetic has no fused multiply-adds; neither do we.
-             "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-psabi",
-             f"-I{os.path.join(native_dir, 'include')}", f"-I{native_dir}"]
+    flags = [
+        "-std=c++17",
+        "-O3",
+        "-fPIC",
+        "-pthread",
+        "-fvisibility=hidden",
+        # GKL's float arithmetic has no fused multiply-adds; neither do we.
+        "-ffp-contract=off",
+        "-Wall",
+        "-Wextra",
+        "-Wno-psabi",
+        f"-I{os.path.join(native_dir, 'include')}",
+        f"-I{native_dir}",
+    ]
     return flags + list(defines) + [f"-I{inc}" for inc in includes]
 
 
@@ -176,8 +192,19 @@ def nvcc_flags(defines=(), native_dir=NATIVE) -> list:
     newest = max(archs, key=int)
     gencode += ["-gencode", f"arch=compute_{newest},code=compute_{newest}"]
     extra = os.environ.get("PYPHMM_NVCC_FLAGS", "").split()
-    return ["-std=c++17", "-O3", "-Xcompiler", "-fPIC,-fvisibility=hidden,-pthread",
-            f"-I{os.path.join(native_dir, 'include')}", f"-I{native_dir}"] + list(defines) + gencode + extra
+    return (
+        [
+            "-std=c++17",
+            "-O3",
+            "-Xcompiler",
+            "-fPIC,-fvisibility=hidden,-pthread",
+            f"-I{os.path.join(native_dir, 'include')}",
+            f"-I{native_dir}",
+        ]
+        + list(defines)
+        + gencode
+        + extra
+    )
 
 
 def compile_check_program(out, main_source, sources=(), extra_flags=()) -> str:
@@ -195,6 +222,7 @@ def compile_check_program(out, main_source, sources=(), extra_flags=()) -> str:
 
 
 # ---- the library --------------------------------------------------------------
+
 
 class NativeBuild:
     """Compiles native/ (or another tree of that shape) into libpyphmm.so,
@@ -302,8 +330,9 @@ class NativeBuild:
         if not self.glibc_target:
             return []
         if self._glibc_stubs is None:
-            self._glibc_stubs = glibc.prepare_stubs(os.path.join(self.obj_dir, "glibc"), self.machine,
-                                                    self.glibc_target)
+            self._glibc_stubs = glibc.prepare_stubs(
+                os.path.join(self.obj_dir, "glibc"), self.machine, self.glibc_target
+            )
         return [self._glibc_stubs]
 
     def link(self, objs: list, out: str) -> str:
@@ -314,7 +343,10 @@ class NativeBuild:
         if incremental.is_current(out, sig, objs + inputs, stamp=stamp):
             log(f"{os.path.relpath(out, ROOT)} is up to date")
             return out
-        log(f"linking {os.path.relpath(out, ROOT)}" + (f" for glibc >= {self.glibc_target}" if self.glibc_target else ""))
+        log(
+            f"linking {os.path.relpath(out, ROOT)}"
+            + (f" for glibc >= {self.glibc_target}" if self.glibc_target else "")
+        )
         incremental.forget(out, stamp)
         subprocess.check_call(cmd)
         os.replace(part, out)  # atomic: a process using the old file keeps it
@@ -322,8 +354,10 @@ class NativeBuild:
         return out
 
     def build(self, out_dir: str) -> str:
-        log(f"CUDA: {self.nvcc or 'not found, CPU-only build'}; "
-            f"JNI: {'yes' if self.jni else 'no jni.h found, GKL entry points omitted'}")
+        log(
+            f"CUDA: {self.nvcc or 'not found, CPU-only build'}; "
+            f"JNI: {'yes' if self.jni else 'no jni.h found, GKL entry points omitted'}"
+        )
         objs = self.compile()
         os.makedirs(out_dir, exist_ok=True)
         return self.link(objs, os.path.join(out_dir, LIBNAME))

@@ -19,6 +19,7 @@ The repository root must be importable: pytest does that through
 ``[tool.pytest.ini_options] pythonpath`` in pyproject.toml; scripts are run
 from the root as ``PYTHONPATH=. python3 scripts/NAME.py``.
 """
+
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -3,6 +3,7 @@
 Settings such as the CPU kernel, the dispatch threshold or the fake GPU are
 read once per process, so tests that vary them run a child Python.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,19 +24,25 @@ def child_env(root: str = ROOT, *, import_tests: bool = False, **extra) -> dict:
     return dict(os.environ, **extra, PYTHONPATH=path)
 
 
-def run_python(code: str, *, env: dict | None = None, unset=(), import_tests: bool = False, timeout: float = 600,
-               **kw) -> subprocess.CompletedProcess:
+def run_python(
+    code: str, *, env: dict | None = None, unset=(), import_tests: bool = False, timeout: float = 600, **kw
+) -> subprocess.CompletedProcess:
     """Runs ``python -c code`` in a child with this checkout importable;
     ``env`` adds variables, ``unset`` removes inherited ones, import_tests
     as in child_env. Returns the CompletedProcess (text output)."""
     e = child_env(ROOT, import_tests=import_tests, **(env or {}))
     for name in unset:
         e.pop(name, None)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=timeout,
-                          **kw)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=timeout, **kw)
 
 
 def run_cli(*args, env: dict | None = None, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
     """Runs ``python -m pyphmm ARGS`` as a user would."""
-    return subprocess.run([sys.executable, "-m", "pyphmm", *args], capture_output=True, text=True,
-                          env=child_env(ROOT, **(env or {})), timeout=timeout, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "pyphmm", *args],
+        capture_output=True,
+        text=True,
+        env=child_env(ROOT, **(env or {})),
+        timeout=timeout,
+        **kw,
+    )

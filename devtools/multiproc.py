@@ -1,6 +1,7 @@
 """The multi-process benchmark harness behind scripts/bench_multiproc.py
 (whose docstring is the manual): JVM phases, the comparison with GKL, the
 figures. A module so that tests can reach its parts."""
+
 from __future__ import annotations
 
 import argparse
@@ -39,6 +40,7 @@ class BenchError(RuntimeError):
 
 # ---- inputs ------------------------------------------------------------------
 
+
 def scan_regions(path: str) -> list:
     """(reads, haplotypes, cells) per record of a record file, without
     building anything: the parent needs only the shapes."""
@@ -62,8 +64,21 @@ def scan_regions(path: str) -> list:
 def generate(preset: str, count: int, seed: int, path: str) -> None:
     """Writes scripts/gen_regions.py's preset regions (in a child process, so
     this one never loads the native library)."""
-    subprocess.run([sys.executable, os.path.join(REPO, "scripts", "gen_regions.py"), "--preset", preset,
-                    "--regions", str(count), "--seed", str(seed), "--output", path], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "scripts", "gen_regions.py"),
+            "--preset",
+            preset,
+            "--regions",
+            str(count),
+            "--seed",
+            str(seed),
+            "--output",
+            path,
+        ],
+        check=True,
+    )
 
 
 def harness_classes(explicit: str | None, work: str) -> str:
@@ -77,13 +92,14 @@ def harness_classes(explicit: str | None, work: str) -> str:
     bindings = os.path.join(gkl_oracle.jar_dir(), "gatk-native-bindings.jar")
     if shutil.which("javac"):
         classes = os.path.join(work, "classes")
-        subprocess.run(["javac", "-nowarn", "--release", "11", "-cp", bindings, "-d", classes, HARNESS_SRC],
-                       check=True)
+        subprocess.run(["javac", "-nowarn", "--release", "11", "-cp", bindings, "-d", classes, HARNESS_SRC], check=True)
         return classes
     if os.path.exists(os.path.join(CARRIED_CLASSES, name)):
         return CARRIED_CLASSES
-    raise BenchError("no javac here and no prebuilt harness: pass --classes DIR, or run "
-                     "scripts/prepare_gpu_carry.sh on a machine with a JDK and carry .carry/ to this one")
+    raise BenchError(
+        "no javac here and no prebuilt harness: pass --classes DIR, or run "
+        "scripts/prepare_gpu_carry.sh on a machine with a JDK and carry .carry/ to this one"
+    )
 
 
 def java_exe() -> str:
@@ -106,6 +122,7 @@ def check_inputs(shim_jar: str) -> None:
 
 
 # ---- one phase: K JVMs behind one start barrier -------------------------------
+
 
 class Phase:
     """K JVMs x T caller threads of one binding, started together."""
@@ -145,11 +162,23 @@ def run_phase(cfg: dict, phase: Phase, regions_path: str, work: str) -> list:
             err_path = prefix + ".stderr"
             # Signals wait until the JVM is on the list the `finally` kills.
             with open(err_path, "w") as err, mps.signals_deferred():
-                child = subprocess.Popen(cmd + [str(p), str(phase.procs), str(phase.threads),
-                                                str(phase.native_threads), str(cfg["warmup"]),
-                                                str(phase.reps), prefix],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                                         env=env)
+                child = subprocess.Popen(
+                    cmd
+                    + [
+                        str(p),
+                        str(phase.procs),
+                        str(phase.threads),
+                        str(phase.native_threads),
+                        str(cfg["warmup"]),
+                        str(phase.reps),
+                        prefix,
+                    ],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                    env=env,
+                )
                 children.append(child)
             prefixes.append(prefix)
             errs.append(err_path)
@@ -166,8 +195,10 @@ def run_phase(cfg: dict, phase: Phase, regions_path: str, work: str) -> list:
                     if p in got:  # that JVM's last line came before its end of output
                         continue
                     children[p].wait()
-                    raise BenchError(f"{phase.name}: JVM {p} exited (status {children[p].returncode}) before "
-                                     f"it was done; its stderr ends with:\n{_stderr_tail(errs[p])}")
+                    raise BenchError(
+                        f"{phase.name}: JVM {p} exited (status {children[p].returncode}) before "
+                        f"it was done; its stderr ends with:\n{_stderr_tail(errs[p])}"
+                    )
                 if want(line):
                     got[p] = line
             return got
@@ -183,8 +214,9 @@ def run_phase(cfg: dict, phase: Phase, regions_path: str, work: str) -> list:
             except subprocess.TimeoutExpired:
                 raise BenchError(f"{phase.name}: JVM {p} did not exit after its results") from None
             if child.returncode != 0:
-                raise BenchError(f"{phase.name}: JVM {p} exited with status {child.returncode}:\n"
-                                 f"{_stderr_tail(errs[p])}")
+                raise BenchError(
+                    f"{phase.name}: JVM {p} exited with status {child.returncode}:\n{_stderr_tail(errs[p])}"
+                )
     finally:
         for child in children:
             if child.poll() is None:
@@ -204,6 +236,7 @@ def run_phase(cfg: dict, phase: Phase, regions_path: str, work: str) -> list:
 
 # ---- results -------------------------------------------------------------------
 
+
 def assemble(procs_out: list, shapes: list, procs: int, threads: int) -> tuple:
     """Every region's likelihoods (flat float64 arrays, region order) from the
     threads' files, plus the process that computed each region."""
@@ -218,7 +251,7 @@ def assemble(procs_out: list, shapes: list, procs: int, threads: int) -> tuple:
                 n = shapes[j][0] * shapes[j][1]
                 if pos + n > t["res"].size:
                     raise BenchError(f"process {rec['proc']} thread {t['t']}: fewer results than its regions need")
-                flat[j], owner[j] = t["res"][pos:pos + n], rec["proc"]
+                flat[j], owner[j] = t["res"][pos : pos + n], rec["proc"]
                 pos += n
             if pos != t["res"].size:
                 raise BenchError(f"process {rec['proc']} thread {t['t']}: {t['res'].size - pos} results too many")
@@ -245,8 +278,9 @@ def compare(flat: list, owner: list, ref: list, procs: int) -> list:
     return worst
 
 
-def summarize(name: str, label: str, procs_out: list, shapes: list, reps: int, threads: int,
-              diffs: list | None) -> dict:
+def summarize(
+    name: str, label: str, procs_out: list, shapes: list, reps: int, threads: int, diffs: list | None
+) -> dict:
     """Per-process and aggregate figures; prints them."""
     total_cells = sum(c for _, _, c in shapes) * reps
     cells = sum(t["cells"] for r in procs_out for t in r["threads"])
@@ -254,8 +288,10 @@ def summarize(name: str, label: str, procs_out: list, shapes: list, reps: int, t
         raise BenchError(f"{name}: the JVMs computed {cells} cells, the file holds {total_cells} for {reps} passes")
     go = [r["go_ns"] for r in procs_out]
     if max(go) - min(go) > CLOCK_SKEW_MAX_NS:  # nanoTime is CLOCK_MONOTONIC, one clock per host, on Linux
-        raise BenchError(f"{name}: the JVMs' barrier times lie {(max(go) - min(go)) / 1e9:.1f} s apart: "
-                         "their clocks are not comparable (System.nanoTime is CLOCK_MONOTONIC on Linux only)")
+        raise BenchError(
+            f"{name}: the JVMs' barrier times lie {(max(go) - min(go)) / 1e9:.1f} s apart: "
+            "their clocks are not comparable (System.nanoTime is CLOCK_MONOTONIC on Linux only)"
+        )
     end = max(t["end_ns"] for r in procs_out for t in r["threads"])
     span = (end - min(go)) / 1e9
     lat_all = np.concatenate([t["lat"] for r in procs_out for t in r["threads"]])
@@ -265,25 +301,46 @@ def summarize(name: str, label: str, procs_out: list, shapes: list, reps: int, t
         c = sum(t["cells"] for t in r["threads"])
         s = (max(t["end_ns"] for t in r["threads"]) - r["go_ns"]) / 1e9
         lat = np.concatenate([t["lat"] for t in r["threads"]])
-        row = {"proc": r["proc"], "regions": sum(t["regions"] for t in r["threads"]), "cells": c, "seconds": s,
-               "gcups": c / s / 1e9 if s > 0 else 0.0, "median_us": _pct(lat, 50), "p99_us": _pct(lat, 99)}
+        row = {
+            "proc": r["proc"],
+            "regions": sum(t["regions"] for t in r["threads"]),
+            "cells": c,
+            "seconds": s,
+            "gcups": c / s / 1e9 if s > 0 else 0.0,
+            "median_us": _pct(lat, 50),
+            "p99_us": _pct(lat, 99),
+        }
         if diffs is not None:
             row["max_diff"] = diffs[r["proc"]]
         rows.append(row)
-        print(f"  process {r['proc']:>2}: {row['regions']} regions, {c / 1e9:.3f} G cells in {s:.4f} s = "
-              f"{row['gcups']:.2f} GCUPS; per call median {row['median_us']:.1f} us, p99 {row['p99_us']:.1f} us"
-              + (f"; max |diff| vs GKL AVX {row['max_diff']:.2g}" if diffs is not None else ""))
+        print(
+            f"  process {r['proc']:>2}: {row['regions']} regions, {c / 1e9:.3f} G cells in {s:.4f} s = "
+            f"{row['gcups']:.2f} GCUPS; per call median {row['median_us']:.1f} us, p99 {row['p99_us']:.1f} us"
+            + (f"; max |diff| vs GKL AVX {row['max_diff']:.2g}" if diffs is not None else "")
+        )
         if threads > 1:
             for t in r["threads"]:
                 ts = (t["end_ns"] - t["start_ns"]) / 1e9
-                print(f"      thread {t['t']:>2}: {t['regions']} regions, {t['cells'] / ts / 1e9 if ts else 0:.2f} "
-                      f"GCUPS, median {_pct(t['lat'], 50):.1f} us")
-    agg = {"phase": name, "label": label, "cells": cells, "seconds": span, "gcups": cells / span / 1e9,
-           "median_us": _pct(lat_all, 50), "p99_us": _pct(lat_all, 99), "barrier_skew_ms": (max(go) - min(go)) / 1e6,
-           "processes": rows}
-    print(f"  aggregate {label}: {cells / 1e9:.3f} G cells in {span:.4f} s = {agg['gcups']:.2f} GCUPS; "
-          f"per call median {agg['median_us']:.1f} us, p99 {agg['p99_us']:.1f} us; "
-          f"barrier skew {agg['barrier_skew_ms']:.2f} ms")
+                print(
+                    f"      thread {t['t']:>2}: {t['regions']} regions, {t['cells'] / ts / 1e9 if ts else 0:.2f} "
+                    f"GCUPS, median {_pct(t['lat'], 50):.1f} us"
+                )
+    agg = {
+        "phase": name,
+        "label": label,
+        "cells": cells,
+        "seconds": span,
+        "gcups": cells / span / 1e9,
+        "median_us": _pct(lat_all, 50),
+        "p99_us": _pct(lat_all, 99),
+        "barrier_skew_ms": (max(go) - min(go)) / 1e6,
+        "processes": rows,
+    }
+    print(
+        f"  aggregate {label}: {cells / 1e9:.3f} G cells in {span:.4f} s = {agg['gcups']:.2f} GCUPS; "
+        f"per call median {agg['median_us']:.1f} us, p99 {agg['p99_us']:.1f} us; "
+        f"barrier skew {agg['barrier_skew_ms']:.2f} ms"
+    )
     return agg
 
 
@@ -305,6 +362,7 @@ def pyphmm_lines(procs_out: list) -> list:
 
 # ---- main ----------------------------------------------------------------------
 
+
 def _positive(text: str) -> int:
     v = int(text)
     if v < 1:
@@ -324,16 +382,21 @@ def parse_args(argv=None, doc: str = ""):
     ap.add_argument("--processes", "-k", type=_positive, default=1, help="JVMs per phase (default 1)")
     ap.add_argument("--threads", "-t", type=_positive, default=1, help="caller threads per JVM (default 1)")
     ap.add_argument("--regions", default=None, help="record file (default: generated, see --preset)")
-    ap.add_argument("--preset", choices=("typical", "small"), default="typical",
-                    help="generated regions' shape (default typical)")
+    ap.add_argument(
+        "--preset", choices=("typical", "small"), default="typical", help="generated regions' shape (default typical)"
+    )
     ap.add_argument("--count", type=_positive, default=1500, help="generated regions (default 1500)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the generated regions")
     ap.add_argument("--mps", choices=("off", "on", "both"), default="off", help="shim phase without/with MPS")
     ap.add_argument("--reps", type=_positive, default=3, help="timed passes of the shim (default 3)")
     ap.add_argument("--gkl-reps", type=_positive, default=1, help="timed passes of GKL (default 1)")
     ap.add_argument("--warmup", type=_non_negative, default=1, help="untimed passes before the barrier (default 1)")
-    ap.add_argument("--omp-threads", type=_positive, default=os.cpu_count() or 1,
-                    help="GKL OMP's native threads (default: all cores)")
+    ap.add_argument(
+        "--omp-threads",
+        type=_positive,
+        default=os.cpu_count() or 1,
+        help="GKL OMP's native threads (default: all cores)",
+    )
     ap.add_argument("--classes", default=None, help=f"directory with a prebuilt {HARNESS}.class")
     ap.add_argument("--shim-jar", default=DEFAULT_SHIM_JAR, help="pyphmm's GATK shim jar")
     ap.add_argument("--timeout", type=_positive, default=3600, help="seconds per phase (default 3600)")
@@ -354,8 +417,12 @@ def run(args, work: str) -> int:
     if args.mps != "off":
         mps.control_program()  # no MPS here: say so before minutes of GKL
     check_inputs(args.shim_jar)
-    cfg = {"java": java_exe(), "classes": harness_classes(args.classes, work), "warmup": args.warmup,
-           "timeout": args.timeout}
+    cfg = {
+        "java": java_exe(),
+        "classes": harness_classes(args.classes, work),
+        "warmup": args.warmup,
+        "timeout": args.timeout,
+    }
     if args.regions:
         regions_path, source = os.path.abspath(args.regions), args.regions
     else:
@@ -368,26 +435,49 @@ def run(args, work: str) -> int:
     extra, backend_note = shim_env()
     gkl_cp = gkl_oracle.class_path()
     version = subprocess.run([cfg["java"], "-version"], capture_output=True, text=True).stderr.splitlines()
-    print(f"bench_multiproc: {len(shapes)} regions ({source}), {sum(r * h for r, h, _ in shapes)} pairs, "
-          f"{cells / 1e9:.3f} G cells per pass; {os.cpu_count()} cores; {k} JVM(s) x {t} caller thread(s)")
-    print(f"JVM: {version[0] if version else cfg['java']}; harness {cfg['classes']}; shim {args.shim_jar}; "
-          f"GKL jars {gkl_oracle.jar_dir()}; GKL_JNI {os.environ.get('GKL_JNI', '(default path)')}")
-    print(f"shim: {backend_note}; passes: warm-up {args.warmup} (untimed, before the barrier), timed shim "
-          f"{args.reps}, GKL {args.gkl_reps}")
+    print(
+        f"bench_multiproc: {len(shapes)} regions ({source}), {sum(r * h for r, h, _ in shapes)} pairs, "
+        f"{cells / 1e9:.3f} G cells per pass; {os.cpu_count()} cores; {k} JVM(s) x {t} caller thread(s)"
+    )
+    print(
+        f"JVM: {version[0] if version else cfg['java']}; harness {cfg['classes']}; shim {args.shim_jar}; "
+        f"GKL jars {gkl_oracle.jar_dir()}; GKL_JNI {os.environ.get('GKL_JNI', '(default path)')}"
+    )
+    print(
+        f"shim: {backend_note}; passes: warm-up {args.warmup} (untimed, before the barrier), timed shim "
+        f"{args.reps}, GKL {args.gkl_reps}"
+    )
 
     phases = []  # (name, label, Phase, mps?)
     shape = f"{k} JVM{'s' if k > 1 else ''} x {t} thread{'s' if t > 1 else ''}"
-    for mode in (("off", "on") if args.mps == "both" else (args.mps,)):
-        phases.append((f"shim-mps-{mode}", f"pyphmm shim, {shape}, MPS {mode}",
-                       Phase(f"shim-mps-{mode}", AVX_CLASS, [args.shim_jar] + gkl_cp, k, t, 1, args.reps, extra),
-                       mode == "on"))
-    phases.append(("gkl-avx", f"GKL AVX, {shape}, 1 native thread each",
-                   Phase("gkl-avx", AVX_CLASS, gkl_cp, k, t, 1, args.gkl_reps), False))
-    phases.append(("gkl-omp", f"GKL OMP, 1 JVM x 1 thread, {args.omp_threads} native threads",
-                   Phase("gkl-omp", OMP_CLASS, gkl_cp, 1, 1, args.omp_threads, args.gkl_reps), False))
+    for mode in ("off", "on") if args.mps == "both" else (args.mps,):
+        phases.append(
+            (
+                f"shim-mps-{mode}",
+                f"pyphmm shim, {shape}, MPS {mode}",
+                Phase(f"shim-mps-{mode}", AVX_CLASS, [args.shim_jar] + gkl_cp, k, t, 1, args.reps, extra),
+                mode == "on",
+            )
+        )
+    phases.append(
+        (
+            "gkl-avx",
+            f"GKL AVX, {shape}, 1 native thread each",
+            Phase("gkl-avx", AVX_CLASS, gkl_cp, k, t, 1, args.gkl_reps),
+            False,
+        )
+    )
+    phases.append(
+        (
+            "gkl-omp",
+            f"GKL OMP, 1 JVM x 1 thread, {args.omp_threads} native threads",
+            Phase("gkl-omp", OMP_CLASS, gkl_cp, 1, 1, args.omp_threads, args.gkl_reps),
+            False,
+        )
+    )
 
     outputs = {}
-    for name, label, phase, under_mps in phases:
+    for name, _label, phase, under_mps in phases:
         if under_mps:
             with mps.private_daemon() as mps_env:
                 phase.env_extra = dict(phase.env_extra, **mps_env)
@@ -400,8 +490,14 @@ def run(args, work: str) -> int:
             outputs[name] = run_phase(cfg, phase, regions_path, work)
 
     ref, _ = assemble(outputs["gkl-avx"], shapes, k, t)
-    report = {"regions": len(shapes), "source": source, "cells_per_pass": cells, "processes": k, "threads": t,
-              "phases": []}
+    report = {
+        "regions": len(shapes),
+        "source": source,
+        "cells_per_pass": cells,
+        "processes": k,
+        "threads": t,
+        "phases": [],
+    }
     failures = []
     for name, label, phase, _ in phases:
         flat, owner = assemble(outputs[name], shapes, phase.procs, phase.threads)
@@ -420,9 +516,11 @@ def run(args, work: str) -> int:
     print("\nsummary")
     for a in report["phases"]:
         if a["phase"].startswith("shim"):
-            print(f"  {a['label']}: {a['gcups']:.2f} GCUPS = {a['gcups'] / by_name['gkl-avx']['gcups']:.1f}x GKL AVX "
-                  f"({by_name['gkl-avx']['gcups']:.2f}), {a['gcups'] / by_name['gkl-omp']['gcups']:.1f}x GKL OMP "
-                  f"({by_name['gkl-omp']['gcups']:.2f}); max |diff| vs GKL AVX {a['max_diff']:.2g}")
+            print(
+                f"  {a['label']}: {a['gcups']:.2f} GCUPS = {a['gcups'] / by_name['gkl-avx']['gcups']:.1f}x GKL AVX "
+                f"({by_name['gkl-avx']['gcups']:.2f}), {a['gcups'] / by_name['gkl-omp']['gcups']:.1f}x GKL OMP "
+                f"({by_name['gkl-omp']['gcups']:.2f}); max |diff| vs GKL AVX {a['max_diff']:.2g}"
+            )
     print(f"  GKL OMP vs GKL AVX: max |diff| {by_name['gkl-omp']['max_diff']:.2g}")
     if args.json:
         with open(args.json, "w") as f:

@@ -1,5 +1,6 @@
 """Small C++ check programs (tests/native/*.cc) compiled against native/,
 with the library's own host flags (buildtools.native, which setup.py uses)."""
+
 from __future__ import annotations
 
 import os
@@ -14,5 +15,6 @@ def build_native_check(out_dir, name: str, *sources: str, std: str = "c++17", op
     to native/) into OUT_DIR/NAME; returns the executable's path. Raises
     FileNotFoundError when no C++ compiler ($CXX, default g++) exists."""
     exe = os.path.join(str(out_dir), name)
-    return compile_check_program(exe, os.path.join(ROOT, "tests", "native", f"{name}.cc"), sources,
-                                 extra_flags=(f"-std={std}", opt))
+    return compile_check_program(
+        exe, os.path.join(ROOT, "tests", "native", f"{name}.cc"), sources, extra_flags=(f"-std={std}", opt)
+    )

@@ -26,6 +26,7 @@ Three families, each seeded (the same arguments always give the same data):
 ``as_java_holders`` turns a region into the plain tuples the JNI oracles
 take. ``scripts/gen_regions.py`` is the command line of ``generate``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -74,7 +75,7 @@ def _mutate(rng, ref: np.ndarray) -> np.ndarray:
             hap = np.concatenate([hap[:pos], ins, hap[pos:]])
         else:
             k = int(rng.integers(1, 11))
-            hap = np.concatenate([hap[:pos], hap[pos + k:]])
+            hap = np.concatenate([hap[:pos], hap[pos + k :]])
     if hap.size > MAX_HAP:
         hap = hap[:MAX_HAP]
     if hap.size < MIN_HAP:
@@ -90,7 +91,7 @@ def _base_quals(rng, n: int, hi: bool = False) -> np.ndarray:
     q = np.clip(np.rint(q), 6, 41)
     if rng.random() < 0.15:  # a low-quality stretch
         s = int(rng.integers(0, n))
-        q[s:s + int(rng.integers(1, 20))] = rng.integers(6, 16)
+        q[s : s + int(rng.integers(1, 20))] = rng.integers(6, 16)
     if rng.random() < 0.05:  # some pipelines emit very high values
         q[rng.random(n) < 0.1] = rng.integers(60, 91)
     return q.astype(np.uint8)
@@ -113,7 +114,7 @@ def _gap_quals(rng, n: int, mode: str) -> tuple:
 def _sample_read(rng, hap: np.ndarray, length: int, quals: np.ndarray, n_rate: float) -> np.ndarray:
     length = min(length, hap.size)
     start = int(rng.integers(0, hap.size - length + 1))
-    read = hap[start:start + length].copy()
+    read = hap[start : start + length].copy()
     # Errors at the rate the base qualities promise (at least 0.1%).
     err = rng.random(length) < np.maximum(10.0 ** (-quals[:length].astype(np.float64) / 10.0), 1e-3)
     read[err] = ACGT[(np.searchsorted(ACGT, read[err]) + rng.integers(1, 4, err.sum())) % 4]
@@ -122,7 +123,7 @@ def _sample_read(rng, hap: np.ndarray, length: int, quals: np.ndarray, n_rate: f
         if rng.random() < 0.5:
             read = np.concatenate([read[:pos], _random_seq(rng, 1), read[pos:-1]])
         else:
-            read = np.concatenate([read[:pos], read[pos + 1:], _random_seq(rng, 1)])
+            read = np.concatenate([read[:pos], read[pos + 1 :], _random_seq(rng, 1)])
     if rng.random() < n_rate:
         read[rng.integers(0, length, int(rng.integers(1, 4)))] = ord("N")
     return read
@@ -183,7 +184,7 @@ def _region(rng, n_rate: float, odd_rate: float, underflow: bool = False, shape:
         if odd_rate and rng.random() < odd_rate:
             bases[rng.integers(0, bases.size, int(rng.integers(1, 4)))] = rng.choice(ODD_BYTES)
         ins, dels, gcp = _gap_quals(rng, bases.size, gap_mode)
-        reads.append((bases, quals[:bases.size], ins, dels, gcp))
+        reads.append((bases, quals[: bases.size], ins, dels, gcp))
     if odd_rate and rng.random() < odd_rate:
         h = haps[int(rng.integers(0, nh))]
         h[rng.integers(0, h.size, 2)] = rng.choice(ODD_BYTES)
@@ -196,20 +197,35 @@ def _pack(reads, haps):
     cols = [np.concatenate([r[i] for r in reads]).astype(np.uint8) for i in range(5)]
     hap_offsets = np.zeros(len(haps) + 1, np.int64)
     np.cumsum([h.size for h in haps], out=hap_offsets[1:])
-    return (ReadBatch(*cols, offsets),
-            HaplotypeBatch(np.concatenate(haps).astype(np.uint8), hap_offsets))
+    return (ReadBatch(*cols, offsets), HaplotypeBatch(np.concatenate(haps).astype(np.uint8), hap_offsets))
 
 
 def _truncate(region, max_reads: int):
     reads, haps = region
     end = int(reads.offsets[max_reads])
-    return (ReadBatch(reads.bases[:end], reads.quals[:end], reads.ins[:end], reads.dels[:end],
-                      reads.gcp[:end], reads.offsets[:max_reads + 1]), haps)
+    return (
+        ReadBatch(
+            reads.bases[:end],
+            reads.quals[:end],
+            reads.ins[:end],
+            reads.dels[:end],
+            reads.gcp[:end],
+            reads.offsets[: max_reads + 1],
+        ),
+        haps,
+    )
 
 
-def generate(regions: int = 100, seed: int = 0, max_pairs: int | None = None, underflow: int = 0,
-             n_rate: float = 0.02, odd_rate: float = 0.0, max_reads: int | None = None,
-             preset: str | None = None) -> list:
+def generate(
+    regions: int = 100,
+    seed: int = 0,
+    max_pairs: int | None = None,
+    underflow: int = 0,
+    n_rate: float = 0.02,
+    odd_rate: float = 0.0,
+    max_reads: int | None = None,
+    preset: str | None = None,
+) -> list:
     """``regions`` realistic regions (+ ``underflow`` underflow-forcing ones).
 
     Returns a list of ``(ReadBatch, HaplotypeBatch)``. The same arguments
@@ -254,10 +270,10 @@ def pairs_and_cells(regions) -> tuple:
     return pairs, cells
 
 
-
 # ---- the GPU benchmark's workload ---------------------------------------------
 # scripts/bench_pairhmm_gpu.py's "realistic set" (2,000 regions, seed 2), on
 # which the published GPU figures were measured: its draws must not change.
+
 
 def gpu_bench_region(rng, n_reads, n_haps, read_lens, hap_lens):
     """A region of exact read and haplotype lengths: haplotypes are variants
@@ -275,7 +291,7 @@ def gpu_bench_region(rng, n_reads, n_haps, read_lens, hap_lens):
         src = haps[rng.integers(0, n_haps)]
         if L <= len(src):
             s = rng.integers(0, len(src) - L + 1)
-            r = src[s:s + L].copy()
+            r = src[s : s + L].copy()
         else:
             r = ACGT[rng.integers(0, 4, L)]
         e = rng.random(L) < 0.01
@@ -284,8 +300,14 @@ def gpu_bench_region(rng, n_reads, n_haps, read_lens, hap_lens):
     offs = np.zeros(n_reads + 1, np.int64)
     np.cumsum(read_lens, out=offs[1:])
     t = int(offs[-1])
-    rb = ReadBatch(np.concatenate(reads), rng.integers(6, 41, t).astype(np.uint8),
-                   np.full(t, 45, np.uint8), np.full(t, 45, np.uint8), np.full(t, 10, np.uint8), offs)
+    rb = ReadBatch(
+        np.concatenate(reads),
+        rng.integers(6, 41, t).astype(np.uint8),
+        np.full(t, 45, np.uint8),
+        np.full(t, 45, np.uint8),
+        np.full(t, 10, np.uint8),
+        offs,
+    )
     hoffs = np.zeros(n_haps + 1, np.int64)
     np.cumsum(hap_lens, out=hoffs[1:])
     return rb, HaplotypeBatch(np.concatenate(haps), hoffs)
@@ -307,7 +329,6 @@ def gpu_bench_workload(rng, n_regions):
     return out
 
 
-
 # ---- synthetic regions ------------------------------------------------------
 
 # Presets of make_region: each names the kind of region a test needs.
@@ -325,8 +346,9 @@ PRESETS = {
 }
 
 
-def make_region(rng, n_reads: int, n_haps: int, read_len=(1, 160), hap_len=(1, 300), *, preset: str = "windows",
-                **options):
+def make_region(
+    rng, n_reads: int, n_haps: int, read_len=(1, 160), hap_len=(1, 300), *, preset: str = "windows", **options
+):
     """One region of n_reads x n_haps; read_len/hap_len are inclusive (lo,
     hi) ranges. ``preset`` picks the defaults (``PRESETS``), ``options``
     override them:
@@ -360,15 +382,30 @@ def make_region(rng, n_reads: int, n_haps: int, read_len=(1, 160), hap_len=(1, 3
         return np.repeat(rng.integers(lo, hi + 1, n_reads), lens).astype(np.uint8)
 
     uniform = o["uniform"]
-    rb = ReadBatch(np.concatenate(reads) if reads else np.zeros(0, np.uint8), draw(o["qual"], False),
-                   draw(o["indel_q"], uniform), draw(o["indel_q"], uniform), draw(o["gcp_q"], uniform), offs)
+    rb = ReadBatch(
+        np.concatenate(reads) if reads else np.zeros(0, np.uint8),
+        draw(o["qual"], False),
+        draw(o["indel_q"], uniform),
+        draw(o["indel_q"], uniform),
+        draw(o["gcp_q"], uniform),
+        offs,
+    )
     hoffs = np.zeros(n_haps + 1, np.int64)
     np.cumsum([len(h) for h in haps], out=hoffs[1:])
     return rb, HaplotypeBatch(np.concatenate(haps) if haps else np.zeros(0, np.uint8), hoffs)
 
 
-_DEFAULTS = {"related": True, "mismatch": 0.05, "n_rate": 0.0, "other_bytes": False, "alphabet": b"ACGT",
-             "qual": (6, 60), "indel_q": (10, 90), "gcp_q": (5, 40), "uniform": False}
+_DEFAULTS = {
+    "related": True,
+    "mismatch": 0.05,
+    "n_rate": 0.0,
+    "other_bytes": False,
+    "alphabet": b"ACGT",
+    "qual": (6, 60),
+    "indel_q": (10, 90),
+    "gcp_q": (5, 40),
+    "uniform": False,
+}
 
 
 def _window_sequences(rng, n_reads, n_haps, read_len, hap_len, o):
@@ -385,7 +422,7 @@ def _window_sequences(rng, n_reads, n_haps, read_len, hap_len, o):
         src = haps[rng.integers(0, n_haps)]
         if length <= len(src):  # inside every haplotype where possible (overhangs can underflow double)
             start = rng.integers(0, (hap_lens.min() if length <= hap_lens.min() else len(src)) - length + 1)
-            seq = src[start:start + length].copy()
+            seq = src[start : start + length].copy()
         else:
             seq = ACGT[rng.integers(0, 4, length)].copy()
         flip = rng.random(length) < o["mismatch"]

@@ -5,6 +5,7 @@ deletions up to 100 bp, tandem repeats with unit-count changes, N bases,
 leading and trailing overhangs, alt longer and shorter than ref, exact
 substrings (also with several occurrences) and unrelated sequences.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,7 +34,7 @@ def _indel(rng, s: bytes, max_len: int) -> bytes:
     k = int(rng.integers(1, max_len + 1))
     i = int(rng.integers(1, len(s) - 1))
     if rng.random() < 0.5:
-        return s[:i] + s[i + min(k, len(s) - i - 1):]
+        return s[:i] + s[i + min(k, len(s) - i - 1) :]
     return s[:i] + _rand(rng, k) + s[i:]
 
 
@@ -63,13 +64,13 @@ def make_pair(rng, kind: str, short: bool = True):
         delta = int(rng.integers(-min(copies - 1, 4), 5))
         alt = left + unit * (copies + delta) + right
         if rng.random() < 0.5:
-            alt = alt[int(rng.integers(0, len(left))):]
+            alt = alt[int(rng.integers(0, len(left))) :]
         if rng.random() < 0.5:
-            alt = alt[:len(alt) - int(rng.integers(0, len(right)))]
+            alt = alt[: len(alt) - int(rng.integers(0, len(right)))]
         return ref, alt or unit
     if kind == "n_bases":
         ref = bytearray(_rand(rng, int(rng.integers(20, 100 * scale))))
-        alt = bytearray(ref[int(rng.integers(0, 5)):])
+        alt = bytearray(ref[int(rng.integers(0, 5)) :])
         for seq in (ref, alt):
             for _ in range(int(rng.integers(0, 4))):
                 seq[int(rng.integers(0, len(seq)))] = ord("N")
@@ -88,14 +89,16 @@ def make_pair(rng, kind: str, short: bool = True):
         return ref, alt
     if kind == "exact":
         unit = _rand(rng, int(rng.integers(3, 20)))
-        ref = _rand(rng, int(rng.integers(0, 30))) + unit * int(rng.integers(1, 4)) + _rand(rng, int(rng.integers(0, 30)))
+        ref = (
+            _rand(rng, int(rng.integers(0, 30))) + unit * int(rng.integers(1, 4)) + _rand(rng, int(rng.integers(0, 30)))
+        )
         a = int(rng.integers(0, len(ref)))
-        return ref, ref[a:a + int(rng.integers(1, len(ref) - a + 1))]
+        return ref, ref[a : a + int(rng.integers(1, len(ref) - a + 1))]
     if kind == "random":
         return _rand(rng, int(rng.integers(1, 60 * scale))), _rand(rng, int(rng.integers(1, 60 * scale)))
     if kind == "mixed":
         ref = _rand(rng, int(rng.integers(30, 150 * scale)))
-        alt = ref[int(rng.integers(0, 10)):]
+        alt = ref[int(rng.integers(0, 10)) :]
         for _ in range(int(rng.integers(1, 4))):
             alt = _indel(rng, alt, 12) if rng.random() < 0.5 else _snps(rng, alt, 1)
         return ref, alt or b"A"
@@ -137,7 +140,7 @@ def read_vs_hap(n: int, seed: int, hap_len: int = 300, lo: int = 40, hi: int = 1
         hap = _rand(rng, hap_len)
         k = int(rng.integers(lo, hi + 1))
         a = int(rng.integers(0, hap_len - k + 1))
-        read = _snps(rng, hap[a:a + k], int(rng.integers(0, 4)))
+        read = _snps(rng, hap[a : a + k], int(rng.integers(0, 4)))
         if rng.random() < 0.2:
             read = _indel(rng, read, 10)[:hi]
         refs.append(hap)

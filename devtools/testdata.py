@@ -6,6 +6,7 @@
   offset.
 - ``sw-gatk-cases.tsv``: GATK's Smith-Waterman unit-test vectors.
 """
+
 from __future__ import annotations
 
 import os

@@ -245,8 +245,8 @@ int parse_record(LineReader& lr, const char* path, Chunk& c, bool* got, pyphmm_e
         size_t a = 0, b = len;  // the line without surrounding whitespace, as Python's strip()
         while (a < b && (line[a] == ' ' || line[a] == '\t')) ++a;
         while (b > a && (line[b - 1] == ' ' || line[b - 1] == '\t' || line[b - 1] == '\r')) --b;
-        return set_error(err, PYPHMM_E_INVALID, "%s:%lld: malformed record header %s (expected two counts 'R H')",
-                         path, header, py_quote(line + a, b - a).c_str());
+        return set_error(err, PYPHMM_E_INVALID, "%s:%lld: malformed record header %s (expected two counts 'R H')", path,
+                         header, py_quote(line + a, b - a).c_str());
     }
     int32_t counts[2];
     for (int k = 0; k < 2; ++k) {
@@ -382,8 +382,8 @@ struct FileCloser {
     }
 };
 
-int run_file(const char* in_path, const char* out_path, const pyphmm_options* options, int64_t chunk_cells,
-             Totals& t, pyphmm_error* err) {
+int run_file(const char* in_path, const char* out_path, const pyphmm_options* options, int64_t chunk_cells, Totals& t,
+             pyphmm_error* err) {
     std::unique_ptr<FILE, FileCloser> in(std::fopen(in_path, "rb"));
     if (!in) return set_error(err, PYPHMM_E_IO, "%s: cannot open for reading: %s", in_path, std::strerror(errno));
     std::unique_ptr<FILE, FileCloser> out(std::fopen(out_path, "wb"));
@@ -403,8 +403,7 @@ int run_file(const char* in_path, const char* out_path, const pyphmm_options* op
         auto c = std::make_unique<Chunk>();
         bool got = true;
         int prc = PYPHMM_OK;
-        while (c->cells < chunk_cells && (prc = parse_record(lr, in_path, *c, &got, err)) == PYPHMM_OK && got) {
-        }
+        while (c->cells < chunk_cells && (prc = parse_record(lr, in_path, *c, &got, err)) == PYPHMM_OK && got) {}
         if (lr.error()) {
             wait();
             return set_error(err, PYPHMM_E_IO, "%s: read failed: %s", in_path, std::strerror(lr.error_number()));

@@ -8,6 +8,7 @@ likelihoods within 1e-5 of GKL's, Smith-Waterman CIGARs identical to GATK's.
 >>> pyphmm.compute_likelihoods([read], ["ACGTACGT"]).shape
 (1, 1)
 """
+
 import importlib
 
 from ._native import BackendUnavailableError, info
@@ -15,11 +16,22 @@ from ._version import __version__
 
 # The array API loads on first use (PEP 562), so `python -m pyphmm` on a
 # record file, which runs in native code, starts without importing numpy.
-_LAZY = {name: ".pairhmm" for name in ("HaplotypeBatch", "Read", "ReadBatch", "compute_likelihoods",
-                                       "compute_regions")}
-_LAZY.update({name: ".sw" for name in ("ALIGNMENT_TO_BEST_HAPLOTYPE", "NEW_SW_PARAMETERS", "ORIGINAL_DEFAULT",
-                                       "STANDARD_NGS", "OverhangStrategy", "SWParameters", "align",
-                                       "align_batch")})
+_LAZY = {name: ".pairhmm" for name in ("HaplotypeBatch", "Read", "ReadBatch", "compute_likelihoods", "compute_regions")}
+_LAZY.update(
+    {
+        name: ".sw"
+        for name in (
+            "ALIGNMENT_TO_BEST_HAPLOTYPE",
+            "NEW_SW_PARAMETERS",
+            "ORIGINAL_DEFAULT",
+            "STANDARD_NGS",
+            "OverhangStrategy",
+            "SWParameters",
+            "align",
+            "align_batch",
+        )
+    }
+)
 
 
 def __getattr__(name):
@@ -35,9 +47,23 @@ def __getattr__(name):
 def __dir__():
     return sorted(set(globals()) | set(__all__))
 
+
 __all__ = [
-    "__version__", "info", "BackendUnavailableError",
-    "Read", "ReadBatch", "HaplotypeBatch", "compute_likelihoods", "compute_regions",
-    "sw", "align", "align_batch", "SWParameters", "OverhangStrategy", "ORIGINAL_DEFAULT",
-    "STANDARD_NGS", "NEW_SW_PARAMETERS", "ALIGNMENT_TO_BEST_HAPLOTYPE",
+    "__version__",
+    "info",
+    "BackendUnavailableError",
+    "Read",
+    "ReadBatch",
+    "HaplotypeBatch",
+    "compute_likelihoods",
+    "compute_regions",
+    "sw",
+    "align",
+    "align_batch",
+    "SWParameters",
+    "OverhangStrategy",
+    "ORIGINAL_DEFAULT",
+    "STANDARD_NGS",
+    "NEW_SW_PARAMETERS",
+    "ALIGNMENT_TO_BEST_HAPLOTYPE",
 ]

@@ -1,5 +1,6 @@
 """Argument conversions shared by the PairHMM and Smith-Waterman APIs, so
 both accept the same forms and name the argument in the same words."""
+
 from __future__ import annotations
 
 import operator
@@ -23,8 +24,7 @@ def as_bases(value, what: str) -> bytes:
         if value.dtype != np.uint8 or value.ndim != 1:
             raise TypeError(f"{what}: bases array must be 1-D uint8 (ASCII codes), not {value.dtype} {value.ndim}-D")
         return value.tobytes()
-    raise TypeError(f"{what}: a sequence of bases must be str, bytes or a 1-D uint8 array, "
-                    f"not {type(value).__name__}")
+    raise TypeError(f"{what}: a sequence of bases must be str, bytes or a 1-D uint8 array, not {type(value).__name__}")
 
 
 def as_int(value, what: str, lo: int, hi: int) -> int:

@@ -3,6 +3,7 @@
 Nothing here knows the algorithms; it turns Python arguments into the C ABI's
 structs and the ABI's status codes into Python exceptions.
 """
+
 from __future__ import annotations
 
 import os
@@ -10,12 +11,14 @@ import os
 from ._convert import INT32_MAX, as_int
 from ._pyphmm import ffi, lib
 
-BACKENDS = {"auto": lib.PYPHMM_BACKEND_AUTO, "cpu": lib.PYPHMM_BACKEND_CPU,
-            "cuda": lib.PYPHMM_BACKEND_CUDA}
+BACKENDS = {"auto": lib.PYPHMM_BACKEND_AUTO, "cpu": lib.PYPHMM_BACKEND_CPU, "cuda": lib.PYPHMM_BACKEND_CUDA}
 BACKEND_NAMES = {v: k for k, v in BACKENDS.items()}
 HYBRID = {None: lib.PYPHMM_HYBRID_DEFAULT, True: lib.PYPHMM_HYBRID_ON, False: lib.PYPHMM_HYBRID_OFF}
-THRESHOLD_SOURCES = {lib.PYPHMM_THRESHOLD_DEFAULT: "default", lib.PYPHMM_THRESHOLD_CALIBRATED: "calibrated",
-                     lib.PYPHMM_THRESHOLD_ENV: "env"}
+THRESHOLD_SOURCES = {
+    lib.PYPHMM_THRESHOLD_DEFAULT: "default",
+    lib.PYPHMM_THRESHOLD_CALIBRATED: "calibrated",
+    lib.PYPHMM_THRESHOLD_ENV: "env",
+}
 
 
 MAX_THREADS = INT32_MAX
@@ -45,8 +48,7 @@ def raise_for_status(code: int, error) -> None:
         raise_status(code, ffi.string(error.message).decode("utf-8", "replace"))
 
 
-def make_options(backend: str = "auto", threads: int | None = None, double: bool = False,
-                 hybrid: bool | None = None):
+def make_options(backend: str = "auto", threads: int | None = None, double: bool = False, hybrid: bool | None = None):
     """Validates Python-level options and returns a pyphmm_options*.
 
     ``hybrid``: None follows PYPHMM_HYBRID (off when unset); True/False turn
@@ -120,9 +122,11 @@ def info() -> dict:
         "cpu_kernel": s(i.cpu_kernel),
         "gpu_min_cells": i.gpu_min_cells,
         "gpu_min_cells_source": THRESHOLD_SOURCES.get(i.gpu_min_cells_source, "default"),
-        "calibration": ({"gpu_call_us": i.calib_gpu_call_us, "gpu_gcups": i.calib_gpu_gcups,
-                         "cpu_gcups": i.calib_cpu_gcups}
-                        if i.gpu_min_cells_source == lib.PYPHMM_THRESHOLD_CALIBRATED else None),
+        "calibration": (
+            {"gpu_call_us": i.calib_gpu_call_us, "gpu_gcups": i.calib_gpu_gcups, "cpu_gcups": i.calib_cpu_gcups}
+            if i.gpu_min_cells_source == lib.PYPHMM_THRESHOLD_CALIBRATED
+            else None
+        ),
         "hybrid": bool(i.hybrid),
         "hybrid_gpu_threads": i.hybrid_gpu_threads,
         # sharing the GPU: devices calls may use, how this process's was

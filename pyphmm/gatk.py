@@ -12,6 +12,7 @@ Two ways to make unmodified GATK call pyphmm:
   IntelInflater) and PDHMM libraries, taken from the user's GATK jar or a
   directory of GKL libraries.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,7 +29,7 @@ GKL_LIBRARY_NAMES = ("libgkl_pairhmm.so", "libgkl_pairhmm_omp.so", "libgkl_smith
 # under USE_LIBRARY_PATH=1.
 GKL_OWN_LIBRARIES = {
     "libgkl_compression.so": "Intel's deflater and inflater (GATK falls back to the JDK's, "
-                             "slower BAM/CRAM/VCF.gz compression)",
+    "slower BAM/CRAM/VCF.gz compression)",
     "libgkl_pdhmm.so": "PDHMM (HaplotypeCaller --use-pdhmm of GATK 4.6 / GKL 0.9 fails to load it)",
 }
 GKL_NATIVE_IN_JAR = "com/intel/gkl/native/"  # where GKL's jar (inside GATK's) keeps them
@@ -46,8 +47,7 @@ def _existing_jar() -> str:
     return path
 
 
-def write_libdir(directory: str, copy: bool = False, gatk_jar: str | None = None,
-                 gkl_libs: str | None = None) -> tuple:
+def write_libdir(directory: str, copy: bool = False, gatk_jar: str | None = None, gkl_libs: str | None = None) -> tuple:
     """Fills `directory` for GATK's USE_LIBRARY_PATH=1 mode; returns
     (written paths, {missing GKL library: what GATK loses}).
 
@@ -126,11 +126,16 @@ def _write_file(path: str, data: bytes) -> None:
 def missing_note(missing: dict, gatk_jar: str | None, gkl_libs: str | None) -> str:
     """The stderr lines that say which GKL features a directory lacks."""
     sources = " or ".join(s for s in (gatk_jar, gkl_libs) if s)
-    where = (f"is not in {sources}" if sources else
-             "not written (give the GATK jar: --gatk-jar JAR or $GATK_LOCAL_JAR, or a directory of GKL "
-             "libraries: --gkl-libs DIR)")
-    lines = [f"pyphmm: warning: {name} {where}; under USE_LIBRARY_PATH=1 GATK will lack {loss}"
-             for name, loss in missing.items()]
+    where = (
+        f"is not in {sources}"
+        if sources
+        else "not written (give the GATK jar: --gatk-jar JAR or $GATK_LOCAL_JAR, or a directory of GKL "
+        "libraries: --gkl-libs DIR)"
+    )
+    lines = [
+        f"pyphmm: warning: {name} {where}; under USE_LIBRARY_PATH=1 GATK will lack {loss}"
+        for name, loss in missing.items()
+    ]
     return "\n".join(lines)
 
 
@@ -171,8 +176,10 @@ def cmd_gatk_libdir(args) -> int:
         print(path)
     if missing:
         print(missing_note(missing, gatk_jar, args.gkl_libs), file=sys.stderr)
-    print(f"pyphmm: run GATK with USE_LIBRARY_PATH=1 and -Djava.library.path={os.path.abspath(args.directory)}",
-          file=sys.stderr)
+    print(
+        f"pyphmm: run GATK with USE_LIBRARY_PATH=1 and -Djava.library.path={os.path.abspath(args.directory)}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -195,11 +202,17 @@ def add_subcommands(sub) -> None:
     d = sub.add_parser("gatk-libdir", help="write GKL-named libraries for USE_LIBRARY_PATH=1 GATK runs")
     d.add_argument("directory", help="directory to write libgkl_*.so into")
     d.add_argument("--copy", action="store_true", help="copy libpyphmm.so into the directory (relocatable)")
-    d.add_argument("--gatk-jar", default=None,
-                   help="GATK local jar to take GKL's own compression and PDHMM libraries from "
-                        "(default: $GATK_LOCAL_JAR)")
-    d.add_argument("--gkl-libs", default=None, metavar="DIR",
-                   help="directory of GKL libraries to take them from instead (e.g. /usr/lib/jni)")
+    d.add_argument(
+        "--gatk-jar",
+        default=None,
+        help="GATK local jar to take GKL's own compression and PDHMM libraries from (default: $GATK_LOCAL_JAR)",
+    )
+    d.add_argument(
+        "--gkl-libs",
+        default=None,
+        metavar="DIR",
+        help="directory of GKL libraries to take them from instead (e.g. /usr/lib/jni)",
+    )
     d.set_defaults(func=cmd_gatk_libdir)
 
     g = sub.add_parser("gatk", help="run GATK with the pyphmm shim first on the class path")

@@ -11,6 +11,7 @@ space-separated log10 likelihoods.
 
 Files are read line by line, so inputs larger than memory stream through.
 """
+
 from __future__ import annotations
 
 import os
@@ -107,6 +108,7 @@ def read_records(source: PathOrFile) -> Iterator[Tuple[ReadBatch, HaplotypeBatch
     f, owned, name = _open_lines(source)
     lineno = 0
     try:
+
         def next_line():
             nonlocal lineno
             raw = f.readline()
@@ -118,8 +120,9 @@ def read_records(source: PathOrFile) -> Iterator[Tuple[ReadBatch, HaplotypeBatch
         def record_line(what: str, k: int, of: int) -> str:
             line = next_line()
             if line is None:
-                raise RecordError(f"{name}: truncated record: expected {what} {k + 1} of {of} at line {lineno + 1}, "
-                                  "found end of file")
+                raise RecordError(
+                    f"{name}: truncated record: expected {what} {k + 1} of {of} at line {lineno + 1}, found end of file"
+                )
             return line
 
         while True:
@@ -142,8 +145,7 @@ def read_records(source: PathOrFile) -> Iterator[Tuple[ReadBatch, HaplotypeBatch
 def _parse_header(line: str, name: str, lineno: int, check_size: bool = True) -> Tuple[int, int]:
     parts = line.split()
     if len(parts) != 2:
-        raise RecordError(f"{name}:{lineno}: malformed record header {quote(line.strip())} "
-                          "(expected two counts 'R H')")
+        raise RecordError(f"{name}:{lineno}: malformed record header {quote(line.strip())} (expected two counts 'R H')")
     counts = []
     for p in parts:
         try:
@@ -155,13 +157,16 @@ def _parse_header(line: str, name: str, lineno: int, check_size: bool = True) ->
         counts.append(v)
     need, have = counts[0] * counts[1] * RESULT_BYTES_PER_PAIR, _physical_memory()
     if check_size and have > 0 and need > have:
-        raise RecordError(f"{name}:{lineno}: a record of {counts[0]} reads x {counts[1]} haplotypes needs about "
-                          f"{need / 1e9:.1f} GB for its results, more than this machine's memory ({have / 1e9:.1f} GB)")
+        raise RecordError(
+            f"{name}:{lineno}: a record of {counts[0]} reads x {counts[1]} haplotypes needs about "
+            f"{need / 1e9:.1f} GB for its results, more than this machine's memory ({have / 1e9:.1f} GB)"
+        )
     return counts[0], counts[1]
 
 
 class _ReadColumns:
     """A record's read lines, parsed as they are read."""
+
     LABELS = ("QUAL", "INS", "DEL", "GCP")
 
     def __init__(self):

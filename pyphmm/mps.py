@@ -14,6 +14,7 @@ names the same ``CUDA_MPS_PIPE_DIRECTORY``, so other users' and other jobs'
 processes are unaffected. Nothing here changes the GPU's compute mode or any
 other device setting.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -70,23 +71,31 @@ def ensure_private_dir(path: str) -> str:
         raise MpsError(f"cannot create MPS directory {path}: {e.strerror}") from None
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-        raise MpsError(f"MPS directory {path} exists and is not a directory (a link or a file); "
-                       "remove it or pass another directory")
+        raise MpsError(
+            f"MPS directory {path} exists and is not a directory (a link or a file); "
+            "remove it or pass another directory"
+        )
     if st.st_uid != os.getuid():
-        raise MpsError(f"MPS directory {path} belongs to uid {st.st_uid}, not to you (uid {os.getuid()}); "
-                       "pass a directory of your own")
+        raise MpsError(
+            f"MPS directory {path} belongs to uid {st.st_uid}, not to you (uid {os.getuid()}); "
+            "pass a directory of your own"
+        )
     if st.st_mode & 0o077:
-        raise MpsError(f"MPS directory {path} is open to other users (mode {stat.S_IMODE(st.st_mode):04o}); "
-                       f"run 'chmod 700 {path}' or pass another directory")
+        raise MpsError(
+            f"MPS directory {path} is open to other users (mode {stat.S_IMODE(st.st_mode):04o}); "
+            f"run 'chmod 700 {path}' or pass another directory"
+        )
     return path
 
 
 def control_program() -> str:
     exe = shutil.which(CONTROL)
     if not exe:
-        raise MpsError(f"{CONTROL} not found on PATH: MPS needs NVIDIA's driver utilities "
-                       "(e.g. Debian/Ubuntu's nvidia-cuda-mps or nvidia-compute-utils-NNN) on a Linux host "
-                       "with an NVIDIA GPU")
+        raise MpsError(
+            f"{CONTROL} not found on PATH: MPS needs NVIDIA's driver utilities "
+            "(e.g. Debian/Ubuntu's nvidia-cuda-mps or nvidia-compute-utils-NNN) on a Linux host "
+            "with an NVIDIA GPU"
+        )
     return exe
 
 
@@ -100,11 +109,18 @@ def client_env(pipe: str, log: str, base: dict | None = None) -> dict:
 def _control(pipe: str, log: str, command: str) -> subprocess.CompletedProcess:
     """One front-end call: `command` on the control program's stdin."""
     try:
-        return subprocess.run([control_program()], input=command + "\n", capture_output=True, text=True,
-                              env=client_env(pipe, log), timeout=COMMAND_TIMEOUT_S)
+        return subprocess.run(
+            [control_program()],
+            input=command + "\n",
+            capture_output=True,
+            text=True,
+            env=client_env(pipe, log),
+            timeout=COMMAND_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
-        raise MpsError(f"{CONTROL} did not answer within {COMMAND_TIMEOUT_S:.0f} s "
-                       f"({command!r}, pipe dir {pipe})") from None
+        raise MpsError(
+            f"{CONTROL} did not answer within {COMMAND_TIMEOUT_S:.0f} s ({command!r}, pipe dir {pipe})"
+        ) from None
 
 
 def _launch_daemon(pipe: str, log: str) -> None:
@@ -114,8 +130,14 @@ def _launch_daemon(pipe: str, log: str) -> None:
     out_path = os.path.join(log, "pyphmm-start.out")
     with open(out_path, "w+") as out:
         try:
-            rc = subprocess.run([control_program(), "-d"], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                env=client_env(pipe, log), timeout=COMMAND_TIMEOUT_S).returncode
+            rc = subprocess.run(
+                [control_program(), "-d"],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                env=client_env(pipe, log),
+                timeout=COMMAND_TIMEOUT_S,
+            ).returncode
         except subprocess.TimeoutExpired:
             raise MpsError(f"{CONTROL} -d did not return within {COMMAND_TIMEOUT_S:.0f} s") from None
         out.seek(0)
@@ -160,8 +182,10 @@ def start(pipe: str, log: str) -> bool:
     deadline = time.monotonic() + START_WAIT_S
     while not is_running(pipe, log):
         if time.monotonic() > deadline:
-            raise MpsError(f"the MPS control daemon started but does not answer on {pipe} after "
-                           f"{START_WAIT_S:.0f} s{_log_tail(log)}")
+            raise MpsError(
+                f"the MPS control daemon started but does not answer on {pipe} after "
+                f"{START_WAIT_S:.0f} s{_log_tail(log)}"
+            )
         time.sleep(0.05)
     return True
 
@@ -181,14 +205,18 @@ def _quit(pipe: str, log: str, must_answer: bool) -> None:
     p = _control(pipe, log, "quit")
     if p.returncode != 0:
         if must_answer:
-            raise MpsError(f"'quit' to the MPS control daemon on {pipe} failed (exit {p.returncode}): "
-                           f"{(p.stderr or p.stdout).strip()}")
+            raise MpsError(
+                f"'quit' to the MPS control daemon on {pipe} failed (exit {p.returncode}): "
+                f"{(p.stderr or p.stdout).strip()}"
+            )
         return
     deadline = time.monotonic() + STOP_WAIT_S
     while is_running(pipe, log):
         if time.monotonic() > deadline:
-            raise MpsError(f"the MPS control daemon on {pipe} still answers {STOP_WAIT_S:.0f} s after 'quit' "
-                           "(its servers wait for their clients to exit)")
+            raise MpsError(
+                f"the MPS control daemon on {pipe} still answers {STOP_WAIT_S:.0f} s after 'quit' "
+                "(its servers wait for their clients to exit)"
+            )
         time.sleep(0.05)
 
 
@@ -264,8 +292,11 @@ def private_daemon():
                         _quit(pipe, log, must_answer=False)
                         stopped = True
                     except MpsError as e:  # warn; never hide the block's own outcome
-                        print(f"pyphmm mps: warning: {e}; stop it with: echo quit | {PIPE_ENV}={pipe} "
-                              f"{LOG_ENV}={log} {CONTROL}", file=sys.stderr)
+                        print(
+                            f"pyphmm mps: warning: {e}; stop it with: echo quit | {PIPE_ENV}={pipe} "
+                            f"{LOG_ENV}={log} {CONTROL}",
+                            file=sys.stderr,
+                        )
     finally:
         if stopped:  # a daemon that may still run keeps its directories
             shutil.rmtree(base, ignore_errors=True)
@@ -273,17 +304,24 @@ def private_daemon():
 
 # ---- pyphmm mps ----------------------------------------------------------
 
+
 def add_subcommands(sub) -> None:
-    p = sub.add_parser("mps", help="start, stop or query an NVIDIA MPS daemon for many processes on one GPU",
-                       description="NVIDIA MPS lets many processes (e.g. one HaplotypeCaller per interval) "
-                                   "share one GPU concurrently instead of time-sliced. 'start' prints the "
-                                   "export lines the GATK processes need.")
+    p = sub.add_parser(
+        "mps",
+        help="start, stop or query an NVIDIA MPS daemon for many processes on one GPU",
+        description="NVIDIA MPS lets many processes (e.g. one HaplotypeCaller per interval) "
+        "share one GPU concurrently instead of time-sliced. 'start' prints the "
+        "export lines the GATK processes need.",
+    )
     p.add_argument("action", choices=("start", "stop", "status"))
-    p.add_argument("--pipe-dir", default=None,
-                   help=f"private pipe directory (default ${PIPE_ENV}, else /tmp/pyphmm-mps-<uid>)")
-    p.add_argument("--log-dir", default=None,
-                   help=f"log directory (default PIPE_DIR/log, or ${LOG_ENV} when the pipe dir comes from the "
-                        "environment)")
+    p.add_argument(
+        "--pipe-dir", default=None, help=f"private pipe directory (default ${PIPE_ENV}, else /tmp/pyphmm-mps-<uid>)"
+    )
+    p.add_argument(
+        "--log-dir",
+        default=None,
+        help=f"log directory (default PIPE_DIR/log, or ${LOG_ENV} when the pipe dir comes from the environment)",
+    )
     p.set_defaults(func=cmd_mps)
 
 
@@ -291,8 +329,11 @@ def cmd_mps(args) -> int:
     pipe, log = resolve_dirs(args.pipe_dir, args.log_dir)
     if args.action == "start":
         fresh = start(pipe, log)
-        print(f"pyphmm mps: control daemon {'started' if fresh else 'already running'} (pipe dir {pipe}, "
-              f"logs {log}); in each shell that starts GPU processes run:", file=sys.stderr)
+        print(
+            f"pyphmm mps: control daemon {'started' if fresh else 'already running'} (pipe dir {pipe}, "
+            f"logs {log}); in each shell that starts GPU processes run:",
+            file=sys.stderr,
+        )
         sys.stdout.write(export_lines(pipe, log))
         return 0
     if args.action == "stop":

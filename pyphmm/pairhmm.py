@@ -3,6 +3,7 @@
 Inputs are validated here, packed once into contiguous numpy buffers and
 handed to the native library in one call; results come back as numpy arrays.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,8 +23,10 @@ _READ_FIELDS = ("bases",) + _QUAL_FIELDS
 def _as_quals(value, what: str) -> np.ndarray:
     """Raw phred values as a 1-D uint8 array (no ASCII offset)."""
     if isinstance(value, str):
-        raise TypeError(f"{what}: qualities as str are ambiguous; pass raw phred values as bytes, "
-                        "a uint8 array or a list of ints (Read.from_phred33 takes ASCII+33 text)")
+        raise TypeError(
+            f"{what}: qualities as str are ambiguous; pass raw phred values as bytes, "
+            "a uint8 array or a list of ints (Read.from_phred33 takes ASCII+33 text)"
+        )
     if isinstance(value, (bytes, bytearray, memoryview)):
         return np.frombuffer(bytes(value), dtype=np.uint8)
     arr = np.asarray(value)
@@ -125,8 +128,7 @@ class ReadBatch:
 
     def __init__(self, bases, quals, ins, dels, gcp, offsets):
         self.bases = _u8(bases, "bases")
-        self.quals, self.ins, self.dels, self.gcp = (
-            _u8(a, n) for a, n in zip((quals, ins, dels, gcp), _QUAL_FIELDS))
+        self.quals, self.ins, self.dels, self.gcp = (_u8(a, n) for a, n in zip((quals, ins, dels, gcp), _QUAL_FIELDS))
         self.offsets = _int_offsets(offsets, "read")
         for name in _QUAL_FIELDS:
             if getattr(self, name).size != self.bases.size:
@@ -142,8 +144,10 @@ class ReadBatch:
         offsets = np.zeros(len(reads) + 1, dtype=np.int64)
         np.cumsum([len(r) for r in reads], out=offsets[1:])
         bases = np.frombuffer(b"".join(r.bases for r in reads), dtype=np.uint8)
-        cat = (lambda f: np.concatenate([getattr(r, f) for r in reads]) if reads
-               else np.zeros(0, np.uint8))
+
+        def cat(field):
+            return np.concatenate([getattr(r, field) for r in reads]) if reads else np.zeros(0, np.uint8)
+
         return cls(bases, cat("quals"), cat("ins"), cat("dels"), cat("gcp"), offsets)
 
     def __len__(self) -> int:
@@ -193,7 +197,7 @@ class HaplotypeBatch:
         if not -len(self) <= i < len(self):
             raise IndexError(i)
         i %= len(self)
-        return self.bases[self.offsets[i]:self.offsets[i + 1]].tobytes()
+        return self.bases[self.offsets[i] : self.offsets[i + 1]].tobytes()
 
     @property
     def lengths(self) -> np.ndarray:
@@ -235,8 +239,10 @@ def _hap_arrays(batch: HaplotypeBatch, k: int):
 
 def _as_region(region, k: int):
     if not isinstance(region, (tuple, list)) or len(region) != 2:
-        raise TypeError(f"regions[{k}] must be a (reads, haplotypes) pair, not {type(region).__name__}"
-                        + (f" of length {len(region)}" if isinstance(region, (tuple, list)) else ""))
+        raise TypeError(
+            f"regions[{k}] must be a (reads, haplotypes) pair, not {type(region).__name__}"
+            + (f" of length {len(region)}" if isinstance(region, (tuple, list)) else "")
+        )
     return _as_read_batch(region[0]), _as_hap_batch(region[1])
 
 
@@ -294,9 +300,15 @@ def _region_list(regions) -> list:
     return list(regions)
 
 
-def compute_regions(regions: Iterable, *, double: bool = False, backend: str = "auto",
-                    threads: int | None = None, stats: dict | None = None,
-                    hybrid: bool | None = None) -> list:
+def compute_regions(
+    regions: Iterable,
+    *,
+    double: bool = False,
+    backend: str = "auto",
+    threads: int | None = None,
+    stats: dict | None = None,
+    hybrid: bool | None = None,
+) -> list:
     """Likelihoods for many regions in one native call (whole-workload mode).
 
     ``regions`` is an iterable of ``(reads, haplotypes)`` pairs, each accepted
@@ -321,21 +333,26 @@ def compute_regions(regions: Iterable, *, double: bool = False, backend: str = "
     out = np.empty(packed.total, dtype=np.float64)
     err = ffi.new("pyphmm_error *")
     st = ffi.new("pyphmm_stats *")
-    rc = lib.pyphmm_pairhmm(packed.c_regions, len(packed.shapes), ffi.from_buffer("double[]", out),
-                            opts, st, err)
+    rc = lib.pyphmm_pairhmm(packed.c_regions, len(packed.shapes), ffi.from_buffer("double[]", out), opts, st, err)
     _native.raise_for_status(rc, err)
     if stats is not None:
         stats.update(_native.stats_dict(st))
     results, start = [], 0
     for nr, nh in packed.shapes:
-        results.append(out[start:start + nr * nh].reshape(nr, nh))
+        results.append(out[start : start + nr * nh].reshape(nr, nh))
         start += nr * nh
     return results
 
 
-def compute_likelihoods(reads: ReadsLike, haplotypes: HaplotypesLike, *, double: bool = False,
-                        backend: str = "auto", threads: int | None = None,
-                        stats: dict | None = None) -> np.ndarray:
+def compute_likelihoods(
+    reads: ReadsLike,
+    haplotypes: HaplotypesLike,
+    *,
+    double: bool = False,
+    backend: str = "auto",
+    threads: int | None = None,
+    stats: dict | None = None,
+) -> np.ndarray:
     """log10 P(read | haplotype) for every read and haplotype of one region.
 
     Parameters
@@ -360,5 +377,4 @@ def compute_likelihoods(reads: ReadsLike, haplotypes: HaplotypesLike, *, double:
     base and quality lengths), TypeError for wrong types, and
     BackendUnavailableError when ``backend="cuda"`` cannot run here.
     """
-    return compute_regions([(reads, haplotypes)], double=double, backend=backend,
-                           threads=threads, stats=stats)[0]
+    return compute_regions([(reads, haplotypes)], double=double, backend=backend, threads=threads, stats=stats)[0]

@@ -5,6 +5,7 @@ underflow-forcing region) made by ``scripts/gen_regions.py --regions 15
 --seed 2026 --max-reads 4 --underflow 1 --odd-rate 0.05``; handy for trying
 the CLI and the API without any data of your own.
 """
+
 from __future__ import annotations
 
 import os

@@ -10,6 +10,7 @@ also what Intel GKL's native aligner returns except for a rare IGNORE case
 >>> sw.align("AAACCCCC", "CCCCC", overhang="INDEL")
 ('3D5M', 0)
 """
+
 from __future__ import annotations
 
 import enum
@@ -39,6 +40,7 @@ class SWParameters(_Scores):
     Checked when made: integers (Python or numpy) within int32, gap
     penalties <= 0 (TypeError / ValueError naming the field), so every
     SWParameters is a setting the aligner takes."""
+
     __slots__ = ()
 
     def __new__(cls, match, mismatch, gap_open, gap_extend):
@@ -46,7 +48,7 @@ class SWParameters(_Scores):
         for v, name in zip((match, mismatch, gap_open, gap_extend), _FIELDS):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise TypeError(f"params must be integers, got {v!r} ({type(v).__name__}) for {name}")
-            if not -2**31 <= int(v) < 2**31:
+            if not -(2**31) <= int(v) < 2**31:
                 raise ValueError(f"parameter {name} = {v} does not fit int32")
             vals.append(int(v))
         if vals[2] > 0 or vals[3] > 0:
@@ -69,6 +71,7 @@ PRESETS = {
 
 class OverhangStrategy(enum.IntEnum):
     """GATK's SWOverhangStrategy; values are GKL's byte codes."""
+
     SOFTCLIP = lib.PYPHMM_SW_SOFTCLIP
     INDEL = lib.PYPHMM_SW_INDEL
     LEADING_INDEL = lib.PYPHMM_SW_LEADING_INDEL
@@ -83,8 +86,9 @@ class OverhangStrategy(enum.IntEnum):
             try:
                 return cls[value.strip().upper()]
             except KeyError:
-                raise ValueError(f"unknown overhang strategy {value!r}; use one of "
-                                 f"{', '.join(m.name for m in cls)}") from None
+                raise ValueError(
+                    f"unknown overhang strategy {value!r}; use one of {', '.join(m.name for m in cls)}"
+                ) from None
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             try:
                 return cls(int(value))
@@ -222,13 +226,14 @@ def _pack_seqs(seqs: list, what: str):
     return b"".join(packed), np.fromiter(map(len, packed), dtype=np.int64, count=n)
 
 
-_KEEP_CIGAR_BYTES = 256 << 20   # larger CIGAR buffers are not kept for the next call
+_KEEP_CIGAR_BYTES = 256 << 20  # larger CIGAR buffers are not kept for the next call
 
 
 class _BatchScratch(threading.local):
     """align_batch's CIGAR buffer, reused by the thread's next call: it is
     read back into str before the call returns, and a fresh one of 2*(m+n)+1
     bytes a pair would be page-faulted in on every call."""
+
     cigars = np.zeros(0, dtype=np.uint8)
 
     def cigar_buffer(self, nbytes: int) -> np.ndarray:
@@ -242,8 +247,16 @@ class _BatchScratch(threading.local):
 _batch_scratch = _BatchScratch()
 
 
-def align_batch(refs, alts, *, params: ParamsLike = "ORIGINAL_DEFAULT", overhang="SOFTCLIP",
-                backend: str = "auto", threads: int | None = None, stats: dict | None = None):
+def align_batch(
+    refs,
+    alts,
+    *,
+    params: ParamsLike = "ORIGINAL_DEFAULT",
+    overhang="SOFTCLIP",
+    backend: str = "auto",
+    threads: int | None = None,
+    stats: dict | None = None,
+):
     """Aligns alts[i] to refs[i] for every i.
 
     params and overhang take one setting for the whole batch, in any form

@@ -35,6 +35,7 @@ PYTHONPATH (devtools, this checkout's pyphmm). Default data: N generated realist
 plus the shared 1m.in records if present. --copy-methods additionally times
 the shim with PYPHMM_JNI_COPY=region vs critical on tiny and small regions.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,6 +69,7 @@ def write_realistic(n, seed, path):
 
     from devtools.regions import gpu_bench_workload
     from pyphmm import io
+
     io.write_input_records(path, gpu_bench_workload(np.random.default_rng(seed + 1), n))
 
 
@@ -80,13 +82,25 @@ def harness_classes(explicit, work):
         return explicit
     if shutil.which("javac"):
         classes = os.path.join(work, "classes")
-        subprocess.run(["javac", "-nowarn", "--release", "11", "-d", classes,
-                        os.path.join(REPO, "java_shim", "bench", "BenchJni.java")], check=True)
+        subprocess.run(
+            [
+                "javac",
+                "-nowarn",
+                "--release",
+                "11",
+                "-d",
+                classes,
+                os.path.join(REPO, "java_shim", "bench", "BenchJni.java"),
+            ],
+            check=True,
+        )
         return classes
     if os.path.exists(os.path.join(CARRIED_CLASSES, "BenchJni.class")):
         return CARRIED_CLASSES
-    sys.exit("bench_jni: no javac here and no prebuilt harness: pass --classes DIR, or run "
-             "scripts/prepare_gpu_carry.sh on a machine with a JDK and carry .carry/ to this one")
+    sys.exit(
+        "bench_jni: no javac here and no prebuilt harness: pass --classes DIR, or run "
+        "scripts/prepare_gpu_carry.sh on a machine with a JDK and carry .carry/ to this one"
+    )
 
 
 def java_exe():
@@ -137,18 +151,21 @@ def run_all(cfg, records, reps, cores, gkl_reps=None):
 
 def table(rows, title):
     print(f"\n{title}")
-    print(f"{'implementation':<18}{'JVM':>4}{'total s':>10}{'GCUPS':>9}{'median us':>11}{'p99 us':>10}"
-          f"{'checksum':>18}")
+    print(f"{'implementation':<18}{'JVM':>4}{'total s':>10}{'GCUPS':>9}{'median us':>11}{'p99 us':>10}{'checksum':>18}")
     for r in rows:
-        print(f"{r['mode']:<18}{r.get('jvm', ''):>4}{r['seconds']:>10.3f}{r['gcups']:>9.3f}{r['median_us']:>11.1f}"
-              f"{r['p99_us']:>10.1f}{r['checksum']:>18.6f}")
+        print(
+            f"{r['mode']:<18}{r.get('jvm', ''):>4}{r['seconds']:>10.3f}{r['gcups']:>9.3f}{r['median_us']:>11.1f}"
+            f"{r['p99_us']:>10.1f}{r['checksum']:>18.6f}"
+        )
     ref = next((r for r in rows if r["mode"] == "gkl:1"), None)
     for r in rows:
         if ref and r["mode"].startswith("shim") and r.get("jvm") == "A":
             omp = next((o for o in rows if o["mode"].startswith("gkl-omp")), None)
-            print(f"  {r['mode']}: {r['gcups'] / ref['gcups']:.1f}x GKL AVX 1 thread"
-                  + (f", {r['gcups'] / omp['gcups']:.1f}x {omp['mode']}" if omp else "")
-                  + f"; checksum diff {r['checksum'] - ref['checksum']:+.3g}")
+            print(
+                f"  {r['mode']}: {r['gcups'] / ref['gcups']:.1f}x GKL AVX 1 thread"
+                + (f", {r['gcups'] / omp['gcups']:.1f}x {omp['mode']}" if omp else "")
+                + f"; checksum diff {r['checksum'] - ref['checksum']:+.3g}"
+            )
 
 
 def main():
@@ -161,30 +178,42 @@ def main():
     ap.add_argument("--classes", default=None, help="directory with a prebuilt BenchJni.class")
     ap.add_argument("--shim-jar", default=shim.SHIM_JAR, help="pyphmm's GATK shim jar")
     ap.add_argument("--copy-methods", action="store_true")
-    ap.add_argument("--trace", action="store_true",
-                    help="also run the shim on the realistic set with PYPHMM_JNI_TRACE=2 (JNI time split)")
+    ap.add_argument(
+        "--trace",
+        action="store_true",
+        help="also run the shim on the realistic set with PYPHMM_JNI_TRACE=2 (JNI time split)",
+    )
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     check_inputs(args.shim_jar)
     with tempfile.TemporaryDirectory() as work:
         cfg = {"classes": harness_classes(args.classes, work), "java": java_exe(), "shim_jar": args.shim_jar}
         version = subprocess.run([cfg["java"], "-version"], capture_output=True, text=True).stderr.splitlines()
-        print(f"JVM: {version[0] if version else cfg['java']}; harness {cfg['classes']}; shim {args.shim_jar}; "
-              f"GKL jars {gkl_oracle.jar_dir()}; GKL_JNI {os.environ.get('GKL_JNI', '(default path)')}; "
-              f"{cores} cores")
-        print("Each mode: one computeLikelihoods call per region (as GATK), after one warm-up pass. "
-              "JVM A: shim + GKL AVX; JVM B: shim + GKL OMP (GKL's flavours cannot share a JVM).")
+        print(
+            f"JVM: {version[0] if version else cfg['java']}; harness {cfg['classes']}; shim {args.shim_jar}; "
+            f"GKL jars {gkl_oracle.jar_dir()}; GKL_JNI {os.environ.get('GKL_JNI', '(default path)')}; "
+            f"{cores} cores"
+        )
+        print(
+            "Each mode: one computeLikelihoods call per region (as GATK), after one warm-up pass. "
+            "JVM A: shim + GKL AVX; JVM B: shim + GKL OMP (GKL's flavours cannot share a JVM)."
+        )
         if args.realistic:
             real = os.path.join(work, "realistic.in")
             write_realistic(args.realistic, args.seed, real)
             rows, banner = run_all(cfg, real, args.reps + 2, cores, gkl_reps=1)
             print(banner[0] if banner else "(no pyphmm banner)")
-            table(rows, f"realistic: {args.realistic} regions (bench_pairhmm_gpu.py --seed {args.seed}); timed "
-                        f"passes: shim {args.reps + 2}, GKL AVX 1, GKL OMP 3")
+            table(
+                rows,
+                f"realistic: {args.realistic} regions (bench_pairhmm_gpu.py --seed {args.seed}); timed "
+                f"passes: shim {args.reps + 2}, GKL AVX 1, GKL OMP 3",
+            )
             if args.trace:  # where a shim call's time goes, from the JNI layer's own timers
                 r, lines = run(cfg, real, args.reps + 2, [f"shim:{cores}"], {"PYPHMM_JNI_TRACE": "2"})
-                print(f"  traced shim:{cores}: median {r[0]['median_us']:.1f} us, mean "
-                      f"{r[0]['seconds'] / r[0]['regions'] / r[0]['reps'] * 1e6:.1f} us per call")
+                print(
+                    f"  traced shim:{cores}: median {r[0]['median_us']:.1f} us, mean "
+                    f"{r[0]['seconds'] / r[0]['regions'] / r[0]['reps'] * 1e6:.1f} us per call"
+                )
                 traced = [ln for ln in lines if ln.startswith("pyphmm JNI:")]
                 if traced:  # the last line covers the timed passes (the first, the warm-up)
                     print("  timed passes, " + traced[-1])

@@ -79,8 +79,16 @@ bool read_records(const char* path, std::vector<Region>& out) {
             g.haps.insert(g.haps.end(), hap.begin(), hap.end());
             g.hap_off.push_back(static_cast<int64_t>(g.haps.size()));
         }
-        g.c = {nr, nh, g.bases.data(), g.quals.data(), g.ins.data(), g.dels.data(), g.gcp.data(),
-               g.read_off.data(), g.haps.data(), g.hap_off.data()};
+        g.c = {nr,
+               nh,
+               g.bases.data(),
+               g.quals.data(),
+               g.ins.data(),
+               g.dels.data(),
+               g.gcp.data(),
+               g.read_off.data(),
+               g.haps.data(),
+               g.hap_off.data()};
         g.cells = static_cast<int64_t>(g.bases.size()) * static_cast<int64_t>(g.haps.size());
         g.pairs = int64_t(nr) * nh;
         out.push_back(std::move(g));
@@ -151,17 +159,20 @@ void phases(const std::vector<Region>& regions, pyphmm_options opts) {
         k.push_back(st.kernel_seconds * 1e6);
         for (int i = 0; i < 5; ++i) p[i].push_back(st.phase_seconds[i] * 1e6);
     }
-    std::printf("  phases (median us, timing on): kernels %.1f | setup %.1f pack %.1f enqueue %.1f wait %.1f "
-                "copy-out %.1f\n",
-                pct(k, 0.5), pct(p[0], 0.5), pct(p[1], 0.5), pct(p[2], 0.5), pct(p[3], 0.5), pct(p[4], 0.5));
+    std::printf(
+        "  phases (median us, timing on): kernels %.1f | setup %.1f pack %.1f enqueue %.1f wait %.1f "
+        "copy-out %.1f\n",
+        pct(k, 0.5), pct(p[0], 0.5), pct(p[1], 0.5), pct(p[2], 0.5), pct(p[3], 0.5), pct(p[4], 0.5));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: %s FILE [--threads 1,4,16] [--passes N] [--backend B] [--phases] "
-                     "[--variant NAME=VALUE ...]\n", argv[0]);
+        std::fprintf(stderr,
+                     "usage: %s FILE [--threads 1,4,16] [--passes N] [--backend B] [--phases] "
+                     "[--variant NAME=VALUE ...]\n",
+                     argv[0]);
         return 2;
     }
     std::vector<int> threads{1};

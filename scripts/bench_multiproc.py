@@ -46,6 +46,7 @@ pyphmm/pyphmm-gatk.jar) and the harness classes: --classes DIR, else
 compiled here with javac, else .carry/bench_classes (made by
 scripts/prepare_gpu_carry.sh). JVM options: $JAVA_OPTS.
 """
+
 from devtools.multiproc import main
 
 if __name__ == "__main__":

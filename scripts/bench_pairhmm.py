@@ -26,11 +26,11 @@ checkout's pyphmm):
 
     PYTHONPATH=. python3 scripts/bench_pairhmm.py --regions 200 --seed 1
 """
+
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
@@ -52,8 +52,7 @@ def time_pyphmm_per_region(regions, backend, threads, double, repeats):
         for r, h in regions:
             st = {}
             t = time.perf_counter()
-            res.append(pyphmm.compute_likelihoods(r, h, backend=backend, threads=threads, double=double,
-                                                  stats=st))
+            res.append(pyphmm.compute_likelihoods(r, h, backend=backend, threads=threads, double=double, stats=st))
             total += time.perf_counter() - t
             used.add(st["backend"])
         if best is None or total < best:
@@ -80,12 +79,13 @@ def gkl_in_jvm(a, regions, omp: bool, threads: int):
     driving GKL through jpype would undo it on every call and slow GKL
     tenfold on Intel CPUs). Returns (seconds per pass, results)."""
     import bench_jni  # (this script's directory is on sys.path)
+
     from devtools.oracle import shim
+
     with tempfile.TemporaryDirectory() as d:
         records = os.path.join(d, "regions.in")
         io.write_input_records(records, regions)
-        cfg = {"classes": bench_jni.harness_classes(None, d), "java": bench_jni.java_exe(),
-               "shim_jar": shim.SHIM_JAR}
+        cfg = {"classes": bench_jni.harness_classes(None, d), "java": bench_jni.java_exe(), "shim_jar": shim.SHIM_JAR}
         mode = f"gkl{'-omp' if omp else ''}:{threads}"
         env = {"BENCHJNI_OUT": os.path.join(d, "out")}
         if a.double:
@@ -95,7 +95,7 @@ def gkl_in_jvm(a, regions, omp: bool, threads: int):
     results, k = [], 0
     for r, h in regions:
         n = len(r) * len(h)
-        results.append(flat[k:k + n].astype(np.float64).reshape(len(r), len(h)))
+        results.append(flat[k : k + n].astype(np.float64).reshape(len(r), len(h)))
         k += n
     return rows[0]["seconds"] / a.repeats, results
 
@@ -139,8 +139,12 @@ def main(argv=None) -> int:
     ap.add_argument("--regions", type=int, default=200, help="generated regions (default 200)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--input", help="record file to use instead of generated regions")
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                    help="threads for the multi-threaded rows (default: all cores)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="threads for the multi-threaded rows (default: all cores)",
+    )
     ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda", "auto"])
     ap.add_argument("--double", action="store_true", help="every pair in double (useDoublePrecision)")
     ap.add_argument("--repeats", type=int, default=1, help="timed passes per row; the best is kept")
@@ -155,12 +159,17 @@ def main(argv=None) -> int:
         source = f"gen_regions --regions {a.regions} --seed {a.seed}"
     pairs, cells = pairs_and_cells(regions)
     reads = sum(len(r) for r, _ in regions)
-    print(f"data: {source}: {len(regions)} regions, {pairs} pairs, {reads} reads, {cells / 1e9:.3f} G cells "
-          f"(prepared in {time.perf_counter() - t:.1f} s)")
+    print(
+        f"data: {source}: {len(regions)} regions, {pairs} pairs, {reads} reads, {cells / 1e9:.3f} G cells "
+        f"(prepared in {time.perf_counter() - t:.1f} s)"
+    )
     inf = pyphmm.info()
-    print(f"pyphmm {inf['version']} from {os.path.dirname(pyphmm.__file__)}: cpu kernel {inf['cpu_kernel']}, {inf['cpu_threads']} cpu threads, "
-          f"cuda {'usable: ' + str(inf['device_name']) if inf['cuda_usable'] else 'unusable'}; "
-          f"precision {'double' if a.double else 'float + double fallback'}")
+    print(
+        f"pyphmm {inf['version']} from {os.path.dirname(pyphmm.__file__)}: "
+        f"cpu kernel {inf['cpu_kernel']}, {inf['cpu_threads']} cpu threads, "
+        f"cuda {'usable: ' + str(inf['device_name']) if inf['cuda_usable'] else 'unusable'}; "
+        f"precision {'double' if a.double else 'float + double fallback'}"
+    )
 
     rows = []  # (name, seconds, results, other load)
     thread_set = [1] if a.threads == 1 else [1, a.threads]
@@ -178,8 +187,7 @@ def main(argv=None) -> int:
         for omp, th in ((False, 1), (True, a.threads)):
             with OtherLoad() as load:
                 s, res = gkl_in_jvm(a, regions, omp, th)
-            rows.append((f"GKL {'IntelPairHmmOMP' if omp else 'IntelPairHmm AVX'}, {th} thr", s, res,
-                         load.share))
+            rows.append((f"GKL {'IntelPairHmmOMP' if omp else 'IntelPairHmm AVX'}, {th} thr", s, res, load.share))
             gkl_ref = gkl_ref or res
 
     ref = gkl_ref if gkl_ref is not None else rows[0][2]
@@ -189,8 +197,10 @@ def main(argv=None) -> int:
     for name, s, res, share in rows:
         finite = all(np.isfinite(x).all() for x in res)
         diff = max_diff(res, ref) if gkl_ref is not None else float("nan")
-        print(f"| {name:<38} | {s:8.3f} | {cells / s / 1e9:6.2f} | {diff:13.2e} | {share:6.0%} |"
-              + ("" if finite else "  NON-FINITE VALUES"))
+        print(
+            f"| {name:<38} | {s:8.3f} | {cells / s / 1e9:6.2f} | {diff:13.2e} | {share:6.0%} |"
+            + ("" if finite else "  NON-FINITE VALUES")
+        )
     return 0
 
 

@@ -26,6 +26,7 @@
 GCUPS = sum(read length x haplotype length) / seconds / 1e9. Run from the
 repository root with it on PYTHONPATH (devtools, this checkout's pyphmm).
 """
+
 import argparse
 import os
 import sys
@@ -36,12 +37,12 @@ for _i, _a in enumerate(sys.argv):  # must be set before the library loads
         os.environ["PYPHMM_CUDA_ARITH"] = _a.split("=", 1)[1] if "=" in _a else sys.argv[_i + 1]
 
 import numpy as np  # noqa: E402
+from pyphmm._pyphmm import ffi, lib  # noqa: E402
 
 import pyphmm  # noqa: E402
 from devtools.regions import gpu_bench_region as region  # noqa: E402
 from devtools.regions import gpu_bench_workload as realistic  # noqa: E402
 from pyphmm import _native  # noqa: E402
-from pyphmm._pyphmm import ffi, lib  # noqa: E402
 from pyphmm.pairhmm import _Packed  # noqa: E402
 
 PHASES = _native.PHASES
@@ -80,9 +81,11 @@ def bench_peak(rng, pairs, shapes):
             best_k = min(best_k, st.kernel_seconds)
             best_n = min(best_n, st.seconds)
         c = packed.cells
-        print(f"{m}x{n}: {packed.total} pairs, {c / 1e9:.2f} G cells: kernels {best_k * 1e3:.2f} ms = "
-              f"{c / best_k / 1e12:.3f} TCUPS; native call {best_n * 1e3:.2f} ms = {c / best_n / 1e12:.3f} TCUPS; "
-              f"double pairs {st.double_pairs}")
+        print(
+            f"{m}x{n}: {packed.total} pairs, {c / 1e9:.2f} G cells: kernels {best_k * 1e3:.2f} ms = "
+            f"{c / best_k / 1e12:.3f} TCUPS; native call {best_n * 1e3:.2f} ms = {c / best_n / 1e12:.3f} TCUPS; "
+            f"double pairs {st.double_pairs}"
+        )
 
 
 def bench_whole(regions, check):
@@ -153,7 +156,10 @@ def bench_regions(regions):
     over = lat - ker
     print(f"with timers (CUDA events, host phases): total {total:.3f} s; latency median {np.median(lat) * 1e6:.1f} us")
     print(f"kernel time per call: median {np.median(ker) * 1e6:.1f} us")
-    print(f"overhead (latency - kernels): median {np.median(over) * 1e6:.1f} us, p99 {np.percentile(over, 99) * 1e6:.1f} us")
+    print(
+        f"overhead (latency - kernels): median {np.median(over) * 1e6:.1f} us, "
+        f"p99 {np.percentile(over, 99) * 1e6:.1f} us"
+    )
     med = np.median(ph, axis=0) * 1e6
     print("host phases per call, median us: " + ", ".join(f"{n} {v:.1f}" for n, v in zip(PHASES, med)))
 
@@ -174,32 +180,49 @@ def best_native(packed, opts, out, reps):
 
 def sides(st):
     g, c = st["gpu_regions"], st["cpu_regions"]
-    return (f"GPU {g} regions / {st['gpu_cells'] / 1e9:.2f} G cells, CPU {c} regions / "
-            f"{st['cpu_cells'] / 1e9:.2f} G cells" + ("; GPU FAILED" if st["fell_back"] else ""))
+    return (
+        f"GPU {g} regions / {st['gpu_cells'] / 1e9:.2f} G cells, CPU {c} regions / "
+        f"{st['cpu_cells'] / 1e9:.2f} G cells" + ("; GPU FAILED" if st["fell_back"] else "")
+    )
 
 
 def bench_dispatch(regions, reps, driver_counts):
     print("== (4) dispatch: whole workload and per-region calls, by policy ==")
     inf = pyphmm.info()  # runs the threshold calibration (first use)
     cal = inf["calibration"]
-    how = (f"calibrated: GPU call {cal['gpu_call_us']:.1f} us + {cal['gpu_gcups']:.1f} GCUPS, CPU "
-           f"{cal['cpu_gcups']:.2f} GCUPS" if cal else inf["gpu_min_cells_source"])
-    print(f"threshold {inf['gpu_min_cells']} cells ({how}); {inf['cpu_threads']} CPU threads; "
-          f"hybrid {inf['hybrid']} with {inf['hybrid_gpu_threads']} GPU driver threads")
+    how = (
+        f"calibrated: GPU call {cal['gpu_call_us']:.1f} us + {cal['gpu_gcups']:.1f} GCUPS, CPU "
+        f"{cal['cpu_gcups']:.2f} GCUPS"
+        if cal
+        else inf["gpu_min_cells_source"]
+    )
+    print(
+        f"threshold {inf['gpu_min_cells']} cells ({how}); {inf['cpu_threads']} CPU threads; "
+        f"hybrid {inf['hybrid']} with {inf['hybrid_gpu_threads']} GPU driver threads"
+    )
     packed = _Packed(regions)
     cells = packed.cells
     drivers = inf["hybrid_gpu_threads"]
     ref = np.empty(packed.total)
     force = {"PYPHMM_HYBRID_MIN_CPU_SHARE": "0"}  # share even where the predicted CPU share is tiny
-    whole = [("GPU only (backend=cuda, one call)", _native.make_options("cuda"), reps, {}),
-             ("hybrid GPU+CPU (auto: decides by predicted CPU share)", _native.make_options("auto", hybrid=True),
-              reps, {}),
-             (f"hybrid, sharing forced, {drivers} GPU drivers", _native.make_options("auto", hybrid=True), reps, force),
-             ("CPU only", _native.make_options("cpu"), 1, {})]
+    whole = [
+        ("GPU only (backend=cuda, one call)", _native.make_options("cuda"), reps, {}),
+        ("hybrid GPU+CPU (auto: decides by predicted CPU share)", _native.make_options("auto", hybrid=True), reps, {}),
+        (f"hybrid, sharing forced, {drivers} GPU drivers", _native.make_options("auto", hybrid=True), reps, force),
+        ("CPU only", _native.make_options("cpu"), 1, {}),
+    ]
     # PYPHMM_HYBRID_GPU_THREADS and _MIN_CPU_SHARE apply to every call after
     # a configuration reload: the same hybrid call with other driver counts.
-    whole += [(f"hybrid, sharing forced, {d} GPU drivers", _native.make_options("auto", hybrid=True), reps,
-               dict(force, PYPHMM_HYBRID_GPU_THREADS=str(d))) for d in driver_counts if d != drivers]
+    whole += [
+        (
+            f"hybrid, sharing forced, {d} GPU drivers",
+            _native.make_options("auto", hybrid=True),
+            reps,
+            dict(force, PYPHMM_HYBRID_GPU_THREADS=str(d)),
+        )
+        for d in driver_counts
+        if d != drivers
+    ]
     times = {}
     for k, (name, opts, n, env) in enumerate(whole):
         out = ref if k == 0 else np.empty(packed.total)
@@ -212,15 +235,22 @@ def bench_dispatch(regions, reps, driver_counts):
         _native.reload_config()
         times[name] = dt
         diff = float(np.max(np.abs(out - ref))) if k else 0.0
-        print(f"whole, {name}: {dt:.4f} s = {cells / dt / 1e9:.1f} GCUPS; {sides(st)}; "
-              f"max |diff| vs GPU only {diff:.3g}")
-    print(f"whole: hybrid (auto) / GPU only time = {times[whole[1][0]] / times[whole[0][0]]:.3f}; "
-          f"sharing forced / GPU only = {times[whole[2][0]] / times[whole[0][0]]:.3f}")
+        print(
+            f"whole, {name}: {dt:.4f} s = {cells / dt / 1e9:.1f} GCUPS; {sides(st)}; max |diff| vs GPU only {diff:.3g}"
+        )
+    print(
+        f"whole: hybrid (auto) / GPU only time = {times[whole[1][0]] / times[whole[0][0]]:.3f}; "
+        f"sharing forced / GPU only = {times[whole[2][0]] / times[whole[0][0]]:.3f}"
+    )
 
     packs = [_Packed([r]) for r in regions]
     outs = [np.empty(p.total) for p in packs]
     err, st = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *")
-    for name, backend in (("CPU only", "cpu"), ("GPU only", "cuda"), (f"auto (threshold {inf['gpu_min_cells']})", "auto")):
+    for name, backend in (
+        ("CPU only", "cpu"),
+        ("GPU only", "cuda"),
+        (f"auto (threshold {inf['gpu_min_cells']})", "auto"),
+    ):
         opts = _native.make_options(backend)
         for p, o in zip(packs[:50], outs):
             call_packed(p, opts, o, err, st)  # warm-up
@@ -232,8 +262,10 @@ def bench_dispatch(regions, reps, driver_counts):
             lat.append(time.perf_counter() - a)
             on_gpu += st.gpu_regions
         total = time.perf_counter() - t0
-        print(f"per-region, {name}: {total:.3f} s = {cells / total / 1e9:.1f} GCUPS; {on_gpu}/{len(packs)} calls "
-              f"on the GPU; median latency {np.median(lat) * 1e6:.1f} us")
+        print(
+            f"per-region, {name}: {total:.3f} s = {cells / total / 1e9:.1f} GCUPS; {on_gpu}/{len(packs)} calls "
+            f"on the GPU; median latency {np.median(lat) * 1e6:.1f} us"
+        )
 
 
 def main():
@@ -241,18 +273,24 @@ def main():
     ap.add_argument("--peak-pairs", type=int, default=500_000)
     ap.add_argument("--regions", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--arith", choices=["fast", "exact"], default="fast",
-                    help="float arithmetic of the kernels (PYPHMM_CUDA_ARITH)")
+    ap.add_argument(
+        "--arith", choices=["fast", "exact"], default="fast", help="float arithmetic of the kernels (PYPHMM_CUDA_ARITH)"
+    )
     ap.add_argument("--skip", default="", help="comma list of peak,whole,region,dispatch")
     ap.add_argument("--reps", type=int, default=3, help="(4): best of this many whole-workload calls")
-    ap.add_argument("--drivers", default="1,3,4",
-                    help="(4): also run hybrid with these GPU driver counts (PYPHMM_HYBRID_GPU_THREADS)")
+    ap.add_argument(
+        "--drivers",
+        default="1,3,4",
+        help="(4): also run hybrid with these GPU driver counts (PYPHMM_HYBRID_GPU_THREADS)",
+    )
     ap.add_argument("--check", action="store_true", help="compare the whole workload with the CPU backend")
     a = ap.parse_args()
     info = pyphmm.info()
     if not info["cuda_usable"]:
         sys.exit(f"no usable GPU: {info['cuda_status']}")
-    print(f"pyphmm {info['version']} on {info['cuda_status']}; arithmetic {os.environ.get('PYPHMM_CUDA_ARITH', 'fast')}")
+    print(
+        f"pyphmm {info['version']} on {info['cuda_status']}; arithmetic {os.environ.get('PYPHMM_CUDA_ARITH', 'fast')}"
+    )
     skip = set(a.skip.split(","))
     rng = np.random.default_rng(a.seed)
     if "peak" not in skip:

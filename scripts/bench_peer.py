@@ -20,6 +20,7 @@ scratch directory (make GPUARCH=<arch>), then in one run:
     more than 1e-5, tokens that are not numbers and non-finite values on each
     side.
 """
+
 import argparse
 import importlib.util
 import os
@@ -48,8 +49,20 @@ def build_peer(src, build, arch):
         shutil.rmtree(build)
     shutil.copytree(src, build, ignore=shutil.ignore_patterns(".git"))
     t0 = time.perf_counter()
-    p = subprocess.run(["make", "-j", "4", f"GPUARCH={arch}", "GPUARCH_NUM_COMPILE_THREADS=4", "gpuPairHMM",
-                        "benchmark_peakperformance"], cwd=build, capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            "make",
+            "-j",
+            "4",
+            f"GPUARCH={arch}",
+            "GPUARCH_NUM_COMPILE_THREADS=4",
+            "gpuPairHMM",
+            "benchmark_peakperformance",
+        ],
+        cwd=build,
+        capture_output=True,
+        text=True,
+    )
     if p.returncode:
         sys.exit(f"building the peer failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     print(f"built the peer in {time.perf_counter() - t0:.0f} s (GPUARCH={arch})")
@@ -97,9 +110,11 @@ def compare(peer_out, ours_out):
         return f"different token counts: peer {a.size} ({bad_a} not numbers), pyphmm {b.size} ({bad_b})"
     both = np.isfinite(a) & np.isfinite(b)
     d = np.abs(a[both] - b[both])
-    return (f"{a.size} values: max |peer - pyphmm| {d.max() if d.size else 0:.3g}, "
-            f"{int((d > 1e-5).sum())} differ by > 1e-5; not numbers: peer {bad_a}, pyphmm {bad_b}; "
-            f"other non-finite: peer {int((~np.isfinite(a)).sum()) - bad_a}, pyphmm {int((~np.isfinite(b)).sum()) - bad_b}")
+    return (
+        f"{a.size} values: max |peer - pyphmm| {d.max() if d.size else 0:.3g}, "
+        f"{int((d > 1e-5).sum())} differ by > 1e-5; not numbers: peer {bad_a}, pyphmm {bad_b}; "
+        f"other non-finite: peer {int((~np.isfinite(a)).sum()) - bad_a}, pyphmm {int((~np.isfinite(b)).sum()) - bad_b}"
+    )
 
 
 def main():
@@ -113,8 +128,12 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--peak-pairs", type=int, default=500_000)
     ap.add_argument("--peer-peak-timeout", type=int, default=900, help="seconds for the peer's peak benchmark")
-    ap.add_argument("--files", nargs="*", default=[os.path.join(ROOT, "..", "shared", "data", "1m.in")],
-                    help="record files for (2) besides the realistic set")
+    ap.add_argument(
+        "--files",
+        nargs="*",
+        default=[os.path.join(ROOT, "..", "shared", "data", "1m.in")],
+        help="record files for (2) besides the realistic set",
+    )
     a = ap.parse_args()
     if not a.skip_build and not a.peer:
         ap.error("--peer DIR is required unless --skip-build")
@@ -141,7 +160,6 @@ def bench_peaks(a, gb):
     gb.bench_peak(np.random.default_rng(a.seed), a.peak_pairs, [(128, 128), (256, 256), (128, 256), (256, 512)])
 
 
-
 def bench_files(a, gb):
     print("== (2) file mode, end to end (best of 2 wall times) ==")
     realistic = os.path.join(a.build, "realistic.in")
@@ -150,11 +168,14 @@ def bench_files(a, gb):
         pairs, cells = cells_of_file(path)
         peer_out, ours_out = os.path.join(a.build, "peer.out"), os.path.join(a.build, "pyphmm.out")
         t_peer, _ = best_wall([os.path.join(a.build, "gpuPairHMM"), "--inputfile", path, "--outputfile", peer_out])
-        t_ours, summary = best_wall([sys.executable, "-m", "pyphmm", "likelihoods", path, "-o", ours_out,
-                            "--backend", "cuda"])
-        print(f"{os.path.basename(path)}: {pairs} pairs, {cells / 1e9:.2f} G cells: peer {t_peer:.2f} s "
-              f"({cells / t_peer / 1e9:.1f} GCUPS), pyphmm {t_ours:.2f} s ({cells / t_ours / 1e9:.1f} GCUPS); "
-              f"pyphmm / peer time {t_ours / t_peer:.2f}")
+        t_ours, summary = best_wall(
+            [sys.executable, "-m", "pyphmm", "likelihoods", path, "-o", ours_out, "--backend", "cuda"]
+        )
+        print(
+            f"{os.path.basename(path)}: {pairs} pairs, {cells / 1e9:.2f} G cells: peer {t_peer:.2f} s "
+            f"({cells / t_peer / 1e9:.1f} GCUPS), pyphmm {t_ours:.2f} s ({cells / t_ours / 1e9:.1f} GCUPS); "
+            f"pyphmm / peer time {t_ours / t_peer:.2f}"
+        )
         print(f"  pyphmm's own summary: {summary[0]}")
         print(f"  results: {compare(peer_out, ours_out)}")
 

@@ -17,6 +17,7 @@ checkout's pyphmm):
 
 Usage: PYTHONPATH=. python3 scripts/bench_sw.py [--pairs-scale 0.05] [--json out.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,15 +76,27 @@ def c_latency(refs, alts, params, overhang, rounds):
     libdir = os.path.dirname(os.path.abspath(pyphmm.__file__))
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "sw_latency")
-        subprocess.run([cc, "-O2", f"-I{os.path.join(ROOT, 'native', 'include')}",
-                        os.path.join(ROOT, "scripts", "sw_latency.c"), f"-L{libdir}", "-lpyphmm",
-                        f"-Wl,-rpath,{libdir}", "-o", exe], check=True)
+        subprocess.run(
+            [
+                cc,
+                "-O2",
+                f"-I{os.path.join(ROOT, 'native', 'include')}",
+                os.path.join(ROOT, "scripts", "sw_latency.c"),
+                f"-L{libdir}",
+                "-lpyphmm",
+                f"-Wl,-rpath,{libdir}",
+                "-o",
+                exe,
+            ],
+            check=True,
+        )
         pairs = os.path.join(tmp, "pairs.tsv")
         with open(pairs, "wb") as f:
             f.write(b"".join(r + b"\t" + a + b"\n" for r, a in zip(refs, alts)))
         code = int(sw.OverhangStrategy.parse(overhang))
-        out = subprocess.run([exe, pairs, *map(str, params), str(code), str(rounds)], check=True,
-                             capture_output=True, text=True).stdout.split()
+        out = subprocess.run(
+            [exe, pairs, *map(str, params), str(code), str(rounds)], check=True, capture_output=True, text=True
+        ).stdout.split()
     vals = dict(zip(out[::2], out[1::2]))
     return {"mean": float(vals["mean_us"]), "median": float(vals["median_us"]), "p99": float(vals["p99_us"])}
 
@@ -91,6 +104,7 @@ def c_latency(refs, alts, params, overhang, rounds):
 def gkl_runner():
     try:
         from devtools.oracle.gkl_sw import GklSmithWaterman
+
         return GklSmithWaterman()
     except Exception as e:  # noqa: BLE001
         print(f"GKL unavailable: {e}", file=sys.stderr)
@@ -107,8 +121,9 @@ def bench_workload(name, refs, alts, params, overhang, gkl, latency_pairs, round
         row[label] = {"seconds": seconds, "pairs_per_s": n / seconds, "gcups": cells / seconds / 1e9}
         print(f"  {label:<22} {seconds:8.3f} s {n / seconds:12.0f} pairs/s {cells / seconds / 1e9:8.3f} GCUPS")
 
-    t, (ref_cig, ref_off) = timed(lambda: sw.align_batch(refs, alts, params=params, overhang=overhang,
-                                                         backend="cpu", threads=1))
+    t, (ref_cig, ref_off) = timed(
+        lambda: sw.align_batch(refs, alts, params=params, overhang=overhang, backend="cpu", threads=1)
+    )
     report("cpu 1 thread", t)
     t, (cig, off) = timed(lambda: sw.align_batch(refs, alts, params=params, overhang=overhang, backend="cpu"))
     report(f"cpu {pyphmm.info()['cpu_threads']} threads", t)
@@ -122,6 +137,7 @@ def bench_workload(name, refs, alts, params, overhang, gkl, latency_pairs, round
             out = sw.align_batch(refs, alts, params=params, overhang=overhang, backend="cuda", stats=st)
             native.append(st["seconds"])
             return out
+
         t, (cig, off) = timed(gpu_batch, repeat=3)
         report("gpu batch", t)  # from Python: lists of str in, CIGAR strs out
         report("gpu batch, native call", min(native))  # what a C or JNI caller pays
@@ -140,8 +156,9 @@ def bench_workload(name, refs, alts, params, overhang, gkl, latency_pairs, round
 
     # Single-pair latency: one call per pair, as HaplotypeCaller calls.
     lr, la = refs[:latency_pairs], alts[:latency_pairs]
-    lat = {"pyphmm python": per_call_latency(lambda r, a: sw.align(r, a, params=params, overhang=overhang),
-                                             lr, la, rounds)}
+    lat = {
+        "pyphmm python": per_call_latency(lambda r, a: sw.align(r, a, params=params, overhang=overhang), lr, la, rounds)
+    }
     lat["pyphmm C"] = c_latency(lr, la, params, overhang, rounds)
     if gkl is not None:
         lat["gkl jpype"] = per_call_latency(call, lr, la, rounds)
@@ -163,18 +180,38 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args(argv)
     inf = pyphmm.info()
-    print(f"pyphmm {inf['version']}; cuda: {inf['device_name'] if inf['cuda_usable'] else inf['cuda_status']}; "
-          f"cpu threads {inf['cpu_threads']}")
+    print(
+        f"pyphmm {inf['version']}; cuda: {inf['device_name'] if inf['cuda_usable'] else inf['cuda_status']}; "
+        f"cpu threads {inf['cpu_threads']}"
+    )
     gkl = None if args.no_gkl else gkl_runner()
     results = []
     na = max(1, int(10_000 * args.pairs_scale))
     nb = max(1, int(100_000 * args.pairs_scale))
     refs, alts = hap_vs_ref(na, seed=1)
-    bench_workload("(a) hap vs ref 300-520 bp", refs, alts, sw.NEW_SW_PARAMETERS, "SOFTCLIP", gkl,
-                   min(args.latency_pairs, na), args.latency_rounds, results)
+    bench_workload(
+        "(a) hap vs ref 300-520 bp",
+        refs,
+        alts,
+        sw.NEW_SW_PARAMETERS,
+        "SOFTCLIP",
+        gkl,
+        min(args.latency_pairs, na),
+        args.latency_rounds,
+        results,
+    )
     refs, alts = read_vs_hap(nb, seed=2)
-    bench_workload("(b) read 40-151 bp vs hap 300 bp", refs, alts, sw.ALIGNMENT_TO_BEST_HAPLOTYPE, "SOFTCLIP",
-                   gkl, min(args.latency_pairs, nb), args.latency_rounds, results)
+    bench_workload(
+        "(b) read 40-151 bp vs hap 300 bp",
+        refs,
+        alts,
+        sw.ALIGNMENT_TO_BEST_HAPLOTYPE,
+        "SOFTCLIP",
+        gkl,
+        min(args.latency_pairs, nb),
+        args.latency_rounds,
+        results,
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"info": inf, "results": results}, f, indent=2)

@@ -11,6 +11,7 @@ Run from the repository root, which must be importable:
 
     PYTHONPATH=. python3 scripts/gen_regions.py --regions 2000 --seed 1 --output regions.in
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,14 +26,16 @@ def main(argv=None) -> int:
     p.add_argument("--regions", type=int, default=100, help="realistic regions (default 100)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-pairs", type=int, default=None, help="cap on read x haplotype pairs")
-    p.add_argument("--underflow", type=int, default=0, metavar="K",
-                   help="also append K underflow-forcing regions")
+    p.add_argument("--underflow", type=int, default=0, metavar="K", help="also append K underflow-forcing regions")
     p.add_argument("--n-rate", type=float, default=0.02, help="chance of N bases per read")
-    p.add_argument("--odd-rate", type=float, default=0.0,
-                   help="chance per read of bytes other than ACGTN (read as A)")
+    p.add_argument("--odd-rate", type=float, default=0.0, help="chance per read of bytes other than ACGTN (read as A)")
     p.add_argument("--max-reads", type=int, default=None, help="cap on reads per region")
-    p.add_argument("--preset", choices=sorted(SHAPES), default=None,
-                   help="fixed benchmark shape (typical: 60 x 4, 150/350 bp; small: 10-60 x 2-8)")
+    p.add_argument(
+        "--preset",
+        choices=sorted(SHAPES),
+        default=None,
+        help="fixed benchmark shape (typical: 60 x 4, 150/350 bp; small: 10-60 x 2-8)",
+    )
     p.add_argument("--output", "-o", default="-", help="record file, or - for stdout")
     a = p.parse_args(argv)
     if a.regions < 0 or a.underflow < 0:

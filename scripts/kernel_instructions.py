@@ -22,6 +22,7 @@ per cell at the clock /proc/cpuinfo reports (or --clock-ghz).
 
     PYTHONPATH=. python3 scripts/kernel_instructions.py [--mca] [--measure] [--show]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,18 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FLAGS = ["-std=c++17", "-O3", "-fPIC", "-pthread", "-fvisibility=hidden", "-ffp-contract=off", "-Wno-psabi",
-         f"-I{ROOT}/native/include", f"-I{ROOT}/native", '-DPYPHMM_VERSION="x"']
+FLAGS = [
+    "-std=c++17",
+    "-O3",
+    "-fPIC",
+    "-pthread",
+    "-fvisibility=hidden",
+    "-ffp-contract=off",
+    "-Wno-psabi",
+    f"-I{ROOT}/native/include",
+    f"-I{ROOT}/native",
+    '-DPYPHMM_VERSION="x"',
+]
 TARGETS = {"x86-64": "g++", "aarch64": "aarch64-linux-gnu-g++"}
 # (target, file, function-name pattern, label, kind)
 KERNELS = [
@@ -53,8 +64,9 @@ KERNELS = [
 
 def compile_asm(target, name, out_dir):
     out = os.path.join(out_dir, f"{name}-{target}.s")
-    subprocess.run([TARGETS[target], *FLAGS, "-S", os.path.join(ROOT, "native", "cpu", name + ".cc"), "-o", out],
-                   check=True)
+    subprocess.run(
+        [TARGETS[target], *FLAGS, "-S", os.path.join(ROOT, "native", "cpu", name + ".cc"), "-o", out], check=True
+    )
     return open(out).read().split("\n")
 
 
@@ -72,9 +84,11 @@ def innermost_loops(lines, pattern):
         m = re.match(r"\s+(b\w*|j\w+|cbn?z|tbn?z)\s+(?:[\w%]+,\s*)*(?:#\d+,\s*)?(\.L\w+)$", line)
         if m and func and re.search(pattern, func) and m.group(2) in labels:
             start = labels[m.group(2)]
-            if any(re.match(r"^\.L\w+:", x) for x in lines[start + 1:idx]):
+            if any(re.match(r"^\.L\w+:", x) for x in lines[start + 1 : idx]):
                 continue
-            body = [x.strip() for x in lines[start + 1:idx + 1] if x.startswith("\t") and not x.strip().startswith(".")]
+            body = [
+                x.strip() for x in lines[start + 1 : idx + 1] if x.startswith("\t") and not x.strip().startswith(".")
+            ]
             loops.append(body)
     return loops
 
@@ -82,7 +96,7 @@ def innermost_loops(lines, pattern):
 def classify(target, ins):
     op = ins.split()[0]
     if target == "aarch64":
-        regs = ins[len(op):]
+        regs = ins[len(op) :]
         if op in ("ldr", "ldp", "ld1", "ld1r", "ldur", "ldrb", "ldrh"):
             return "load"
         if op in ("str", "stp", "st1", "stur", "strb", "strh"):
@@ -92,19 +106,21 @@ def classify(target, ins):
         if re.search(r"\bv\d+\.", regs) or op in ("movi",):
             return "vector int/logic"
         return "scalar/branch"
-    regs = ins[len(op):]
+    regs = ins[len(op) :]
     mem = "(" in regs
     if re.match(r"vmov(aps|ups|dqa|dqu|dqa32|dqu32|dqa64|dqu64|d|q)$", op) and mem:
         return "store" if regs.rstrip().endswith(")") else "load"
     if op.startswith("kmov") or op.startswith("k"):
         return "vector int/logic"
-    op = op[1:] if op.startswith("v") else op   # VEX/EVEX and legacy SSE forms alike
+    op = op[1:] if op.startswith("v") else op  # VEX/EVEX and legacy SSE forms alike
     if re.match(r"mov(aps|ups|dqa|dqu|dqa32|dqu32|dqa64|dqu64)$", op) and mem:
         return "store" if regs.rstrip().endswith(")") else "load"
     if re.match(r"(mul|add|sub|div)p[sd]$", op):
         return "vector fp" + (" (+load)" if mem else "")
-    if re.match(r"(p\w+|\w+p[sd]|mov(aps|ups|dqa|dqu)\w*|blend\w*|insert\w*|extract\w*|broadcast\w*)$", op) \
-            or "mm" in regs:
+    if (
+        re.match(r"(p\w+|\w+p[sd]|mov(aps|ups|dqa|dqu)\w*|blend\w*|insert\w*|extract\w*|broadcast\w*)$", op)
+        or "mm" in regs
+    ):
         return "vector int/logic" + (" (+load)" if mem else "")
     return "scalar/branch"
 
@@ -131,8 +147,9 @@ def mca_cycles(target, cpu, body, tool):
     """llvm-mca's cycles per iteration for the loop body on cpu (100 iterations)."""
     triple = "aarch64-linux-gnu" if target == "aarch64" else "x86_64-linux-gnu"
     text = "\n".join(body) + "\n"
-    res = subprocess.run([tool, f"-mtriple={triple}", f"-mcpu={cpu}", "-iterations=100"], input=text,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [tool, f"-mtriple={triple}", f"-mcpu={cpu}", "-iterations=100"], input=text, capture_output=True, text=True
+    )
     if res.returncode:
         return None
     m = re.search(r"Total Cycles:\s+(\d+)", res.stdout)
@@ -145,6 +162,7 @@ def measure(regions, clock_ghz):
 
     import pyphmm
     from devtools.regions import generate, pairs_and_cells
+
     data = generate(regions, seed=1)
     _, cells = pairs_and_cells(data)
     best = float("inf")
@@ -156,10 +174,12 @@ def measure(regions, clock_ghz):
     if not clock_ghz:
         mhz = [float(x.split(":")[1]) for x in open("/proc/cpuinfo") if x.startswith("cpu MHz")]
         clock_ghz = mhz[0] / 1000 if mhz else 0
-    print(f"measured: pyphmm {pyphmm.info()['cpu_kernel']} kernel from {os.path.dirname(pyphmm.__file__)}, "
-          f"{regions} regions, {cells / 1e9:.2f} G cells in {best:.3f} CPU s = {cells / best / 1e9:.2f} G cells "
-          f"per CPU second" + (f" = {best * clock_ghz * 1e9 / cells:.3f} cycles/cell at {clock_ghz:.2f} GHz"
-                                if clock_ghz else ""))
+    print(
+        f"measured: pyphmm {pyphmm.info()['cpu_kernel']} kernel from {os.path.dirname(pyphmm.__file__)}, "
+        f"{regions} regions, {cells / 1e9:.2f} G cells in {best:.3f} CPU s = {cells / best / 1e9:.2f} G cells "
+        f"per CPU second"
+        + (f" = {best * clock_ghz * 1e9 / cells:.3f} cycles/cell at {clock_ghz:.2f} GHz" if clock_ghz else "")
+    )
 
 
 def find_mca():
@@ -186,11 +206,13 @@ def main(argv=None):
     tool = find_mca() if args.mca else None
     if args.mca and not tool:
         sys.exit("kernel_instructions: --mca needs llvm-mca from LLVM >= 17 (apt-get install llvm-19)")
-    for t, cxx in TARGETS.items():
+    for cxx in TARGETS.values():
         if not shutil.which(cxx):
             sys.exit(f"kernel_instructions: {cxx} not found (scripts/test_aarch64.sh --prepare installs it)")
-    print(f"compilers: {subprocess.run(['g++', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}; "
-          f"{subprocess.run([TARGETS['aarch64'], '--version'], capture_output=True, text=True).stdout.splitlines()[0]}")
+    print(
+        f"compilers: {subprocess.run(['g++', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}; "
+        f"{subprocess.run([TARGETS['aarch64'], '--version'], capture_output=True, text=True).stdout.splitlines()[0]}"
+    )
     if tool:
         print(f"llvm-mca: {tool}, cores {args.x86_cpu} (x86-64) and {args.arm_cpu} (aarch64)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -201,23 +223,29 @@ def main(argv=None):
                 asm[key] = compile_asm(target, name, tmp)
             loops = innermost_loops(asm[key], pattern)
             # the loops that compute cells: PairHMM ones multiply, SW ones take maxima
-            hot = [b for b in loops if (kind == "pairhmm" and cells_of(target, kind, b) > 0 and
-                                        sum("mul" in x.split()[0] for x in b) >= 8)
-                   or (kind == "sw" and any(re.match(r"(smax|vpmaxsd)", x) for x in b))]
+            hot = [
+                b
+                for b in loops
+                if (kind == "pairhmm" and cells_of(target, kind, b) > 0 and sum("mul" in x.split()[0] for x in b) >= 8)
+                or (kind == "sw" and any(re.match(r"(smax|vpmaxsd)", x) for x in b))
+            ]
             seen = set()
             for body in hot:
                 classes = {}
                 for x in body:
                     c = classify(target, x)
                     classes[c] = classes.get(c, 0) + 1
-                sig = tuple(sorted(classes.items()))   # copies of one loop (versions, template instances)
+                sig = tuple(sorted(classes.items()))  # copies of one loop (versions, template instances)
                 if sig in seen:
                     continue
                 seen.add(sig)
                 cells = cells_of(target, kind, body)
-                line = (f"{label:36s} {len(body):3d} instructions / {cells:2d} cells = "
-                        f"{len(body) / cells:5.2f} per cell  [" +
-                        ", ".join(f"{k} {v}" for k, v in sorted(classes.items())) + "]")
+                line = (
+                    f"{label:36s} {len(body):3d} instructions / {cells:2d} cells = "
+                    f"{len(body) / cells:5.2f} per cell  ["
+                    + ", ".join(f"{k} {v}" for k, v in sorted(classes.items()))
+                    + "]"
+                )
                 if tool:
                     cyc = mca_cycles(target, args.arm_cpu if target == "aarch64" else args.x86_cpu, body, tool)
                     if cyc:

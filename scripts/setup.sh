@@ -8,10 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="libgkl-java libgkl-jni libgatk-native-bindings-java default-jdk-headless"
+# clang-format: the C/C++/CUDA style check (tests/test_style.py; its output
+# is pinned to Debian 12's version 14)
+APT_PACKAGES="libgkl-java libgkl-jni libgatk-native-bindings-java default-jdk-headless clang-format"
 # hypothesis: the fuzz tests; pyspark: Spark's jars and launch scripts for the
-# shim-in-Spark test (tests/test_spark.py)
-PIP_PACKAGES="setuptools>=61 wheel cffi>=1.15 numpy pytest jpype1 hypothesis pyspark"
+# shim-in-Spark test (tests/test_spark.py); ruff: the Python style check
+PIP_PACKAGES="setuptools>=61 wheel cffi>=1.15 numpy pytest jpype1 hypothesis pyspark ruff==0.17.6"
 
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

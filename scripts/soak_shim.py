@@ -25,6 +25,7 @@ Classes: --classes DIR, else compiled here with javac, else
 .carry/soak_classes (scripts/prepare_gpu_carry.sh; for hosts with a JRE
 only).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,13 +51,27 @@ def harness_classes(explicit, work, shim_jar):
     if shutil.which("javac"):
         classes = os.path.join(work, "classes")
         srcs = [os.path.join(jh.JAVA_SOURCES, s) for s in SOURCES]
-        subprocess.run(["javac", "-nowarn", "--release", "11", "-d", classes, "-cp",
-                        os.pathsep.join([shim_jar, shim.BINDINGS_JAR])] + srcs, check=True)
+        subprocess.run(
+            [
+                "javac",
+                "-nowarn",
+                "--release",
+                "11",
+                "-d",
+                classes,
+                "-cp",
+                os.pathsep.join([shim_jar, shim.BINDINGS_JAR]),
+            ]
+            + srcs,
+            check=True,
+        )
         return classes
     if os.path.exists(os.path.join(CARRIED_CLASSES, "ShimSoak.class")):
         return CARRIED_CLASSES
-    sys.exit("soak_shim: no javac here and no prebuilt harness: pass --classes DIR, or run "
-             "scripts/prepare_gpu_carry.sh on a machine with a JDK and carry .carry/ to this one")
+    sys.exit(
+        "soak_shim: no javac here and no prebuilt harness: pass --classes DIR, or run "
+        "scripts/prepare_gpu_carry.sh on a machine with a JDK and carry .carry/ to this one"
+    )
 
 
 def analyse(samples, calls, warmup_fraction):
@@ -83,9 +98,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1_000_000)
     ap.add_argument("--heap", default="512m", help="fixed JVM heap (-Xms = -Xmx)")
     ap.add_argument("--warmup-fraction", type=float, default=0.1)
-    ap.add_argument("--bound-mib", type=float, default=16.0,
-                    help="allowed RSS growth after the warm-up (16 MiB over 1,000,000 calls: a leak of "
-                         "17 bytes per call)")
+    ap.add_argument(
+        "--bound-mib",
+        type=float,
+        default=16.0,
+        help="allowed RSS growth after the warm-up (16 MiB over 1,000,000 calls: a leak of 17 bytes per call)",
+    )
     ap.add_argument("--classes", default=None)
     ap.add_argument("--shim-jar", default=shim.SHIM_JAR)
     args = ap.parse_args(argv)
@@ -96,16 +114,29 @@ def main(argv=None) -> int:
         regions = shim.random_regions(args.regions, seed=args.seed, max_reads=12, max_haps=4)
         records = jh.write_regions(regions, os.path.join(work, "regions.in"))
         out = os.path.join(work, "soak.txt")
-        cmd = [jh.java(), f"-Xms{args.heap}", f"-Xmx{args.heap}", "-XX:+AlwaysPreTouch", "-XX:+UseSerialGC",
-               "-cp", os.pathsep.join([classes, args.shim_jar, shim.BINDINGS_JAR]), "ShimSoak", records,
-               str(args.calls), str(args.threads), out]
+        cmd = [
+            jh.java(),
+            f"-Xms{args.heap}",
+            f"-Xmx{args.heap}",
+            "-XX:+AlwaysPreTouch",
+            "-XX:+UseSerialGC",
+            "-cp",
+            os.pathsep.join([classes, args.shim_jar, shim.BINDINGS_JAR]),
+            "ShimSoak",
+            records,
+            str(args.calls),
+            str(args.threads),
+            out,
+        ]
         p = subprocess.run(cmd, capture_output=True, text=True)
         # pyphmm's lines: each banner once; the summaries (one per done()/close(),
         # running totals) last
         ours = [ln for ln in p.stderr.splitlines() if ln.startswith("pyphmm")]
         for line in [ln for ln in ours if ": backend " in ln] + [
-                [ln for ln in ours if kind in ln][-1] for kind in (" PairHMM summary", " Smith-Waterman summary")
-                if any(kind in ln for ln in ours)]:
+            [ln for ln in ours if kind in ln][-1]
+            for kind in (" PairHMM summary", " Smith-Waterman summary")
+            if any(kind in ln for ln in ours)
+        ]:
             print(line)
         if p.returncode != 0:
             print(p.stderr[-4000:], file=sys.stderr)
@@ -121,12 +152,16 @@ def main(argv=None) -> int:
     first, last, peak, growth, slope = analyse(samples, args.calls, args.warmup_fraction)
     seconds = float(done["seconds"])
     mib = 1 << 20
-    print(f"soak: {done['calls']} PairHMM calls + {done['sw']} Smith-Waterman calls on {args.threads} threads "
-          f"over {args.regions} regions in {seconds:.1f} s ({int(done['calls']) / seconds:.0f} calls/s); "
-          f"{done['mismatches']} results differ")
-    print(f"soak: VmRSS after warm-up ({args.warmup_fraction:.0%} of calls) {first / mib:.1f} MiB, at the end "
-          f"{last / mib:.1f} MiB, peak {peak / mib:.1f} MiB; growth {growth / mib:+.2f} MiB "
-          f"(bound {args.bound_mib:g} MiB), fitted slope {slope:+.2f} bytes/call over {len(samples)} samples")
+    print(
+        f"soak: {done['calls']} PairHMM calls + {done['sw']} Smith-Waterman calls on {args.threads} threads "
+        f"over {args.regions} regions in {seconds:.1f} s ({int(done['calls']) / seconds:.0f} calls/s); "
+        f"{done['mismatches']} results differ"
+    )
+    print(
+        f"soak: VmRSS after warm-up ({args.warmup_fraction:.0%} of calls) {first / mib:.1f} MiB, at the end "
+        f"{last / mib:.1f} MiB, peak {peak / mib:.1f} MiB; growth {growth / mib:+.2f} MiB "
+        f"(bound {args.bound_mib:g} MiB), fitted slope {slope:+.2f} bytes/call over {len(samples)} samples"
+    )
     ok = int(done["calls"]) == args.calls and done["mismatches"] == "0" and growth <= args.bound_mib * mib
     print("soak: " + ("PASS" if ok else "FAIL"))
     return 0 if ok else 1

@@ -29,26 +29,26 @@ static double now_us(void) {
     return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
+static int cmp_double(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
     return (x > y) - (x < y);
 }
 
 /* Reads REF<TAB>ALT lines; returns the pair count (pairs in *out). */
-static int64_t read_pairs(const char *path, pair_t **out) {
-    FILE *f = fopen(path, "r");
+static int64_t read_pairs(const char* path, pair_t** out) {
+    FILE* f = fopen(path, "r");
     if (!f) {
         perror(path);
         exit(2);
     }
     int64_t n = 0, cap = 1024;
-    pair_t *p = malloc(cap * sizeof(pair_t));
-    char *line = NULL;
+    pair_t* p = malloc(cap * sizeof(pair_t));
+    char* line = NULL;
     size_t lcap = 0;
     ssize_t len;
     while ((len = getline(&line, &lcap, f)) > 0) {
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
-        char *tab = strchr(line, '\t');
+        char* tab = strchr(line, '\t');
         if (!tab) continue;
         *tab = 0;
         if (n == cap) p = realloc(p, (cap *= 2) * sizeof(pair_t));
@@ -64,19 +64,19 @@ static int64_t read_pairs(const char *path, pair_t **out) {
     return n;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
     if (argc < 7) {
         fprintf(stderr, "usage: %s PAIRS.tsv MATCH MISMATCH OPEN EXTEND STRATEGY_CODE [ROUNDS]\n", argv[0]);
         return 2;
     }
-    pair_t *pairs;
+    pair_t* pairs;
     const int64_t n = read_pairs(argv[1], &pairs);
     const pyphmm_sw_params params = {atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5])};
     const int8_t strategy = (int8_t)atoi(argv[6]);
     const int rounds = argc > 7 ? atoi(argv[7]) : 3;
     if (n == 0 || rounds < 1) return 2;
-    double *us = malloc(n * sizeof(double));
-    char *cigar = malloc(2 * (2 * PYPHMM_SW_MAX_LENGTH) + 1);
+    double* us = malloc(n * sizeof(double));
+    char* cigar = malloc(2 * (2 * PYPHMM_SW_MAX_LENGTH) + 1);
     const int64_t cap = 2 * (2 * PYPHMM_SW_MAX_LENGTH) + 1;
     pyphmm_error err;
     double *best = malloc(n * sizeof(double)), best_mean = 1e300;
@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
         for (int64_t i = 0; i < n; ++i) {
             int32_t off = 0;
             const double t0 = now_us();
-            int rc = pyphmm_sw_align_one((const uint8_t *)pairs[i].ref, pairs[i].lr, (const uint8_t *)pairs[i].alt,
+            int rc = pyphmm_sw_align_one((const uint8_t*)pairs[i].ref, pairs[i].lr, (const uint8_t*)pairs[i].alt,
                                          pairs[i].la, &params, strategy, cigar, cap, &off, &err);
             us[i] = now_us() - t0;
             if (rc) {
@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
         }
     }
     qsort(best, n, sizeof(double), cmp_double);
-    printf("pairs %lld mean_us %.2f median_us %.2f p99_us %.2f checksum %lld\n", (long long)n, best_mean,
-           best[n / 2], best[(int64_t)((n - 1) * 0.99)], (long long)checksum);
+    printf("pairs %lld mean_us %.2f median_us %.2f p99_us %.2f checksum %lld\n", (long long)n, best_mean, best[n / 2],
+           best[(int64_t)((n - 1) * 0.99)], (long long)checksum);
     return 0;
 }

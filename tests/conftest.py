@@ -5,6 +5,7 @@ broken comparison. Set PYPHMM_ALLOW_NO_GKL=1 only where no JVM can exist.
 The tools the tests share (oracles, region generator, test vectors, child
 processes, native check builds) live in the ``devtools`` package at the
 repository root, importable through pytest's ``pythonpath`` setting."""
+
 import os
 
 import pytest
@@ -27,9 +28,11 @@ def gkl_jvm():
 def native_check_exe(tmp_path):
     """build(name, *sources) -> path of tests/native/NAME.cc compiled with
     native/ SOURCES; skips where no C++ compiler exists."""
+
     def build(name, *sources, **flags):
         try:
             return native_check.build_native_check(tmp_path, name, *sources, **flags)
         except FileNotFoundError as e:
             pytest.skip(str(e))
+
     return build

@@ -25,6 +25,7 @@ installs them); when they are missing these tests fail, because CI installs
 them. PYPHMM_ALLOW_NO_AARCH64=1 turns that into a skip where they cannot
 exist (a machine without package access).
 """
+
 import os
 import shutil
 import struct
@@ -74,10 +75,11 @@ class Arm:
         env.pop("PYPHMM_SW_ISA", None)
         if kernel:
             env.update(PYPHMM_CPU_KERNEL=kernel, PYPHMM_SW_ISA=kernel)
-        res = subprocess.run([QEMU, "-L", SYSROOT, self.exe, *map(str, args)], env=env, capture_output=True,
-                             text=True, timeout=600)
+        res = subprocess.run(
+            [QEMU, "-L", SYSROOT, self.exe, *map(str, args)], env=env, capture_output=True, text=True, timeout=600
+        )
         assert res.returncode == 0, f"aarch64_check {args} ({kernel}): {res.stdout[-2000:]}{res.stderr[-2000:]}"
-        assert "warning" not in res.stderr, res.stderr   # a refused kernel name would be a warning
+        assert "warning" not in res.stderr, res.stderr  # a refused kernel name would be a warning
         return res.stdout
 
 
@@ -85,23 +87,29 @@ class Arm:
 def arm():
     missing = missing_tools()
     if missing:
-        msg = (f"AArch64 cross toolchain or qemu missing: {', '.join(missing)} "
-               "(scripts/test_aarch64.sh --prepare installs g++-aarch64-linux-gnu and qemu-user)")
+        msg = (
+            f"AArch64 cross toolchain or qemu missing: {', '.join(missing)} "
+            "(scripts/test_aarch64.sh --prepare installs g++-aarch64-linux-gnu and qemu-user)"
+        )
         if os.environ.get("PYPHMM_ALLOW_NO_AARCH64") == "1":
             pytest.skip(msg)
         pytest.fail(msg)
-    res = subprocess.run(["bash", os.path.join(ROOT, "scripts", "build_aarch64.sh"), BUILD], cwd=ROOT,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        ["bash", os.path.join(ROOT, "scripts", "build_aarch64.sh"), BUILD], cwd=ROOT, capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return Arm(BUILD)
 
 
 # ---- inputs ------------------------------------------------------------------
 
+
 def reads_haps(rb, hb):
     """A region's batches as Read objects and haplotype bytes (what GKL's oracle takes)."""
-    reads = [pyphmm.Read(rb.bases[a:b], rb.quals[a:b], rb.ins[a:b], rb.dels[a:b], rb.gcp[a:b])
-             for a, b in zip(rb.offsets[:-1], rb.offsets[1:])]
+    reads = [
+        pyphmm.Read(rb.bases[a:b], rb.quals[a:b], rb.ins[a:b], rb.dels[a:b], rb.gcp[a:b])
+        for a, b in zip(rb.offsets[:-1], rb.offsets[1:])
+    ]
     return reads, [bytes(hb.bases[a:b]) for a, b in zip(hb.offsets[:-1], hb.offsets[1:])]
 
 
@@ -120,17 +128,40 @@ def extra_regions(seed):
     regions.append(reads_haps(*make_region(rng, 6, 2, read_len=(1, 3), hap_len=(1, 12), preset="random")))
     hap = rng.choice(list(b"ACGT"), 1000).astype(np.uint8)
     long_reads = []
-    for m in (300, 451, 600):   # drawn from the haplotype, so no value underflows double
+    for m in (300, 451, 600):  # drawn from the haplotype, so no value underflows double
         s = int(rng.integers(0, 1000 - m))
-        bases = hap[s:s + m].copy()
+        bases = hap[s : s + m].copy()
         bases[rng.integers(0, m, 6)] = rng.choice(list(b"ACGT"), 6)
-        long_reads.append(pyphmm.Read(bases.tobytes(), rng.integers(6, 60, m), rng.integers(10, 90, m),
-                                      rng.integers(10, 90, m), rng.integers(5, 40, m)))
+        long_reads.append(
+            pyphmm.Read(
+                bases.tobytes(),
+                rng.integers(6, 60, m),
+                rng.integers(10, 90, m),
+                rng.integers(10, 90, m),
+                rng.integers(5, 40, m),
+            )
+        )
     regions.append((long_reads, [hap.tobytes(), hap[100:700].tobytes()]))
-    regions.append(reads_haps(*make_region(rng, 9, 3, read_len=(20, 90), hap_len=(40, 160), preset="random",
-                                           alphabet=b"ACGTNacgtX")))
-    regions.append(reads_haps(*make_region(rng, 7, 2, read_len=(30, 120), hap_len=(60, 200), preset="random",
-                                           qual=(134, 187), indel_q=(138, 200), gcp_q=(133, 160))))
+    regions.append(
+        reads_haps(
+            *make_region(rng, 9, 3, read_len=(20, 90), hap_len=(40, 160), preset="random", alphabet=b"ACGTNacgtX")
+        )
+    )
+    regions.append(
+        reads_haps(
+            *make_region(
+                rng,
+                7,
+                2,
+                read_len=(30, 120),
+                hap_len=(60, 200),
+                preset="random",
+                qual=(134, 187),
+                indel_q=(138, 200),
+                gcp_q=(133, 160),
+            )
+        )
+    )
     regions.append(reads_haps(*make_region(rng, 40, 2, read_len=(1, 80), hap_len=(60, 120), preset="random")))
     return regions
 
@@ -141,8 +172,13 @@ def write_regions(path, regions):
         for reads, haps in regions:
             f.write(f"{len(reads)} {len(haps)}\n")
             for r in reads:
-                f.write(" ".join(bytes(np.asarray(x, np.uint8)).hex() if not isinstance(x, bytes) else x.hex()
-                                 for x in (r.bases, r.quals, r.ins, r.dels, r.gcp)) + "\n")
+                f.write(
+                    " ".join(
+                        bytes(np.asarray(x, np.uint8)).hex() if not isinstance(x, bytes) else x.hex()
+                        for x in (r.bases, r.quals, r.ins, r.dels, r.gcp)
+                    )
+                    + "\n"
+                )
             for h in haps:
                 f.write(bytes(h).hex() + "\n")
 
@@ -182,12 +218,13 @@ def check_pairhmm(arm, tmp_path, regions, expect_double_fallback):
                     assert double_pairs > 0, "the underflow region must take the double fallback"
                 if reference is None:
                     reference = got
-                else:   # which kernel, and which of its two layouts, must not matter
+                else:  # which kernel, and which of its two layouts, must not matter
                     assert np.array_equal(got, reference), (kernel, double, calls)
     return worst
 
 
 # ---- tests -------------------------------------------------------------------
+
 
 def test_library_is_aarch64_with_the_x86_exports(arm):
     with open(arm.lib, "rb") as f:
@@ -196,15 +233,17 @@ def test_library_is_aarch64_with_the_x86_exports(arm):
     nm = CXX.replace("g++", "nm")
 
     def exports(path, tool):
-        out = subprocess.run([tool, "-D", "--defined-only", path], capture_output=True, text=True,
-                             check=True).stdout
-        return {line.split()[-1] for line in out.splitlines()
-                if line.split() and line.split()[-1].startswith(("pyphmm_", "Java_"))}
+        out = subprocess.run([tool, "-D", "--defined-only", path], capture_output=True, text=True, check=True).stdout
+        return {
+            line.split()[-1]
+            for line in out.splitlines()
+            if line.split() and line.split()[-1].startswith(("pyphmm_", "Java_"))
+        }
 
     arm_syms = exports(arm.lib, nm)
     x86_syms = exports(os.path.join(os.path.dirname(pyphmm.__file__), "libpyphmm.so"), "nm")
     assert {s for s in arm_syms if s.startswith("Java_com_intel_gkl_IntelGKLUtils_")}, "JNI layer missing"
-    assert arm_syms == x86_syms, (arm_syms ^ x86_syms)
+    assert arm_syms == x86_syms, arm_syms ^ x86_syms
 
 
 def test_kernels_are_chosen_at_run_time(arm):
@@ -249,13 +288,18 @@ def test_smith_waterman_identical_to_x86_and_gkl(arm, tmp_path, gkl_jvm):
         f.write(f"{len(rows)}\n")
         for r, a, p, _, code in rows:
             f.write(f"{r.hex()} {a.hex()} {p[0]} {p[1]} {p[2]} {p[3]} {code}\n")
-    cigars, offsets = sw.align_batch([r[0] for r in rows], [r[1] for r in rows], params=[r[2] for r in rows],
-                                     overhang=[r[3] for r in rows], backend="cpu")
+    cigars, offsets = sw.align_batch(
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        params=[r[2] for r in rows],
+        overhang=[r[3] for r in rows],
+        backend="cpu",
+    )
     x86 = [f"{c} {o}" for c, o in zip(cigars, offsets.tolist())]
     gkl = GklSmithWaterman()
     compared = 0
     for (r, a, p, name, _), want in zip(rows, x86):
-        if name != "IGNORE":   # GKL's IGNORE deviates from GATK (see test_sw.py)
+        if name != "IGNORE":  # GKL's IGNORE deviates from GATK (see test_sw.py)
             assert "{} {}".format(*gkl.align(r, a, p, name)) == want, (r, a, p, name)
             compared += 1
     assert compared == len(rows) * 3 // 4
@@ -288,12 +332,17 @@ def test_shim_jar_carries_the_aarch64_library(arm, tmp_path):
     """java_shim/build.sh (which setup.py runs) stores the cross-built library
     at the path the shim's loader picks on os.arch aarch64."""
     import zipfile
+
     if not (shutil.which("javac") and shutil.which("jar")):  # (CI installs a JDK; the GPU host has a JRE only)
         pytest.skip("needs a JDK (javac, jar) to build the shim jar")
     x86_lib = os.path.join(os.path.dirname(pyphmm.__file__), "libpyphmm.so")
     jar = tmp_path / "shim.jar"
-    subprocess.run(["bash", os.path.join(ROOT, "java_shim", "build.sh"), x86_lib, str(jar)], check=True,
-                   capture_output=True, env=dict(os.environ, PYPHMM_AARCH64_LIB=arm.lib))
+    subprocess.run(
+        ["bash", os.path.join(ROOT, "java_shim", "build.sh"), x86_lib, str(jar)],
+        check=True,
+        capture_output=True,
+        env=dict(os.environ, PYPHMM_AARCH64_LIB=arm.lib),
+    )
     with zipfile.ZipFile(jar) as z:
         data = z.read("pyphmm/native/linux-aarch64/libpyphmm.so")
     with open(arm.lib, "rb") as f:

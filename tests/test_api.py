@@ -1,4 +1,5 @@
 """Python API: conversions, validation, shapes, backends, info()."""
+
 import numpy as np
 import pytest
 
@@ -20,8 +21,9 @@ def test_read_accepts_base_types(bases):
     assert r.bases == b"ACGT" and len(r) == 4
 
 
-@pytest.mark.parametrize("quals", [[30] * 4, bytes([30] * 4), np.full(4, 30, np.uint8),
-                                   np.full(4, 30, np.int64), (30, 30, 30, 30)])
+@pytest.mark.parametrize(
+    "quals", [[30] * 4, bytes([30] * 4), np.full(4, 30, np.uint8), np.full(4, 30, np.int64), (30, 30, 30, 30)]
+)
 def test_read_accepts_quality_types(quals):
     r = read(quals=quals)
     assert r.quals.dtype == np.uint8 and r.quals.tolist() == [30] * 4
@@ -39,9 +41,16 @@ def test_str_qualities_are_rejected():
         read(quals="IIII")
 
 
-@pytest.mark.parametrize("bad,exc", [(1.5, ValueError), (np.array([1.0, 2.0, 3.0, 4.0]), TypeError),
-                                     ([300, 1, 1, 1], ValueError), ([-1, 1, 1, 1], ValueError),
-                                     (np.zeros((2, 2), np.uint8), ValueError)])
+@pytest.mark.parametrize(
+    "bad,exc",
+    [
+        (1.5, ValueError),
+        (np.array([1.0, 2.0, 3.0, 4.0]), TypeError),
+        ([300, 1, 1, 1], ValueError),
+        ([-1, 1, 1, 1], ValueError),
+        (np.zeros((2, 2), np.uint8), ValueError),
+    ],
+)
 def test_bad_qualities(bad, exc):
     with pytest.raises(exc):
         read(quals=bad)
@@ -62,8 +71,7 @@ def test_empty_read_and_haplotype_rejected():
     with pytest.raises(ValueError, match="empty"):
         HaplotypeBatch.from_haplotypes(["ACGT", ""])
     with pytest.raises(ValueError, match="empty"):
-        ReadBatch(np.frombuffer(b"ACGT", np.uint8), *[np.full(4, 30, np.uint8)] * 4,
-                  offsets=[0, 2, 2, 4])
+        ReadBatch(np.frombuffer(b"ACGT", np.uint8), *[np.full(4, 30, np.uint8)] * 4, offsets=[0, 2, 2, 4])
     with pytest.raises(ValueError, match="empty"):
         pyphmm.compute_likelihoods([read()], ["ACGT", ""])
 
@@ -72,8 +80,9 @@ def test_unequal_lengths_rejected():
     with pytest.raises(ValueError, match="4 bases but 3 gcp"):
         read(gcp=[10] * 3)
     with pytest.raises(ValueError):
-        ReadBatch(np.frombuffer(b"ACGT", np.uint8), np.full(3, 30, np.uint8), *[np.full(4, 30, np.uint8)] * 3,
-                  offsets=[0, 4])
+        ReadBatch(
+            np.frombuffer(b"ACGT", np.uint8), np.full(3, 30, np.uint8), *[np.full(4, 30, np.uint8)] * 3, offsets=[0, 4]
+        )
     with pytest.raises(ValueError, match="offsets"):
         ReadBatch(np.frombuffer(b"ACGT", np.uint8), *[np.full(4, 30, np.uint8)] * 4, offsets=[0, 3])
     with pytest.raises(ValueError, match="offsets"):
@@ -150,8 +159,12 @@ def test_non_acgtn_reads_as_a_and_n_matches_all():
 
 def test_stats():
     st = {}
-    pyphmm.compute_likelihoods([read(), read("AC", quals=[30, 30], ins=[45, 45], dels=[45, 45], gcp=[10, 10])],
-                               ["ACGTA", "TTT"], backend="cpu", stats=st)
+    pyphmm.compute_likelihoods(
+        [read(), read("AC", quals=[30, 30], ins=[45, 45], dels=[45, 45], gcp=[10, 10])],
+        ["ACGTA", "TTT"],
+        backend="cpu",
+        stats=st,
+    )
     assert st["pairs"] == 4 and st["cells"] == (4 + 2) * (5 + 3)
     assert st["backend"] == "cpu" and st["fell_back"] is False and st["seconds"] >= 0
     assert st["double_pairs"] == 0
@@ -165,8 +178,9 @@ def test_bad_backend_name(backend):
         pyphmm.compute_likelihoods([read()], ["ACGT"], backend=backend)
 
 
-@pytest.mark.parametrize("threads,exc", [(0, ValueError), (-1, ValueError), (1.5, TypeError),
-                                         ("2", TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "threads,exc", [(0, ValueError), (-1, ValueError), (1.5, TypeError), ("2", TypeError), (True, TypeError)]
+)
 def test_bad_threads(threads, exc):
     with pytest.raises(exc):
         pyphmm.compute_likelihoods([read()], ["ACGT"], threads=threads)
@@ -192,9 +206,22 @@ def test_cuda_backend_raises_where_unusable():
 
 def test_info_keys():
     inf = pyphmm.info()
-    expected = {"version", "abi_version", "backends", "cuda_compiled", "cuda_usable", "cuda_status",
-                "device_count", "device", "device_name", "cpu_threads", "cpu_kernel", "gpu_min_cells",
-                "jni_compiled", "library"}
+    expected = {
+        "version",
+        "abi_version",
+        "backends",
+        "cuda_compiled",
+        "cuda_usable",
+        "cuda_status",
+        "device_count",
+        "device",
+        "device_name",
+        "cpu_threads",
+        "cpu_kernel",
+        "gpu_min_cells",
+        "jni_compiled",
+        "library",
+    }
     assert expected <= set(inf)
     assert inf["version"] == pyphmm.__version__
     assert inf["abi_version"] == 3

@@ -2,20 +2,23 @@
 for bad values, TypeError for wrong types, messages naming the argument;
 and zero-copy batches whose arrays change after construction: a clear
 error at the next call, never a read outside the arrays."""
+
 import numpy as np
 import pytest
 
 import pyphmm
-from pyphmm import HaplotypeBatch, ReadBatch, sw
-
 from devtools.child import run_python
+from pyphmm import HaplotypeBatch, ReadBatch, sw
 
 Q = dict(quals=[30] * 4, ins=[45] * 4, dels=[45] * 4, gcp=[10] * 4)
 
 
 def batches():
-    rb = ReadBatch(np.frombuffer(b"ACGTACGT", np.uint8).copy(), *[np.full(8, 30, np.uint8) for _ in range(4)],
-                   offsets=np.array([0, 4, 8], np.int64))
+    rb = ReadBatch(
+        np.frombuffer(b"ACGTACGT", np.uint8).copy(),
+        *[np.full(8, 30, np.uint8) for _ in range(4)],
+        offsets=np.array([0, 4, 8], np.int64),
+    )
     hb = HaplotypeBatch(np.frombuffer(b"ACGTACGTAC", np.uint8).copy(), np.array([0, 4, 10], np.int64))
     return rb, hb
 
@@ -78,6 +81,7 @@ def test_float_offsets_are_refused():
 
 # ---- argument types and values ----------------------------------------------
 
+
 def test_regions_must_be_pairs():
     with pytest.raises(TypeError, match="regions must be an iterable of"):
         pyphmm.compute_regions("abc")
@@ -90,14 +94,17 @@ def test_regions_must_be_pairs():
         pyphmm.compute_regions([rb])
 
 
-@pytest.mark.parametrize("threads,exc,match", [
-    (2**31, ValueError, "threads must be within 1..2147483647"),
-    (0, ValueError, "threads"),
-    (-1, ValueError, "threads"),
-    (2.0, TypeError, "threads must be an integer"),
-    ("2", TypeError, "threads must be an integer"),
-    (True, TypeError, "threads must be an integer, not bool"),
-])
+@pytest.mark.parametrize(
+    "threads,exc,match",
+    [
+        (2**31, ValueError, "threads must be within 1..2147483647"),
+        (0, ValueError, "threads"),
+        (-1, ValueError, "threads"),
+        (2.0, TypeError, "threads must be an integer"),
+        ("2", TypeError, "threads must be an integer"),
+        (True, TypeError, "threads must be an integer, not bool"),
+    ],
+)
 def test_bad_threads(threads, exc, match):
     rb, hb = batches()
     with pytest.raises(exc, match=match):
@@ -115,20 +122,25 @@ def test_numpy_integer_threads_are_accepted():
 
 def test_stats_must_be_a_dict():
     rb, hb = batches()
-    for call in (lambda: pyphmm.compute_likelihoods(rb, hb, stats=[]),
-                 lambda: pyphmm.compute_regions([(rb, hb)], stats=[]),
-                 lambda: sw.align_batch(["ACGT"], ["AC"], stats=[])):
+    for call in (
+        lambda: pyphmm.compute_likelihoods(rb, hb, stats=[]),
+        lambda: pyphmm.compute_regions([(rb, hb)], stats=[]),
+        lambda: sw.align_batch(["ACGT"], ["AC"], stats=[]),
+    ):
         with pytest.raises(TypeError, match="stats must be a dict or None, not list"):
             call()
 
 
-@pytest.mark.parametrize("args,exc,match", [
-    ((2**40, -1, -4, -3), ValueError, "match = 1099511627776 does not fit int32"),
-    ((3, -1, -4, -2**40), ValueError, "gap_extend"),
-    ((3.5, -1, -4, -3), TypeError, "params must be integers, got 3.5 .float. for match"),
-    ((3, "x", -4, -3), TypeError, "for mismatch"),
-    ((3, -1, 4, -3), ValueError, "gap penalties must be <= 0"),
-])
+@pytest.mark.parametrize(
+    "args,exc,match",
+    [
+        ((2**40, -1, -4, -3), ValueError, "match = 1099511627776 does not fit int32"),
+        ((3, -1, -4, -(2**40)), ValueError, "gap_extend"),
+        ((3.5, -1, -4, -3), TypeError, "params must be integers, got 3.5 .float. for match"),
+        ((3, "x", -4, -3), TypeError, "for mismatch"),
+        ((3, -1, 4, -3), ValueError, "gap penalties must be <= 0"),
+    ],
+)
 def test_sw_parameters_are_checked_when_made(args, exc, match):
     with pytest.raises(exc, match=match):
         sw.SWParameters(*args)
@@ -144,8 +156,13 @@ def test_sw_parameters_accept_numpy_integers():
 def test_align_batch_reads_four_ints_as_one_setting_like_align():
     refs, alts = ["AAACCCCC", "AAAGACTACTG", "ACGTTGCA", "TTTTACGT"], ["CCCCCGGG", "AACGGACACTG", "GTTG", "ACG"]
     want = [sw.align(r, a, params=(10, -15, -30, -5)) for r, a in zip(refs, alts)]
-    for params in ([10, -15, -30, -5], (10, -15, -30, -5), np.array([10, -15, -30, -5]),
-                   sw.ALIGNMENT_TO_BEST_HAPLOTYPE, "alignment_to_best_haplotype"):
+    for params in (
+        [10, -15, -30, -5],
+        (10, -15, -30, -5),
+        np.array([10, -15, -30, -5]),
+        sw.ALIGNMENT_TO_BEST_HAPLOTYPE,
+        "alignment_to_best_haplotype",
+    ):
         cig, off = sw.align_batch(refs, alts, params=params)
         assert list(zip(cig, off.tolist())) == want, params
         assert sw.align(refs[0], alts[0], params=params) == want[0]

@@ -3,6 +3,7 @@ the shim (pyphmm's CPU backend where there is no GPU), GKL AVX and GKL OMP
 in the same run, every process's results compared with GKL's. Checks the
 output lines, the figures' bookkeeping and the comparison; never timings.
 Also the benchmark presets of scripts/gen_regions.py."""
+
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import time
 
 import numpy as np
 import pytest
+from test_mps import fake_control  # noqa: F401  (fixture: a stand-in nvidia-cuda-mps-control)
 
 from devtools import ROOT
 from devtools.child import child_env
@@ -21,7 +23,6 @@ from devtools.oracle import gkl as gkl_oracle
 from devtools.oracle import shim
 from devtools.regions import generate
 from pyphmm import io
-from test_mps import fake_control  # noqa: F401  (fixture: a stand-in nvidia-cuda-mps-control)
 
 SCRIPT = os.path.join(ROOT, "scripts", "bench_multiproc.py")
 
@@ -35,8 +36,9 @@ def harness_ready():
         pytest.fail(f"GKL unavailable: {reason}")
     if not os.path.exists(shim.SHIM_JAR):
         pytest.fail(f"shim jar {shim.SHIM_JAR} not built")
-    if not (shutil.which("javac") or os.path.exists(os.path.join(ROOT, ".carry", "bench_classes",
-                                                                 "BenchMultiproc.class"))):
+    if not (
+        shutil.which("javac") or os.path.exists(os.path.join(ROOT, ".carry", "bench_classes", "BenchMultiproc.class"))
+    ):
         pytest.skip("needs javac or .carry/bench_classes (scripts/prepare_gpu_carry.sh)")
 
 
@@ -47,8 +49,20 @@ def classes(tmp_path_factory, harness_ready):
     if not shutil.which("javac"):
         return os.path.join(ROOT, ".carry", "bench_classes")
     d = tmp_path_factory.mktemp("classes")
-    subprocess.run(["javac", "-nowarn", "--release", "11", "-cp", shim.BINDINGS_JAR, "-d", str(d),
-                    os.path.join(ROOT, "java_shim", "bench", "BenchMultiproc.java")], check=True)
+    subprocess.run(
+        [
+            "javac",
+            "-nowarn",
+            "--release",
+            "11",
+            "-cp",
+            shim.BINDINGS_JAR,
+            "-d",
+            str(d),
+            os.path.join(ROOT, "java_shim", "bench", "BenchMultiproc.java"),
+        ],
+        check=True,
+    )
     return str(d)
 
 
@@ -70,14 +84,20 @@ def check_phase_lines(out: str, label: str, procs: int):
     """The phase's process lines and its one aggregate line; returns the
     process lines' max |diff| values (if printed)."""
     block = out.split(f"\n{label}\n", 1)[1].split("\n\n", 1)[0]
-    rows = re.findall(r"^  process +(\d+): (\d+) regions, [\d.]+ G cells in [\d.]+ s = ([\d.]+) GCUPS; "
-                      r"per call median ([\d.]+) us, p99 ([\d.]+) us(?:; max \|diff\| vs GKL AVX (\S+))?$",
-                      block, re.M)
+    rows = re.findall(
+        r"^  process +(\d+): (\d+) regions, [\d.]+ G cells in [\d.]+ s = ([\d.]+) GCUPS; "
+        r"per call median ([\d.]+) us, p99 ([\d.]+) us(?:; max \|diff\| vs GKL AVX (\S+))?$",
+        block,
+        re.M,
+    )
     assert [int(r[0]) for r in rows] == list(range(procs)), block
     assert all(float(r[2]) > 0 and float(r[4]) >= float(r[3]) > 0 for r in rows)
     agg = [ln for ln in block.splitlines() if "aggregate" in ln]
-    assert len(agg) == 1 and re.search(rf"aggregate {re.escape(label)}: [\d.]+ G cells in [\d.]+ s = [\d.]+ GCUPS; "
-                                       r"per call median [\d.]+ us, p99 [\d.]+ us", agg[0]), block
+    assert len(agg) == 1 and re.search(
+        rf"aggregate {re.escape(label)}: [\d.]+ G cells in [\d.]+ s = [\d.]+ GCUPS; "
+        r"per call median [\d.]+ us, p99 [\d.]+ us",
+        agg[0],
+    ), block
     return [float(r[5]) for r in rows if r[5]]
 
 
@@ -121,8 +141,9 @@ def test_processes_mode(tiny, classes, tmp_path):
 
 def test_threads_mode(tiny, classes, tmp_path):
     out_json = str(tmp_path / "r.json")
-    p = bench("--classes", classes, "--threads", "2", "--regions", tiny, "--reps", "1", "--warmup", "0",
-              "--json", out_json)
+    p = bench(
+        "--classes", classes, "--threads", "2", "--regions", tiny, "--reps", "1", "--warmup", "0", "--json", out_json
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert len([ln for ln in p.stdout.splitlines() if "aggregate" in ln]) == 3
     assert max(check_phase_lines(p.stdout, "pyphmm shim, 1 JVM x 2 threads, MPS off", 1)) <= 1e-5
@@ -155,8 +176,9 @@ def test_results_off_gkl_fail_loudly(tiny, classes, monkeypatch, capsys):
 
     monkeypatch.setattr(bench_multiproc, "run_phase", perturbed)
     monkeypatch.setenv("PYPHMM_BACKEND", "cpu")
-    rc = bench_multiproc.main(["--classes", classes, "--processes", "2", "--regions", tiny, "--reps", "1",
-                               "--warmup", "0"])
+    rc = bench_multiproc.main(
+        ["--classes", classes, "--processes", "2", "--regions", tiny, "--reps", "1", "--warmup", "0"]
+    )
     err = capsys.readouterr().err
     assert rc == 1
     assert "FAIL: results differ from GKL's by more than 1e-05" in err
@@ -165,8 +187,9 @@ def test_results_off_gkl_fail_loudly(tiny, classes, monkeypatch, capsys):
 
 
 def test_mps_both_with_stand_in_daemon(tiny, classes, fake_control):  # noqa: F811
-    p = bench("--classes", classes, "--processes", "2", "--regions", tiny, "--reps", "1", "--warmup", "0",
-              "--mps", "both")
+    p = bench(
+        "--classes", classes, "--processes", "2", "--regions", tiny, "--reps", "1", "--warmup", "0", "--mps", "both"
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert len([ln for ln in p.stdout.splitlines() if "aggregate" in ln]) == 4
     check_phase_lines(p.stdout, "pyphmm shim, 2 JVMs x 1 thread, MPS off", 2)
@@ -174,7 +197,8 @@ def test_mps_both_with_stand_in_daemon(tiny, classes, fake_control):  # noqa: F8
     pipe = re.search(r"MPS: control daemon started, pipe dir (\S+)", p.stdout).group(1)
     calls = fake_control()
     assert [c for c in calls if c["argv"] == ["-d"]] == [
-        {"argv": ["-d"], "pipe": pipe, "log": os.path.join(pipe, "log"), "rc": 0}]
+        {"argv": ["-d"], "pipe": pipe, "log": os.path.join(pipe, "log"), "rc": 0}
+    ]
     assert any("quit" in c.get("stdin", []) and c["pipe"] == pipe and c["rc"] == 0 for c in calls)
     assert not os.path.exists(pipe)
 
@@ -201,6 +225,7 @@ def test_mps_without_control_program(tiny, tmp_path):
 
 
 # ---- gen_regions presets ----------------------------------------------------
+
 
 def test_presets():
     typical = generate(3, seed=1, preset="typical")
@@ -238,9 +263,26 @@ def test_signal_kills_jvms_and_quits_mps(tiny, classes, tmp_path, fake_control, 
     shutil.copy(tiny, regions)
     env = child_env(ROOT)
     env.pop("PYPHMM_BACKEND", None)
-    child = subprocess.Popen([sys.executable, SCRIPT, "--classes", classes, "--processes", "2", "--regions", regions,
-                              "--mps", "on", "--warmup", "50"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            SCRIPT,
+            "--classes",
+            classes,
+            "--processes",
+            "2",
+            "--regions",
+            regions,
+            "--mps",
+            "on",
+            "--warmup",
+            "50",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     for line in child.stdout:
         if line.startswith("MPS: control daemon started"):
             break

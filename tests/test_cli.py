@@ -1,4 +1,5 @@
 """Command line, run as a user would: ``python -m pyphmm ...`` in a subprocess."""
+
 import json
 import os
 import re
@@ -17,8 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "pyphmm", *args], capture_output=True, text=True,
-                          env=child_env(ROOT), timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "pyphmm", *args], capture_output=True, text=True, env=child_env(ROOT), timeout=120, **kw
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +66,15 @@ def test_output_to_stdout(expected):
     assert "GCUPS" in p.stderr
 
 
-@pytest.mark.parametrize("content,line", [
-    # a good record, then a bad one: nothing at all may be left behind
-    ("1 1\nACGT IIII IIII IIII ++++\nACGT\n2 1\nACGT III IIII IIII ++++\nAC II II II ++\nACGT\n", 5),
-    ("1 1\nACGT IIII IIII IIII ++++\nACGT\n2 1\nACGT IIII IIII IIII ++++\n", 6),
-    ("x y\n", 1),
-])
+@pytest.mark.parametrize(
+    "content,line",
+    [
+        # a good record, then a bad one: nothing at all may be left behind
+        ("1 1\nACGT IIII IIII IIII ++++\nACGT\n2 1\nACGT III IIII IIII ++++\nAC II II II ++\nACGT\n", 5),
+        ("1 1\nACGT IIII IIII IIII ++++\nACGT\n2 1\nACGT IIII IIII IIII ++++\n", 6),
+        ("x y\n", 1),
+    ],
+)
 def test_malformed_file_exit_2_without_output(tmp_path, content, line):
     bad = tmp_path / "bad.in"
     bad.write_text(content)
@@ -91,10 +96,12 @@ def test_missing_input_exit_2(tmp_path):
 
 
 def test_bad_arguments_exit_2():
-    for args in (("likelihoods", sample_path(), "-o", "-", "--threads", "0"),
-                 ("likelihoods", sample_path(), "-o", "-", "--backend", "gpu"),
-                 ("likelihoods", sample_path()),
-                 ()):
+    for args in (
+        ("likelihoods", sample_path(), "-o", "-", "--threads", "0"),
+        ("likelihoods", sample_path(), "-o", "-", "--backend", "gpu"),
+        ("likelihoods", sample_path()),
+        (),
+    ):
         p = run(*args)
         assert p.returncode == 2, args
         assert p.stdout == ""

@@ -1,6 +1,7 @@
 """The CLI's files: standard input, output safety (unique temporary files,
 nothing left behind on any error, Ctrl-C or SIGTERM), and errors that name
 the file and line, on both the native and the Python record path."""
+
 import os
 import signal
 import subprocess
@@ -9,15 +10,14 @@ import time
 
 import numpy as np
 import pytest
+from pyphmm._pyphmm import ffi, lib
 
 import pyphmm
-from pyphmm import _native, io
-from pyphmm._pyphmm import ffi, lib
-from pyphmm.cli.output import OutputFile
-from pyphmm.samples import sample_path
-
 from devtools.child import child_env, run_cli
 from devtools.testdata import sw_cases
+from pyphmm import _native, io
+from pyphmm.cli.output import OutputFile
+from pyphmm.samples import sample_path
 
 PATHS = pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
 GOOD = "ACGT IIII IIII IIII ++++"
@@ -29,8 +29,7 @@ def cli(*args, native=True, **kw):
 
 @pytest.fixture(scope="module")
 def sample_results():
-    return "".join(io.format_record(r) for r in pyphmm.compute_regions(io.read_records(sample_path()),
-                                                                        backend="cpu"))
+    return "".join(io.format_record(r) for r in pyphmm.compute_regions(io.read_records(sample_path()), backend="cpu"))
 
 
 def listing(d):
@@ -38,6 +37,7 @@ def listing(d):
 
 
 # ---- standard input and output ----------------------------------------------
+
 
 def test_likelihoods_reads_stdin(tmp_path, sample_results):
     with open(sample_path(), "rb") as f:
@@ -59,6 +59,7 @@ def test_align_reads_stdin():
 
 # ---- output files -------------------------------------------------------------
 
+
 def test_temporary_files_are_unique_and_private(tmp_path):
     a, b = OutputFile(str(tmp_path / "o")), OutputFile(str(tmp_path / "o"))
     assert a.path != b.path and os.path.dirname(os.path.dirname(a.path)) == str(tmp_path)
@@ -73,8 +74,19 @@ def test_temporary_files_are_unique_and_private(tmp_path):
 def test_concurrent_runs_to_one_output(tmp_path, native, sample_results):
     out = str(tmp_path / "same.out")
     env = child_env(PYPHMM_NATIVE_READER="1" if native else "0")
-    cmd = [sys.executable, "-m", "pyphmm", "likelihoods", sample_path(), "-o", out, "--backend", "cpu",
-           "--threads", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pyphmm",
+        "likelihoods",
+        sample_path(),
+        "-o",
+        out,
+        "--backend",
+        "cpu",
+        "--threads",
+        "1",
+    ]
     procs = [subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     for p in procs:
         assert p.wait(timeout=300) == 0, p.stderr.read()
@@ -119,8 +131,11 @@ def test_missing_output_directory_names_the_output(tmp_path, native):
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
-@pytest.mark.parametrize("args", [("likelihoods", "native"), ("likelihoods", "python"), ("align", "python")],
-                         ids=["likelihoods-native", "likelihoods-python", "align"])
+@pytest.mark.parametrize(
+    "args",
+    [("likelihoods", "native"), ("likelihoods", "python"), ("align", "python")],
+    ids=["likelihoods-native", "likelihoods-python", "align"],
+)
 def test_full_disk_names_the_output(tmp_path, args):
     command, path = args
     src = sample_path()
@@ -133,6 +148,7 @@ def test_full_disk_names_the_output(tmp_path, args):
 
 
 # ---- signals ------------------------------------------------------------------
+
 
 def slow_input(tmp_path, records=12):
     """Records of 300 reads x 20 haplotypes of 150 x 500 bp (450 M cells
@@ -153,9 +169,25 @@ def test_signals_leave_no_file(tmp_path, native, sig, code):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     env = child_env(PYPHMM_NATIVE_READER="1" if native else "0")
-    p = subprocess.Popen([sys.executable, "-m", "pyphmm", "likelihoods", str(src), "-o", str(out_dir / "r.out"),
-                          "--backend", "cpu", "--threads", "1", "--double"], env=env, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pyphmm",
+            "likelihoods",
+            str(src),
+            "-o",
+            str(out_dir / "r.out"),
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+            "--double",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 60
     while not os.listdir(out_dir) and time.time() < deadline and p.poll() is None:
         time.sleep(0.02)  # until the temporary file exists: the run is writing
@@ -168,11 +200,13 @@ def test_signals_leave_no_file(tmp_path, native, sig, code):
 
 # ---- errors name the file and line ---------------------------------------------
 
+
 def native_message(path):
     err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
     out = path.parent / "n.out"
-    rc = lib.pyphmm_pairhmm_file(str(path).encode(), str(out).encode(), _native.make_options("cpu"), 0, rec, st,
-                                 ffi.NULL, err)
+    rc = lib.pyphmm_pairhmm_file(
+        str(path).encode(), str(out).encode(), _native.make_options("cpu"), 0, rec, st, ffi.NULL, err
+    )
     out.unlink()
     return rc, ffi.string(err.message).decode()
 
@@ -185,18 +219,25 @@ def python_message(path):
 
 MALFORMED = {
     "bom": (b"\xef\xbb\xbf1 1\n" + GOOD.encode() + b"\nACGT\n", ":1: UTF-8 byte-order mark: not ASCII text"),
-    "non-ascii late": (("1 1\n" + GOOD + "\nACGT\n").encode() * 3000 + b"1 1\nAC\xc3\x89T IIII IIII IIII ++++\nACGT\n",
-                       ":9002: non-ASCII byte at column 3: not ASCII text"),
+    "non-ascii late": (
+        ("1 1\n" + GOOD + "\nACGT\n").encode() * 3000 + b"1 1\nAC\xc3\x89T IIII IIII IIII ++++\nACGT\n",
+        ":9002: non-ASCII byte at column 3: not ASCII text",
+    ),
     "binary": (b"1 1\n" + GOOD.encode() + b"\nAC\x00T\n", ":3: NUL byte at column 3: not ASCII text"),
     "header": (b"1 1 1\n", ":1: malformed record header '1 1 1' (expected two counts 'R H')"),
     "count": (b"1 x\n", ":1: non-integer count 'x' in record header"),
     "fields": (b"1 1\nACGT IIII IIII IIII\nACGT\n", ":2: expected 5 fields (READ QUAL INS DEL GCP), found 4"),
     "lengths": (b"1 1\nACGT IIII III IIII ++++\nACGT\n", ":2: read has 4 bases but INS has 3 characters"),
     "haplotype": (b"1 1\n" + GOOD.encode() + b"\nAC GT\n", ":3: expected one haplotype, found 2 fields"),
-    "truncated": (b"2 1\n" + GOOD.encode() + b"\n",
-                  ": truncated record: expected read 2 of 2 at line 3, found end of file"),
-    "huge": (b"400000 400000\n" + GOOD.encode() + b"\n", ":1: a record of 400000 reads x 400000 haplotypes needs "
-                                                         "about 5120.0 GB for its results, more than this machine's"),
+    "truncated": (
+        b"2 1\n" + GOOD.encode() + b"\n",
+        ": truncated record: expected read 2 of 2 at line 3, found end of file",
+    ),
+    "huge": (
+        b"400000 400000\n" + GOOD.encode() + b"\n",
+        ":1: a record of 400000 reads x 400000 haplotypes needs "
+        "about 5120.0 GB for its results, more than this machine's",
+    ),
 }
 
 
@@ -220,12 +261,12 @@ def test_the_issue_s_huge_record(tmp_path):
     if 40_000 * 40_000 * io.RESULT_BYTES_PER_PAIR <= io._physical_memory():
         pytest.skip("this machine has memory for that record's results")
     path = tmp_path / "huge.in"
-    path.write_text("40000 40000\n" + "ACGTACGTAC IIIIIIIIII IIIIIIIIII IIIIIIIIII ++++++++++\n" * 40_000
-                    + "ACGTACGTAC\n" * 40_000)
+    path.write_text(
+        "40000 40000\n" + "ACGTACGTAC IIIIIIIIII IIIIIIIIII IIIIIIIIII ++++++++++\n" * 40_000 + "ACGTACGTAC\n" * 40_000
+    )
     for native in (True, False):
         p = cli("likelihoods", str(path), "-o", str(tmp_path / "o"), native=native)
-        assert p.returncode == 2 and p.stderr.startswith(f"pyphmm: error: {path}:1: a record of 40000 reads"), \
-            p.stderr
+        assert p.returncode == 2 and p.stderr.startswith(f"pyphmm: error: {path}:1: a record of 40000 reads"), p.stderr
         assert "Traceback" not in p.stderr
     assert listing(tmp_path) == ["huge.in"]
 
@@ -237,16 +278,28 @@ def test_a_malformed_file_is_not_computed_again_in_python(tmp_path):
     path.write_text(("1 1\n" + GOOD + "\nACGT\n") * 1000 + "1 1\nACGT IIII\nACGT\n")
     odd = tmp_path / "odd.in"
     odd.write_text("+1 1\n" + GOOD + "\nACGT\n")  # a sign: outside the native subset, valid for Python
-    code = ("import sys; from pyphmm.cli import likelihoods as L, main\n"
-            "def python_path(*a): print('PYTHON PATH'); raise ValueError('python path')\n"
-            "L._python_path = python_path\n"
-            "print('RC', main(['likelihoods', sys.argv[1], '-o', sys.argv[2], '--backend', 'cpu']))")
-    p = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "o")], capture_output=True, text=True,
-                       env=child_env(), timeout=120)
+    code = (
+        "import sys; from pyphmm.cli import likelihoods as L, main\n"
+        "def python_path(*a): print('PYTHON PATH'); raise ValueError('python path')\n"
+        "L._python_path = python_path\n"
+        "print('RC', main(['likelihoods', sys.argv[1], '-o', sys.argv[2], '--backend', 'cpu']))"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
     assert "RC 2" in p.stdout and "PYTHON PATH" not in p.stdout, p.stdout + p.stderr
     assert f"{path}:3002: expected 5 fields" in p.stderr
-    p = subprocess.run([sys.executable, "-c", code, str(odd), str(tmp_path / "o")], capture_output=True, text=True,
-                       env=child_env(), timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", code, str(odd), str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
     assert "PYTHON PATH" in p.stdout, p.stdout + p.stderr
 
 
@@ -260,12 +313,15 @@ def test_cr_only_file_error_quotes_little(tmp_path):
     assert listing(tmp_path) == ["cr.in"]
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"\xef\xbb\xbfACGT\tAC\n", ":1: UTF-8 byte-order mark: not ASCII text"),
-    (b"ACGT\tAC\n" * 5000 + b"ACGT\tA\xff\n", ":5001: non-ASCII byte at column 7: not ASCII text"),
-    (b"ACGT\tAC\nAC\x00GT\tAC\n", ":2: NUL byte at column 3: not ASCII text"),
-    (b"ACGT\tAC\tX" * 1000 + b"\n", ":1: expected REF<TAB>ALT, got 2001 field(s) in 'ACGT\\tAC\\tXACGT"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"\xef\xbb\xbfACGT\tAC\n", ":1: UTF-8 byte-order mark: not ASCII text"),
+        (b"ACGT\tAC\n" * 5000 + b"ACGT\tA\xff\n", ":5001: non-ASCII byte at column 7: not ASCII text"),
+        (b"ACGT\tAC\nAC\x00GT\tAC\n", ":2: NUL byte at column 3: not ASCII text"),
+        (b"ACGT\tAC\tX" * 1000 + b"\n", ":1: expected REF<TAB>ALT, got 2001 field(s) in 'ACGT\\tAC\\tXACGT"),
+    ],
+)
 def test_align_errors_name_the_line(tmp_path, content, message):
     path = tmp_path / "pairs.tsv"
     path.write_bytes(content)

@@ -3,6 +3,7 @@
 The kernel is chosen once per process, so each runs in a subprocess that
 writes its results to a .npy file; the parent compares them with GKL.
 """
+
 import numpy as np
 import pytest
 
@@ -34,8 +35,7 @@ for double in (False, True):
 
 def cpu_supports(kernel):
     flags = open("/proc/cpuinfo").read().split()
-    need = {"avx512": ["avx512f", "avx512bw", "avx512dq", "avx512vl"], "avx2": ["avx2", "fma"],
-            "portable": []}[kernel]
+    need = {"avx512": ["avx512f", "avx512bw", "avx512dq", "avx512vl"], "avx2": ["avx2", "fma"], "portable": []}[kernel]
     return all(f in flags for f in need)
 
 

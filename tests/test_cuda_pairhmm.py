@@ -4,6 +4,7 @@
 Skipped where no usable GPU exists. PYPHMM_TEST_GPU_BACKEND=cpu runs the same
 checks with the CPU on both sides (a dry run of the test code itself).
 """
+
 import os
 import threading
 
@@ -11,18 +12,17 @@ import numpy as np
 import pytest
 
 import pyphmm
-from pyphmm import _native
-from pyphmm.pairhmm import HaplotypeBatch, ReadBatch
-
 from devtools.child import run_python
 from devtools.regions import make_region
 from devtools.testdata import pairhmm_cases
+from pyphmm.pairhmm import ReadBatch
 
 GPU = os.environ.get("PYPHMM_TEST_GPU_BACKEND", "cuda")
 TOL = 1e-5
 
-pytestmark = pytest.mark.skipif(GPU == "cuda" and not pyphmm.info()["cuda_usable"],
-                                reason="no usable CUDA device: " + pyphmm.info()["cuda_status"])
+pytestmark = pytest.mark.skipif(
+    GPU == "cuda" and not pyphmm.info()["cuda_usable"], reason="no usable CUDA device: " + pyphmm.info()["cuda_status"]
+)
 
 BASES = np.frombuffer(b"ACGT", np.uint8)
 
@@ -41,14 +41,30 @@ def random_workload(seed, target_pairs):
         nr, nh = int(rng.integers(1, 60)), int(rng.integers(1, 12))
         uniform = len(regions) % 3 == 0
         if kind == 4:  # float underflow (log10 L < -64), still finite in double
-            r = make_region(rng, nr, nh, (120, 400), (400, 600), mismatch=0.1, qual=(30, 50),
-                            preset="uniform_gaps" if uniform else "windows")
+            r = make_region(
+                rng,
+                nr,
+                nh,
+                (120, 400),
+                (400, 600),
+                mismatch=0.1,
+                qual=(30, 50),
+                preset="uniform_gaps" if uniform else "windows",
+            )
         else:  # haplotypes at least as long as the reads (the edge tests cover the rest)
-            r = make_region(rng, nr, nh, (lo, hi), (hi, hi + 300), n_rate=0.02 if kind == 1 else 0.0,
-                            mismatch=0.05 if hi <= 256 else 0.01,
-                            other_bytes=kind == 2, preset="uniform_gaps" if uniform else "windows",
-                            qual=(6, 60) if hi <= 256 else (6, 40),  # long reads: keep L > 1e-308
-                            indel_q=(10, 90) if hi <= 256 else (40, 90))
+            r = make_region(
+                rng,
+                nr,
+                nh,
+                (lo, hi),
+                (hi, hi + 300),
+                n_rate=0.02 if kind == 1 else 0.0,
+                mismatch=0.05 if hi <= 256 else 0.01,
+                other_bytes=kind == 2,
+                preset="uniform_gaps" if uniform else "windows",
+                qual=(6, 60) if hi <= 256 else (6, 40),  # long reads: keep L > 1e-308
+                indel_q=(10, 90) if hi <= 256 else (40, 90),
+            )
         regions.append(r)
         pairs += nr * nh
     return regions
@@ -95,8 +111,10 @@ def workload():
 @pytest.mark.parametrize("double", [False, True])
 def test_random_vs_cpu(workload, double):
     diff, st, _, _ = compare(workload, double)
-    print(f"\nrandom {st['pairs']} pairs, {st['cells'] / 1e9:.2f} G cells, double={double}: "
-          f"max |GPU-CPU| = {diff:.3g}, double pairs {st['double_pairs']}, {st['seconds']:.3f} s")
+    print(
+        f"\nrandom {st['pairs']} pairs, {st['cells'] / 1e9:.2f} G cells, double={double}: "
+        f"max |GPU-CPU| = {diff:.3g}, double pairs {st['double_pairs']}, {st['seconds']:.3f} s"
+    )
     assert st["pairs"] >= 100_000
     assert st["backend"] == GPU and not st["fell_back"]
     if not double:
@@ -128,9 +146,11 @@ def test_exact_arithmetic_vs_gkl_and_cpu():
     contract as the default fast arithmetic: GKL's values and the CPU's."""
     if GPU != "cuda":
         pytest.skip("GPU only")
-    code = ("import test_cuda_pairhmm as t;"
-            "t.test_gkl_expected_values(False); w = t.random_workload(7, 100_000);"
-            "d, st, _, _ = t.compare(w); print('exact: max |GPU-CPU|', d, st['pairs']); assert d <= t.TOL")
+    code = (
+        "import test_cuda_pairhmm as t;"
+        "t.test_gkl_expected_values(False); w = t.random_workload(7, 100_000);"
+        "d, st, _, _ = t.compare(w); print('exact: max |GPU-CPU|', d, st['pairs']); assert d <= t.TOL"
+    )
     p = run_python(code, env={"PYPHMM_CUDA_ARITH": "exact"}, import_tests=True, timeout=600)
     print("\n" + p.stdout.strip())
     assert p.returncode == 0, p.stdout + p.stderr
@@ -180,8 +200,17 @@ def _const_expected(regions, triple):
     return n
 
 
-@pytest.mark.parametrize("triple,accepted", [((45, 45, 10), True), ((20, 70, 10), True), ((30, 12, 5), True),
-                                             ((90, 12, 30), True), ((10, 45, 10), False), ((90, 12, 40), False)])
+@pytest.mark.parametrize(
+    "triple,accepted",
+    [
+        ((45, 45, 10), True),
+        ((20, 70, 10), True),
+        ((30, 12, 5), True),
+        ((90, 12, 30), True),
+        ((10, 45, 10), False),
+        ((90, 12, 40), False),
+    ],
+)
 def test_constant_transition_kernels(triple, accepted):
     """A call's reads that all carry the triple of its first read (GATK's
     default data: 45, 45, 10) run in kernels with per-launch constants and X
@@ -192,8 +221,10 @@ def test_constant_transition_kernels(triple, accepted):
     all must agree with the CPU."""
     rng = np.random.default_rng(sum(triple))
     bins = [(1, 16), (17, 32), (33, 64), (65, 96), (97, 128), (129, 160), (161, 256), (257, 400)]
-    regions = [_with_triple(make_region(rng, int(rng.integers(5, 40)), int(rng.integers(1, 8)), b, (b[1], b[1] + 200)),
-                            triple) for b in bins]
+    regions = [
+        _with_triple(make_region(rng, int(rng.integers(5, 40)), int(rng.integers(1, 8)), b, (b[1], b[1] + 200)), triple)
+        for b in bins
+    ]
     # float underflow: long reads, many mismatches at high quality
     regions.append(_with_triple(make_region(rng, 20, 4, (150, 256), (400, 500), mismatch=0.1, qual=(30, 50)), triple))
     mixed = make_region(rng, 30, 5, (50, 151), (160, 300), preset="uniform_gaps")  # other triples in the same call
@@ -221,16 +252,21 @@ def test_constant_transitions_first_read_decides():
     default = _with_triple(make_region(rng, 20, 3, (30, 151), (160, 200)), (45, 45, 10))
     other = _with_triple(make_region(rng, 20, 3, (30, 151), (160, 200)), (40, 40, 9))
     per_row = make_region(rng, 5, 3, (30, 151), (160, 200))  # varying per row
-    for regions, chosen in (([other, default], (40, 40, 9)), ([default, other], (45, 45, 10)),
-                            ([per_row, other, default], (45, 45, 10))):
+    for regions, chosen in (
+        ([other, default], (40, 40, 9)),
+        ([default, other], (45, 45, 10)),
+        ([per_row, other, default], (45, 45, 10)),
+    ):
         diff, st, _, _ = compare(regions)
         assert diff <= TOL
         if GPU == "cuda":
             assert st["const_pairs"] == _const_expected(regions, chosen) > 0
-    code = ("import test_cuda_pairhmm as t, numpy as np;"
-            "r = t._with_triple(t.make_region(np.random.default_rng(1), 20, 3, (30, 151), (160, 200)), (45, 45, 10));"
-            "d, st, _, _ = t.compare([r]); print(d); assert d <= t.TOL;"
-            "assert t.GPU != 'cuda' or st['const_pairs'] == 0")
+    code = (
+        "import test_cuda_pairhmm as t, numpy as np;"
+        "r = t._with_triple(t.make_region(np.random.default_rng(1), 20, 3, (30, 151), (160, 200)), (45, 45, 10));"
+        "d, st, _, _ = t.compare([r]); print(d); assert d <= t.TOL;"
+        "assert t.GPU != 'cuda' or st['const_pairs'] == 0"
+    )
     p = run_python(code, env={"PYPHMM_CUDA_CONST_GAPS": "0"}, import_tests=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
 
@@ -245,8 +281,13 @@ def _read(rng, L, q=(6, 60), src=None, gcp=(5, 40)):
         seq[:k] = np.frombuffer(src[:k], np.uint8)
         flip = rng.random(L) < 0.02
         seq[flip] = BASES[rng.integers(0, 4, int(flip.sum()))]
-    return pyphmm.Read(seq.tobytes(), rng.integers(q[0], q[1] + 1, L), rng.integers(10, 91, L),
-                       rng.integers(10, 91, L), rng.integers(gcp[0], gcp[1] + 1, L))
+    return pyphmm.Read(
+        seq.tobytes(),
+        rng.integers(q[0], q[1] + 1, L),
+        rng.integers(10, 91, L),
+        rng.integers(10, 91, L),
+        rng.integers(gcp[0], gcp[1] + 1, L),
+    )
 
 
 def _hap(rng, L):
@@ -258,14 +299,19 @@ def test_edge_shapes(double):
     rng = np.random.default_rng(3)
     h300, h50, h1500, h2500, h1100 = (_hap(rng, L) for L in (300, 50, 1500, 2500, 1100))
     cases = [
-        ([_read(rng, 1)], [_hap(rng, 1)]),                              # 1 x 1
-        ([_read(rng, 1)], [h300]),                                      # read length 1
-        ([_read(rng, 20)], [_hap(rng, 1)]),                             # hap length 1
-        ([_read(rng, 200, src=h50, gcp=(5, 10))], [h50]),               # read longer than hap
-        ([_read(rng, 1200, q=(20, 40), src=h1500)], [h1500]),          # read of 1,000+ bp
-        ([_read(rng, 150, src=h2500[1000:])], [h2500]),                 # hap of 2,000+ bp
-        ([_read(rng, L, src=h1100) for L in (16, 17, 32, 33, 64, 65, 96, 97, 128, 129, 160, 161, 256, 257, 512, 513, 1024)],
-         [h1100[:L] for L in (1, 2, 3, 4, 5, 31, 32, 33, 255, 256, 257, 1025)]),  # bin edges
+        ([_read(rng, 1)], [_hap(rng, 1)]),  # 1 x 1
+        ([_read(rng, 1)], [h300]),  # read length 1
+        ([_read(rng, 20)], [_hap(rng, 1)]),  # hap length 1
+        ([_read(rng, 200, src=h50, gcp=(5, 10))], [h50]),  # read longer than hap
+        ([_read(rng, 1200, q=(20, 40), src=h1500)], [h1500]),  # read of 1,000+ bp
+        ([_read(rng, 150, src=h2500[1000:])], [h2500]),  # hap of 2,000+ bp
+        (
+            [
+                _read(rng, L, src=h1100)
+                for L in (16, 17, 32, 33, 64, 65, 96, 97, 128, 129, 160, 161, 256, 257, 512, 513, 1024)
+            ],
+            [h1100[:L] for L in (1, 2, 3, 4, 5, 31, 32, 33, 255, 256, 257, 1025)],
+        ),  # bin edges
     ]
     for reads, haps in cases:
         diff, st, _, _ = compare([(reads, haps)], double, finite=False)
@@ -306,8 +352,10 @@ def test_no_inf_for_extreme_underflow():
 # ----------------------------------------------------------------- threads
 def test_threads_match_serial():
     rng = np.random.default_rng(21)
-    sets = [[make_region(rng, int(rng.integers(5, 80)), int(rng.integers(1, 20)), (10, 151), (30, 521))
-             for _ in range(12)] for _ in range(8)]
+    sets = [
+        [make_region(rng, int(rng.integers(5, 80)), int(rng.integers(1, 20)), (10, 151), (30, 521)) for _ in range(12)]
+        for _ in range(8)
+    ]
     serial = [[a.copy() for a in pyphmm.compute_regions(s, backend=GPU)] for s in sets]
     results = [None] * 8
     errors = []

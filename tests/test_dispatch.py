@@ -13,6 +13,7 @@ child process. Two kinds of children:
   on machines without a GPU, and every result must equal the CPU backend's
   exactly.
 """
+
 import json
 import os
 import re
@@ -23,7 +24,6 @@ import numpy as np
 import pytest
 
 import pyphmm
-
 from devtools import ROOT
 from devtools.child import child_env
 from devtools.regions import make_region
@@ -40,8 +40,10 @@ def workload(scale=1):
     shapes = [(1, 1, 12, 20), (4, 2, 60, 120), (30, 4, 120, 250), (60 * scale, 6, 151, 400)]
     # reads are windows of the haplotypes with 2% mismatches (realistic
     # likelihoods), GATK's default gap penalties
-    return [make_region(rng, nr, nh, (rl, rl), (hl, hl), preset="gatk_gaps", mismatch=0.02, qual=(10, 40))
-            for nr, nh, rl, hl in (shapes[k % 4] for k in range(40))]
+    return [
+        make_region(rng, nr, nh, (rl, rl), (hl, hl), preset="gatk_gaps", mismatch=0.02, qual=(10, 40))
+        for nr, nh, rl, hl in (shapes[k % 4] for k in range(40))
+    ]
 
 
 def cells(r):
@@ -87,9 +89,18 @@ print("RESULT " + json.dumps(out))
 """
 
 
-POLICY_ENV = ("PYPHMM_BACKEND", "PYPHMM_HYBRID", "PYPHMM_HYBRID_GPU_THREADS", "PYPHMM_HYBRID_MIN_CPU_SHARE",
-              "PYPHMM_GPU_MIN_CELLS", "PYPHMM_TEST_FAKE_GPU", "PYPHMM_DEBUG_DISPATCH", "PYPHMM_TEST_GPU_FAILURE",
-              "PYPHMM_TEST_GPU_LOAD", "PYPHMM_DEVICE")
+POLICY_ENV = (
+    "PYPHMM_BACKEND",
+    "PYPHMM_HYBRID",
+    "PYPHMM_HYBRID_GPU_THREADS",
+    "PYPHMM_HYBRID_MIN_CPU_SHARE",
+    "PYPHMM_GPU_MIN_CELLS",
+    "PYPHMM_TEST_FAKE_GPU",
+    "PYPHMM_DEBUG_DISPATCH",
+    "PYPHMM_TEST_GPU_FAILURE",
+    "PYPHMM_TEST_GPU_LOAD",
+    "PYPHMM_DEVICE",
+)
 
 
 def policy_env(env):
@@ -107,12 +118,17 @@ def run_child(mode, env, **kwargs):
     p = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")][0]
-    return json.loads(line[len("RESULT "):]), p.stderr
+    return json.loads(line[len("RESULT ") :]), p.stderr
 
 
 def info_child(env):
-    p = subprocess.run([sys.executable, "-m", "pyphmm", "info", "--json"], env=policy_env(env), capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "pyphmm", "info", "--json"],
+        env=policy_env(env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout), p.stderr
 
@@ -137,7 +153,13 @@ def test_env_threshold_is_reported():
     inf, _ = info_child({"PYPHMM_GPU_MIN_CELLS": "12345"})
     assert inf["gpu_min_cells"] == 12345 and inf["gpu_min_cells_source"] == "env"
     assert inf["calibration"] is None
-    p = subprocess.run([sys.executable, "-m", "pyphmm", "info"], env=policy_env({"PYPHMM_GPU_MIN_CELLS": "12345"}), capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "pyphmm", "info"],
+        env=policy_env({"PYPHMM_GPU_MIN_CELLS": "12345"}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "12345 cells" in p.stdout and "PYPHMM_GPU_MIN_CELLS" in p.stdout, p.stdout
     assert f"{inf['cpu_threads']} CPU threads" in p.stdout
 
@@ -200,7 +222,7 @@ def test_fake_gpu_per_call_split():
 
 
 def test_forced_threshold_keeps_everything_on_cpu():
-    out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS=str(10 ** 15)))
+    out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS=str(10**15)))
     st = out["stats"]
     assert st["cpu_regions"] == 40 and st["gpu_regions"] == 0 and not st["hybrid"] and st["backend"] == "cpu"
     assert all(out["same_cpu"])
@@ -216,8 +238,11 @@ def check_shared(out, n=40):
 
 
 def test_fake_gpu_hybrid_shares_regions():
-    out, err = run_child("whole", dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1",
-                                       PYPHMM_DEBUG_DISPATCH="1"), threads=3)
+    out, err = run_child(
+        "whole",
+        dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1", PYPHMM_DEBUG_DISPATCH="1"),
+        threads=3,
+    )
     st = check_shared(out)
     assert st["hybrid_gpu_threads"] == 1 and st["hybrid_cpu_threads"] == 2
     assert all(out["same_cpu"])
@@ -233,8 +258,12 @@ def test_fake_gpu_hybrid_off(env, kwargs):
 
 
 def test_hybrid_option_overrides_env():
-    out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID="0",
-                                     PYPHMM_HYBRID_GPU_THREADS="1"), hybrid=True, threads=3)
+    out, _ = run_child(
+        "whole",
+        dict(FAKE, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID="0", PYPHMM_HYBRID_GPU_THREADS="1"),
+        hybrid=True,
+        threads=3,
+    )
     assert out["stats"]["hybrid"]
 
 
@@ -247,9 +276,17 @@ def test_cpu_backend_never_shares():
 def test_fake_gpu_fails_midway():
     """The GPU side fails after its first batch: one warning, the CPU
     finishes, every result is the CPU backend's."""
-    out, err = run_child("whole", {"PYPHMM_TEST_FAKE_GPU": "1", "PYPHMM_TEST_GPU_FAILURE": "alternate",
-                                   "PYPHMM_GPU_MIN_CELLS": "0",
-                                   "PYPHMM_HYBRID_GPU_THREADS": "1", **ON}, threads=3)
+    out, err = run_child(
+        "whole",
+        {
+            "PYPHMM_TEST_FAKE_GPU": "1",
+            "PYPHMM_TEST_GPU_FAILURE": "alternate",
+            "PYPHMM_GPU_MIN_CELLS": "0",
+            "PYPHMM_HYBRID_GPU_THREADS": "1",
+            **ON,
+        },
+        threads=3,
+    )
     st = out["stats"]
     assert st["hybrid"] and st["fell_back"]
     assert st["gpu_regions"] > 0, "the first batch succeeds: the failure is mid-way"
@@ -258,8 +295,10 @@ def test_fake_gpu_fails_midway():
     assert err.count("the CPU computes the remaining regions") == 1, err
 
 
-HYBRID_LINE = re.compile(r"pyphmm: hybrid: GPU (\S+) cells/s, CPU (\S+) cells/s x (\d+) workers: "
-                         r"CPU share (\S+)% -> (shared|GPU alone)")
+HYBRID_LINE = re.compile(
+    r"pyphmm: hybrid: GPU (\S+) cells/s, CPU (\S+) cells/s x (\d+) workers: "
+    r"CPU share (\S+)% -> (shared|GPU alone)"
+)
 
 
 def hybrid_decision(err):
@@ -272,8 +311,11 @@ def hybrid_decision(err):
 def test_fake_gpu_hybrid_decision_line():
     """The debug line states the predicted CPU share behind the decision; the
     fake GPU is one CPU thread, so with 2 workers their share is 2/3."""
-    out, err = run_child("whole", dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1",
-                                       PYPHMM_DEBUG_DISPATCH="1"), threads=3)
+    out, err = run_child(
+        "whole",
+        dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1", PYPHMM_DEBUG_DISPATCH="1"),
+        threads=3,
+    )
     gpu, cpu, workers, share, shared = hybrid_decision(err)
     assert workers == 2 and shared and abs(share - 100 * 2 * cpu / (gpu + 2 * cpu)) < 0.1 and 60 < share < 70
     check_shared(out)
@@ -282,8 +324,18 @@ def test_fake_gpu_hybrid_decision_line():
 def test_fake_gpu_hybrid_too_small_a_share_runs_gpu_alone():
     """Below PYPHMM_HYBRID_MIN_CPU_SHARE percent the CPU workers take nothing:
     one GPU call computes every region (the GPU's results, exactly)."""
-    out, err = run_child("whole", dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1",
-                                       PYPHMM_HYBRID_MIN_CPU_SHARE="70", PYPHMM_DEBUG_DISPATCH="1"), threads=3)
+    out, err = run_child(
+        "whole",
+        dict(
+            FAKE,
+            **ON,
+            PYPHMM_GPU_MIN_CELLS="0",
+            PYPHMM_HYBRID_GPU_THREADS="1",
+            PYPHMM_HYBRID_MIN_CPU_SHARE="70",
+            PYPHMM_DEBUG_DISPATCH="1",
+        ),
+        threads=3,
+    )
     st = out["stats"]
     *_, share, shared = hybrid_decision(err)
     assert not shared and share < 70
@@ -340,8 +392,11 @@ def test_gpu_hybrid_shares_regions():
     """Sharing forced (PYPHMM_HYBRID_MIN_CPU_SHARE=0): the large regions total
     ~1 G cells, enough GPU time for the CPU threads to take the tiny ones;
     each region's result is exactly one backend's."""
-    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_DEBUG_DISPATCH": "1",
-                                   "PYPHMM_HYBRID_MIN_CPU_SHARE": "0", **ON}, scale=8)
+    out, err = run_child(
+        "whole",
+        {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_DEBUG_DISPATCH": "1", "PYPHMM_HYBRID_MIN_CPU_SHARE": "0", **ON},
+        scale=8,
+    )
     st = check_shared(out)
     print(f"\n{err.strip()}")
     assert all(c or g for c, g in zip(out["same_cpu"], out["same_gpu"]))

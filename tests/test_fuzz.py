@@ -7,6 +7,7 @@ recurrence (devtools/oracle/reference.py) and of GATK's Smith-Waterman rules
 Deterministic by default (the same examples every run, bounded to seconds);
 PYPHMM_FUZZ_RANDOM=1 draws new ones, PYPHMM_FUZZ_EXAMPLES=N sets how many.
 """
+
 import math
 import os
 import tempfile
@@ -14,26 +15,38 @@ import tempfile
 import numpy as np
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-
-import pyphmm
-from pyphmm import _native, io, sw
 from pyphmm._pyphmm import ffi, lib
 
+import pyphmm
 from devtools.oracle import TOL, reference, sw_reference
+from pyphmm import _native, io, sw
 
 EXAMPLES = int(os.environ.get("PYPHMM_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                derandomize=os.environ.get("PYPHMM_FUZZ_RANDOM") != "1",
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    derandomize=os.environ.get("PYPHMM_FUZZ_RANDOM") != "1",
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 API_ERRORS = (ValueError, TypeError, pyphmm.BackendUnavailableError)
 
 
 # ---- the oracle -------------------------------------------------------------------
 
+
 def reference_region(reads, haps) -> np.ndarray:
-    return np.array([[reference.log10_likelihood(r.bases, r.quals.tolist(), r.ins.tolist(), r.dels.tolist(),
-                                                 r.gcp.tolist(), haps[h]) for h in range(len(haps))]
-                     for r in reads]).reshape(len(reads), len(haps))
+    return np.array(
+        [
+            [
+                reference.log10_likelihood(
+                    r.bases, r.quals.tolist(), r.ins.tolist(), r.dels.tolist(), r.gcp.tolist(), haps[h]
+                )
+                for h in range(len(haps))
+            ]
+            for r in reads
+        ]
+    ).reshape(len(reads), len(haps))
 
 
 def assert_equals_reference(got: np.ndarray, want: np.ndarray) -> None:
@@ -58,16 +71,43 @@ def record_text(draw) -> str:
     lines = [draw(st.sampled_from(["", " "])) + f"{nr}{sep}{nh}"]
     for _ in range(nr):
         bases = draw(BASES)
-        quals = [draw(st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=len(bases),
-                              max_size=len(bases))) for _ in range(4)]
+        quals = [
+            draw(
+                st.text(
+                    alphabet=st.characters(min_codepoint=33, max_codepoint=126),
+                    min_size=len(bases),
+                    max_size=len(bases),
+                )
+            )
+            for _ in range(4)
+        ]
         lines.append(sep.join([bases] + quals))
     lines += [draw(BASES) for _ in range(nh)]
     blank = draw(st.sampled_from(["", "", end]))
     return blank + end.join(lines) + end
 
 
-MUTATION_BYTES = [b"\x00", b"\xff", b"\xc3\xa9", b"\x0b", b"\x0c", b"\x1f", b"\x7f", b"\r", b"\t", b" ", b"\n",
-                  b"+", b"-", b"_", b"x", b"9", b"!", b"\xef\xbb\xbf", b"12345678901"]
+MUTATION_BYTES = [
+    b"\x00",
+    b"\xff",
+    b"\xc3\xa9",
+    b"\x0b",
+    b"\x0c",
+    b"\x1f",
+    b"\x7f",
+    b"\r",
+    b"\t",
+    b" ",
+    b"\n",
+    b"+",
+    b"-",
+    b"_",
+    b"x",
+    b"9",
+    b"!",
+    b"\xef\xbb\xbf",
+    b"12345678901",
+]
 
 
 @st.composite
@@ -80,9 +120,9 @@ def record_file(draw) -> bytes:
         if kind == "insert":
             data = data[:at] + piece + data[at:]
         elif kind == "replace":
-            data = data[:at] + piece + data[at + 1:]
+            data = data[:at] + piece + data[at + 1 :]
         elif kind == "delete":
-            data = data[:at] + data[at + 1:]
+            data = data[:at] + data[at + 1 :]
         else:
             data = data[:at]
     return data
@@ -90,8 +130,7 @@ def record_file(draw) -> bytes:
 
 def native_file(path: str, out: str):
     err, stats, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
-    rc = lib.pyphmm_pairhmm_file(path.encode(), out.encode(), _native.make_options("cpu"), 0, rec, stats, ffi.NULL,
-                                 err)
+    rc = lib.pyphmm_pairhmm_file(path.encode(), out.encode(), _native.make_options("cpu"), 0, rec, stats, ffi.NULL, err)
     return rc, ffi.string(err.message).decode()
 
 
@@ -137,8 +176,9 @@ QUALS = st.one_of(
     st.text(max_size=7),
 )
 GOOD_SEQ = st.text(alphabet="ACGTNacgt-x", min_size=1, max_size=7)
-BAD_SEQ = st.one_of(st.text(alphabet="ACGT\u00e9", min_size=0, max_size=7), st.binary(min_size=0, max_size=7),
-                    st.integers(0, 9))
+BAD_SEQ = st.one_of(
+    st.text(alphabet="ACGT\u00e9", min_size=0, max_size=7), st.binary(min_size=0, max_size=7), st.integers(0, 9)
+)
 SEQ = st.one_of(GOOD_SEQ, GOOD_SEQ, GOOD_SEQ, GOOD_SEQ, BAD_SEQ)  # mostly valid, so results get checked too
 
 
@@ -160,13 +200,24 @@ def pairhmm_call(draw):
             bases = draw(GOOD_SEQ)
             q = st.lists(st.integers(0, 93), min_size=len(bases), max_size=len(bases))
             reads.append((bases, [draw(q) for _ in range(4)]))
-        return dict(reads=reads, haps=draw(st.lists(GOOD_SEQ, max_size=3)), double=draw(st.booleans()),
-                    backend="cpu", threads=draw(st.sampled_from([None, 1, 2, np.int64(2)])), stats={})
-    return dict(reads=draw(st.lists(read_args(), max_size=3)), haps=draw(st.lists(SEQ, max_size=3)),
-                double=draw(st.booleans()), backend=draw(st.sampled_from(["cpu", "auto", "cuda", "gpu", None])),
-                threads=draw(st.one_of(st.none(), st.integers(-2, 3), st.just(2**31), st.just(np.int64(2)),
-                                       st.just(1.5), st.just(True))),
-                stats=draw(st.sampled_from([None, {}, []])))
+        return dict(
+            reads=reads,
+            haps=draw(st.lists(GOOD_SEQ, max_size=3)),
+            double=draw(st.booleans()),
+            backend="cpu",
+            threads=draw(st.sampled_from([None, 1, 2, np.int64(2)])),
+            stats={},
+        )
+    return dict(
+        reads=draw(st.lists(read_args(), max_size=3)),
+        haps=draw(st.lists(SEQ, max_size=3)),
+        double=draw(st.booleans()),
+        backend=draw(st.sampled_from(["cpu", "auto", "cuda", "gpu", None])),
+        threads=draw(
+            st.one_of(st.none(), st.integers(-2, 3), st.just(2**31), st.just(np.int64(2)), st.just(1.5), st.just(True))
+        ),
+        stats=draw(st.sampled_from([None, {}, []])),
+    )
 
 
 @FUZZ
@@ -189,24 +240,46 @@ def test_pairhmm_api_fuzz(call):
 # ---- Smith-Waterman API -------------------------------------------------------------------
 
 GOOD_SW_SEQ = st.text(alphabet="ACGTN", min_size=1, max_size=9)
-SW_SEQ = st.one_of(GOOD_SW_SEQ, GOOD_SW_SEQ, GOOD_SW_SEQ, GOOD_SW_SEQ, st.text(alphabet="ACGTa\u00e9 ", max_size=9),
-                   st.binary(max_size=9), st.integers(0, 3))
-GOOD_PARAMS = st.one_of(st.sampled_from(list(sw.PRESETS)),
-                        st.tuples(st.integers(-50, 50), st.integers(-50, 50), st.integers(-60, 0), st.integers(-60, 0)))
-PARAMS = st.one_of(GOOD_PARAMS, GOOD_PARAMS, GOOD_PARAMS, st.sampled_from(["original_default", "NOPE"]),
-                   st.tuples(st.integers(-50, 50), st.integers(-50, 50), st.integers(-60, 5), st.integers(-60, 5)),
-                   st.lists(st.integers(-2**40, 2**40), min_size=3, max_size=5),
-                   st.tuples(st.floats(-5, 5), st.integers(-5, 0), st.integers(-5, 0), st.integers(-5, 0)))
-OVERHANG = st.one_of(st.sampled_from(["SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE", "softclip", "CLIP"]),
-                     st.sampled_from(list(sw.OverhangStrategy)), st.integers(8, 13), st.none())
+SW_SEQ = st.one_of(
+    GOOD_SW_SEQ,
+    GOOD_SW_SEQ,
+    GOOD_SW_SEQ,
+    GOOD_SW_SEQ,
+    st.text(alphabet="ACGTa\u00e9 ", max_size=9),
+    st.binary(max_size=9),
+    st.integers(0, 3),
+)
+GOOD_PARAMS = st.one_of(
+    st.sampled_from(list(sw.PRESETS)),
+    st.tuples(st.integers(-50, 50), st.integers(-50, 50), st.integers(-60, 0), st.integers(-60, 0)),
+)
+PARAMS = st.one_of(
+    GOOD_PARAMS,
+    GOOD_PARAMS,
+    GOOD_PARAMS,
+    st.sampled_from(["original_default", "NOPE"]),
+    st.tuples(st.integers(-50, 50), st.integers(-50, 50), st.integers(-60, 5), st.integers(-60, 5)),
+    st.lists(st.integers(-(2**40), 2**40), min_size=3, max_size=5),
+    st.tuples(st.floats(-5, 5), st.integers(-5, 0), st.integers(-5, 0), st.integers(-5, 0)),
+)
+OVERHANG = st.one_of(
+    st.sampled_from(["SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE", "softclip", "CLIP"]),
+    st.sampled_from(list(sw.OverhangStrategy)),
+    st.integers(8, 13),
+    st.none(),
+)
 
 
 @st.composite
 def sw_call(draw):
     """(ref, alt, params, overhang): half the time all valid, else anything."""
     if draw(st.booleans()):
-        return (draw(GOOD_SW_SEQ), draw(GOOD_SW_SEQ), draw(GOOD_PARAMS),
-                draw(st.sampled_from(["SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE"])))
+        return (
+            draw(GOOD_SW_SEQ),
+            draw(GOOD_SW_SEQ),
+            draw(GOOD_PARAMS),
+            draw(st.sampled_from(["SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE"])),
+        )
     return draw(SW_SEQ), draw(SW_SEQ), draw(PARAMS), draw(OVERHANG)
 
 

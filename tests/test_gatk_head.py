@@ -14,6 +14,7 @@ and the results:
   GKL's results; the shim run logs pyphmm's line and summaries, and
   PYPHMM_QUIET=1 silences them.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,23 +23,24 @@ import subprocess
 import numpy as np
 import pytest
 
+from devtools import sw_pairs as swgen
 from devtools.child import child_env
 from devtools.oracle import java_harness as jh
-from devtools.oracle import shim
-from devtools.oracle import sw_reference
-from devtools import sw_pairs as swgen
+from devtools.oracle import shim, sw_reference
 from devtools.regions import region_cells
 
 REPO = shim.REPO
-CLASSES = ("com.intel.gkl.pairhmm.IntelPairHmm", "com.intel.gkl.pairhmm.IntelPairHmmOMP",
-           "com.intel.gkl.smithwaterman.IntelSmithWaterman")
+CLASSES = (
+    "com.intel.gkl.pairhmm.IntelPairHmm",
+    "com.intel.gkl.pairhmm.IntelPairHmmOMP",
+    "com.intel.gkl.smithwaterman.IntelSmithWaterman",
+)
 PRESETS = [(3, -1, -4, -3), (25, -50, -110, -6), (200, -150, -260, -11), (10, -15, -30, -5)]
 TOL = 1e-5
 
 
 def _javap(classpath, cls) -> list:
-    p = subprocess.run(["javap", "-protected", "-cp", os.pathsep.join(classpath), cls], capture_output=True,
-                       text=True)
+    p = subprocess.run(["javap", "-protected", "-cp", os.pathsep.join(classpath), cls], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     return [ln.strip() for ln in p.stdout.splitlines() if not ln.startswith("Compiled from")]
 
@@ -55,9 +57,13 @@ def head_inputs(tmp_path_factory):
     regions = shim.random_regions(40, seed=4060)
     refs, alts, _kinds = swgen.make_pairs(300, seed=4060)
     pairs = [(ref, alt, PRESETS[k % len(PRESETS)]) for k, (ref, alt) in enumerate(zip(refs, alts))]
-    return {"dir": d, "regions": regions, "pairs": pairs,
-            "regions_file": jh.write_regions(regions, d / "regions.in"),
-            "pairs_file": jh.write_sw_pairs(pairs, d / "pairs.tsv")}
+    return {
+        "dir": d,
+        "regions": regions,
+        "pairs": pairs,
+        "regions_file": jh.write_regions(regions, d / "regions.in"),
+        "pairs_file": jh.write_sw_pairs(pairs, d / "pairs.tsv"),
+    }
 
 
 def _run_caller(inputs, peer: str, impl: str = "FASTEST_AVAILABLE", env_extra=None):
@@ -75,8 +81,13 @@ def _run_caller(inputs, peer: str, impl: str = "FASTEST_AVAILABLE", env_extra=No
     for k in ("USE_LIBRARY_PATH", "PYPHMM_LIBRARY", "PYPHMM_QUIET"):
         if k not in (env_extra or {}):
             env.pop(k, None)
-    p = jh.run_java([str(classes)] + cp, "GatkHeadCaller",
-                    [inputs["regions_file"], inputs["pairs_file"], out, impl], jvm_args=jvm, env=env)
+    p = jh.run_java(
+        [str(classes)] + cp,
+        "GatkHeadCaller",
+        [inputs["regions_file"], inputs["pairs_file"], out, impl],
+        jvm_args=jvm,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr[-4000:]
     return _parse(out.read_text()), p.stderr
 

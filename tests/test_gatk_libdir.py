@@ -9,6 +9,7 @@ The stand-in "GATK jar" carries Debian's GKL 0.8.10 (classes and libraries
 under com/intel/gkl/native/, as GATK's local jar does); Debian's GKL has no
 PDHMM, so libgkl_pdhmm.so is the library such a jar lacks.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,11 +20,11 @@ import zipfile
 import numpy as np
 import pytest
 
+from devtools import sw_pairs as swgen
 from devtools.child import child_env
 from devtools.oracle import gkl as gkl_oracle
 from devtools.oracle import java_harness as jh
 from devtools.oracle import shim
-from devtools import sw_pairs as swgen
 
 REPO = shim.REPO
 DEBIAN_JNI = jh.gkl_library_path()
@@ -58,8 +59,13 @@ def _libdir(*args, env=None):
     e = child_env(REPO, **(env or {}))
     if "GATK_LOCAL_JAR" not in (env or {}):
         e.pop("GATK_LOCAL_JAR", None)
-    return subprocess.run([sys.executable, "-m", "pyphmm", "gatk-libdir", *map(str, args)], capture_output=True,
-                          text=True, cwd=REPO, env=e)
+    return subprocess.run(
+        [sys.executable, "-m", "pyphmm", "gatk-libdir", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=e,
+    )
 
 
 def _read(path) -> bytes:
@@ -133,25 +139,43 @@ def test_gkl_classes_compress_and_pyphmm_computes_from_libdir(tmp_path, standin_
     pairs = [(r, a, (10, -15, -30, -5)) for r, a in zip(refs, alts)]
     rfile = jh.write_regions(regions, tmp_path / "regions.in")
     sfile = jh.write_sw_pairs(pairs, tmp_path / "pairs.tsv")
-    classes = jh.compile_sources(tmp_path / "classes", ["Records.java", "GatkHeadCaller.java", "LibdirGatkRun.java"],
-                                 jh.gkl_classpath())
+    classes = jh.compile_sources(
+        tmp_path / "classes", ["Records.java", "GatkHeadCaller.java", "LibdirGatkRun.java"], jh.gkl_classpath()
+    )
     env = child_env(REPO, USE_LIBRARY_PATH="1")
     env.pop("PYPHMM_QUIET", None)
-    p = jh.run_java([classes, standin_jar] + jh.gkl_classpath(), "LibdirGatkRun",
-                    [tmp_path / "c.txt", rfile, sfile, tmp_path / "out.txt"],
-                    jvm_args=[f"-Djava.library.path={d}", f"-Djava.io.tmpdir={tmp_path}"], env=env)
+    p = jh.run_java(
+        [classes, standin_jar] + jh.gkl_classpath(),
+        "LibdirGatkRun",
+        [tmp_path / "c.txt", rfile, sfile, tmp_path / "out.txt"],
+        jvm_args=[f"-Djava.library.path={d}", f"-Djava.io.tmpdir={tmp_path}"],
+        env=env,
+    )
     assert p.returncode == 0, p.stderr[-4000:]
     c = (tmp_path / "c.txt").read_text().split()
-    assert c == ["C", "true", "true", "com.intel.gkl.compression.IntelDeflater",
-                 "com.intel.gkl.compression.IntelInflater", "60000", c[6], "true", "true"], c
+    assert c == [
+        "C",
+        "true",
+        "true",
+        "com.intel.gkl.compression.IntelDeflater",
+        "com.intel.gkl.compression.IntelInflater",
+        "60000",
+        c[6],
+        "true",
+        "true",
+    ], c
     assert 0 < int(c[6]) < 60000 / 3  # compressed (4 letters: ~2 bits a base)
     assert f"Loading libgkl_compression.so from {d}" in p.stderr
     lib = os.path.realpath(os.path.join(REPO, "pyphmm", "libpyphmm.so"))
     banners = [ln for ln in jh.pyphmm_lines(p.stderr) if ": backend " in ln]
     assert len(banners) == 2 and all(ln.endswith(f"; library {lib}") for ln in banners), p.stderr[-3000:]
     # the values are GKL's (GKL itself, from Debian's directory, in its own JVM)
-    gp = jh.run_java([classes] + jh.gkl_classpath(), "GatkHeadCaller", [rfile, sfile, tmp_path / "gkl.txt"],
-                     jvm_args=[f"-Djava.library.path={DEBIAN_JNI}"])
+    gp = jh.run_java(
+        [classes] + jh.gkl_classpath(),
+        "GatkHeadCaller",
+        [rfile, sfile, tmp_path / "gkl.txt"],
+        jvm_args=[f"-Djava.library.path={DEBIAN_JNI}"],
+    )
     assert gp.returncode == 0, gp.stderr[-3000:]
     ours, peer = (tmp_path / "out.txt").read_text().splitlines(), (tmp_path / "gkl.txt").read_text().splitlines()
     assert len(ours) == len(peer) and ours[0] == peer[0] == "I pairhmm com.intel.gkl.pairhmm.IntelPairHmmOMP"

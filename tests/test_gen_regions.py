@@ -1,4 +1,5 @@
 """devtools.regions and its CLI scripts/gen_regions.py: seeded, within GATK's shapes, CLI writes records."""
+
 import os
 import subprocess
 import sys
@@ -6,16 +7,26 @@ import sys
 import numpy as np
 
 import pyphmm
-from pyphmm import io
-
 from devtools import ROOT, regions
 from devtools.child import child_env
 from devtools.regions import generate
+from pyphmm import io
 
 
 def _flat(regs):
-    return [(r.bases.tobytes(), r.quals.tobytes(), r.ins.tobytes(), r.dels.tobytes(), r.gcp.tobytes(),
-             r.offsets.tobytes(), h.bases.tobytes(), h.offsets.tobytes()) for r, h in regs]
+    return [
+        (
+            r.bases.tobytes(),
+            r.quals.tobytes(),
+            r.ins.tobytes(),
+            r.dels.tobytes(),
+            r.gcp.tobytes(),
+            r.offsets.tobytes(),
+            h.bases.tobytes(),
+            h.offsets.tobytes(),
+        )
+        for r, h in regs
+    ]
 
 
 def test_same_seed_same_data_other_seed_other_data():
@@ -62,9 +73,26 @@ def test_underflow_regions_need_double():
 def test_cli_writes_a_record_file(tmp_path):
     out = tmp_path / "g.in"
     env = child_env(ROOT)
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen_regions.py"), "--regions", "5",
-                        "--seed", "2", "--underflow", "1", "--odd-rate", "0.5", "--output", str(out)],
-                       capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(ROOT, "scripts", "gen_regions.py"),
+            "--regions",
+            "5",
+            "--seed",
+            "2",
+            "--underflow",
+            "1",
+            "--odd-rate",
+            "0.5",
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert "6 regions" in p.stderr
     back = list(io.read_records(str(out)))

@@ -7,11 +7,11 @@ base, random qualities), and underflow-forcing regions whose float pass
 must fall back to double. Both precisions: GKL's default (float with the
 double recompute) and useDoublePrecision.
 """
+
 import numpy as np
 import pytest
 
 import pyphmm
-
 from devtools.oracle import TOL, max_abs_diff
 from devtools.oracle.gkl import gkl_regions
 from devtools.regions import generate, make_region
@@ -31,9 +31,18 @@ def random_regions():
     rng = np.random.default_rng(5)
     regs = []
     for _ in range(60):
-        regs.append(make_region(rng, int(rng.integers(1, 12)), int(rng.integers(1, 6)), preset="random",
-                                alphabet=b"ACGTNacgtnRYX*\x00\xff", qual=(1, 90), indel_q=(1, 90),
-                                gcp_q=(1, 40)))
+        regs.append(
+            make_region(
+                rng,
+                int(rng.integers(1, 12)),
+                int(rng.integers(1, 6)),
+                preset="random",
+                alphabet=b"ACGTNacgtnRYX*\x00\xff",
+                qual=(1, 90),
+                indel_q=(1, 90),
+                gcp_q=(1, 40),
+            )
+        )
     # one-base reads and haplotypes
     regs.append(make_region(rng, 3, 2, preset="random", read_len=(1, 1), hap_len=(1, 3), qual=(1, 90)))
     regs.append(make_region(rng, 2, 3, preset="random", read_len=(1, 5), hap_len=(1, 1), qual=(1, 90)))
@@ -47,8 +56,7 @@ def underflow():
 
 def _has_odd_bytes(regs):
     ok = set(b"ACGTN")
-    return any(set(r.bases.tobytes()) - ok for r, _ in regs) and \
-        any(set(h.bases.tobytes()) - ok for _, h in regs)
+    return any(set(r.bases.tobytes()) - ok for r, _ in regs) and any(set(h.bases.tobytes()) - ok for _, h in regs)
 
 
 def _check(regs, double):
@@ -106,10 +114,15 @@ def test_quality_zero_gives_identical_neg_inf(gkl_jvm):
     penalties 0: P(M->M) = 0). Both must agree exactly on where, and within
     tolerance elsewhere."""
     rng = np.random.default_rng(3)
-    regs = [make_region(rng, 12, 3, preset="random", read_len=(1, 40), hap_len=(1, 60), qual=(0, 3),
-                        indel_q=(0, 3), gcp_q=(0, 3)) for _ in range(8)]
-    zero = make_region(rng, 3, 2, preset="random", read_len=(5, 20), hap_len=(5, 30), qual=(0, 0), indel_q=(0, 0),
-                       gcp_q=(0, 0))
+    regs = [
+        make_region(
+            rng, 12, 3, preset="random", read_len=(1, 40), hap_len=(1, 60), qual=(0, 3), indel_q=(0, 3), gcp_q=(0, 3)
+        )
+        for _ in range(8)
+    ]
+    zero = make_region(
+        rng, 3, 2, preset="random", read_len=(5, 20), hap_len=(5, 30), qual=(0, 0), indel_q=(0, 0), gcp_q=(0, 0)
+    )
     regs.append(zero)
     for double in (False, True):
         ours = [pyphmm.compute_likelihoods(r, h, double=double, backend="cpu") for r, h in regs]
@@ -150,8 +163,10 @@ def test_neg_inf_exactly_where_gkl_gives_it(gkl_jvm):
     rng = np.random.default_rng(30)
     hap = rng.choice(list(b"ACGT"), 3000).astype(np.uint8)
     bad = np.where(hap == ord("A"), ord("C"), ord("A")).astype(np.uint8)  # differs at every base
-    reads = [pyphmm.Read(bad.tobytes(), [40] * 3000, [45] * 3000, [45] * 3000, [10] * 3000),
-             pyphmm.Read(hap[:100].tobytes(), [30] * 100, [45] * 100, [45] * 100, [10] * 100)]
+    reads = [
+        pyphmm.Read(bad.tobytes(), [40] * 3000, [45] * 3000, [45] * 3000, [10] * 3000),
+        pyphmm.Read(hap[:100].tobytes(), [30] * 100, [45] * 100, [45] * 100, [10] * 100),
+    ]
     regs = [(pyphmm.ReadBatch.from_reads(reads), pyphmm.HaplotypeBatch.from_haplotypes([hap.tobytes()]))]
     for double in (False, True):
         ours = pyphmm.compute_likelihoods(*regs[0], double=double, backend="cpu")

@@ -1,4 +1,5 @@
 """Record files (docs/RECORD_FORMAT.md): round trips, streaming, bad input."""
+
 import io as pyio
 import os
 
@@ -6,10 +7,9 @@ import numpy as np
 import pytest
 
 import pyphmm
+from devtools.regions import generate, make_region
 from pyphmm import io
 from pyphmm.samples import sample_path
-
-from devtools.regions import generate, make_region
 
 READ_FIELDS = ("bases", "quals", "ins", "dels", "gcp", "offsets")
 
@@ -136,15 +136,13 @@ BAD_INPUTS = [
     ("1 1\nACGT II\x01I IIII IIII ++++\nACGT\n", 2, "QUAL character below '!'"),
     # the offending read is the third of its record: its own line is named
     ("3 1\n" + GOOD_READ + "\n" + GOOD_READ + "\nACGT IIII IIII IIII ++ +\nACGT\n", 4, "5 fields"),
-    ("3 1\n" + GOOD_READ + "\n" + GOOD_READ + "\nACGT IIII IIII IIII +\x01++\nACGT\n", 4,
-     "GCP character below '!'"),
+    ("3 1\n" + GOOD_READ + "\n" + GOOD_READ + "\nACGT IIII IIII IIII +\x01++\nACGT\n", 4, "GCP character below '!'"),
     ("1 1\nACGT IIII IIII I II ++++\nACGT\n", 2, "5 fields"),
     ("1 2\n" + GOOD_READ + "\nACGT\nAC GT\n", 4, "haplotype"),
 ]
 
 
-@pytest.mark.parametrize("text,line,words", BAD_INPUTS,
-                         ids=[f"{i}-{w}" for i, (_, _, w) in enumerate(BAD_INPUTS)])
+@pytest.mark.parametrize("text,line,words", BAD_INPUTS, ids=[f"{i}-{w}" for i, (_, _, w) in enumerate(BAD_INPUTS)])
 def test_bad_input_names_the_line(tmp_path, text, line, words):
     path = tmp_path / "bad.in"
     path.write_text(text)
@@ -156,10 +154,13 @@ def test_bad_input_names_the_line(tmp_path, text, line, words):
     assert isinstance(e.value, ValueError)
 
 
-@pytest.mark.parametrize("text,line", [
-    ("2 1\n" + GOOD_READ + "\nACGÜ IIII IIII IIII ++++\nACGT\n", 3),
-    ("1 2\n" + GOOD_READ + "\nACGT\nACGÜ\n", 4),
-])
+@pytest.mark.parametrize(
+    "text,line",
+    [
+        ("2 1\n" + GOOD_READ + "\nACGÜ IIII IIII IIII ++++\nACGT\n", 3),
+        ("1 2\n" + GOOD_READ + "\nACGT\nACGÜ\n", 4),
+    ],
+)
 def test_non_ascii_names_the_line(text, line):
     with pytest.raises(io.RecordError, match=rf":{line}: non-ASCII"):
         list(io.read_records(pyio.StringIO(text)))

@@ -1,6 +1,7 @@
 """The tree's layering, checked from the sources: the CLI sits above the
 library (no module of the library imports it), tests and scripts share
 tools through devtools only, and nothing edits sys.path."""
+
 import ast
 import os
 
@@ -30,7 +31,7 @@ def imported_modules(path):
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1])
+                base = ".".join(parts[: len(parts) - node.level + 1])
                 mod = f"{base}.{node.module}" if node.module else base
             else:
                 mod = node.module
@@ -47,8 +48,10 @@ def test_library_does_not_import_the_cli():
         assert not bad, f"{os.path.relpath(path, ROOT)} imports {bad}"
 
 
-@pytest.mark.parametrize("tree,forbidden", [("tests", ("scripts", "gen_regions", "bench_")),
-                                            ("scripts", ("tests", "oracle", "helpers", "swgen", "test_"))])
+@pytest.mark.parametrize(
+    "tree,forbidden",
+    [("tests", ("scripts", "gen_regions", "bench_")), ("scripts", ("tests", "oracle", "helpers", "swgen", "test_"))],
+)
 def test_tests_and_scripts_do_not_import_each_other(tree, forbidden):
     for path in python_files(tree):
         for m in imported_modules(path):

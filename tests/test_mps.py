@@ -4,6 +4,7 @@ program's command lines, checked against a stand-in nvidia-cuda-mps-control
 CUDA_MPS_* directories, commands on stdin) and keeps a 'daemon running'
 flag file in the pipe directory, answering as the real front end does:
 exit 0 when a daemon answers, non-zero when none does."""
+
 import json
 import os
 import signal
@@ -76,12 +77,18 @@ def fake_control(tmp_path, monkeypatch):
         if not record.exists():
             return []
         return [json.loads(ln) for ln in record.read_text().splitlines()]
+
     return calls
 
 
 def pyphmm_mps(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "pyphmm", "mps", *args], capture_output=True, text=True,
-                          env=child_env(ROOT, **(env or {})), timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pyphmm", "mps", *args],
+        capture_output=True,
+        text=True,
+        env=child_env(ROOT, **(env or {})),
+        timeout=120,
+    )
 
 
 def _mode(path):
@@ -89,6 +96,7 @@ def _mode(path):
 
 
 # ---- directories -----------------------------------------------------------
+
 
 def test_directories_default_env_and_arguments(monkeypatch):
     monkeypatch.delenv(mps.PIPE_ENV, raising=False)
@@ -133,6 +141,7 @@ def test_private_dir_of_another_user_refused(tmp_path):
 
 
 # ---- pyphmm mps start|stop|status -----------------------------------------
+
 
 def test_cli_without_control_program(tmp_path):
     empty = tmp_path / "empty"
@@ -205,6 +214,7 @@ def test_cli_start_failure_reported(tmp_path, fake_control):
 
 # ---- private daemons (benchmarks) -----------------------------------------
 
+
 def _quit_sent(calls, pipe):
     return any("quit" in c.get("stdin", []) and c["pipe"] == pipe and c["rc"] == 0 for c in calls)
 
@@ -222,7 +232,7 @@ def test_private_daemon_quits_on_exit_and_on_error(fake_control):
     with pytest.raises(ZeroDivisionError):
         with mps.private_daemon() as env:
             pipe2 = env[mps.PIPE_ENV]
-            1 / 0
+            raise ZeroDivisionError("inside the daemon's block")
     assert pipe2 != pipe and not os.path.exists(pipe2)
     assert _quit_sent(fake_control(), pipe2)
 
@@ -247,8 +257,9 @@ def test_private_daemon_quits_on_signal(fake_control, sig):
             print(env[mps.PIPE_ENV], flush=True)
             time.sleep(60)
         """)
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=child_env(ROOT))
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(ROOT)
+    )
     pipe = child.stdout.readline().strip()
     assert pipe.startswith("/tmp/pyphmm-mps-"), child.stderr.read()
     assert os.path.isdir(pipe)

@@ -1,11 +1,11 @@
 """The CUDA backend's host packer (native/common/pack_elems.cc): its AVX2
 path equals its scalar loop and the documented element layout. Compiled and
 run here, so it is checked on machines without a GPU too."""
+
 import os
 import subprocess
 
 import pytest
-
 
 
 def test_vector_packer_matches_scalar_and_layout(native_check_exe):
@@ -21,7 +21,13 @@ def test_gpu_host_planning(native_check_exe):
     """The GPU PairHMM's planning (bins, constant triple, chunks, the packed
     buffer), which only CUDA builds link, compiled with the host compiler:
     tests/native/pairhmm_plan_check.cc decodes what it packs."""
-    exe = native_check_exe("pairhmm_plan_check", "cuda/pairhmm_plan.cc", "common/pack_elems.cc", "common/tables.cc",
-                           "common/thread_pool.cc", "common/config.cc")
+    exe = native_check_exe(
+        "pairhmm_plan_check",
+        "cuda/pairhmm_plan.cc",
+        "common/pack_elems.cc",
+        "common/tables.cc",
+        "common/thread_pool.cc",
+        "common/config.cc",
+    )
     res = subprocess.run([str(exe)], capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stdout[-2000:] + res.stderr[-2000:]

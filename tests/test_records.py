@@ -2,6 +2,7 @@
 the same bytes as the Python reader and writer on every file it takes, the
 Python path for every file it leaves (which then computes or reports it),
 and Python's repr() for every double it writes."""
+
 import os
 import struct
 import subprocess
@@ -9,13 +10,12 @@ import sys
 
 import numpy as np
 import pytest
-
-from pyphmm import _native, io
 from pyphmm._pyphmm import ffi, lib
-from pyphmm.samples import sample_path
 
 from devtools.child import child_env
 from devtools.regions import generate
+from pyphmm import _native, io
+from pyphmm.samples import sample_path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOOD = "ACGT IIII IIII IIII ++++"
@@ -24,12 +24,26 @@ GOOD = "ACGT IIII IIII IIII ++++"
 def test_repr_of_doubles_is_pythons(native_check_exe):
     exe = native_check_exe("repr_check", "common/repr.cc")
     rng = np.random.default_rng(1)
-    vals = list(rng.integers(0, 2 ** 64, 60_000, dtype=np.uint64).view(np.float64))  # every kind of bits
+    vals = list(rng.integers(0, 2**64, 60_000, dtype=np.uint64).view(np.float64))  # every kind of bits
     vals += list(-rng.random(30_000) * 300)  # log10 likelihoods
-    vals += [float(x) for x in range(-300, 300)] + [10.0 ** k for k in range(-25, 25)]
-    vals += [-(10.0 ** k) * 1.5 for k in range(-25, 25)]
-    vals += [0.0, -0.0, 1e-5, 1e-4, 0.00012, 1e15, 1e16, 9999999999999998.0, 5e-324, 2.2250738585072014e-308,
-             1.7976931348623157e308, float("inf"), -float("inf"), float("nan")]
+    vals += [float(x) for x in range(-300, 300)] + [10.0**k for k in range(-25, 25)]
+    vals += [-(10.0**k) * 1.5 for k in range(-25, 25)]
+    vals += [
+        0.0,
+        -0.0,
+        1e-5,
+        1e-4,
+        0.00012,
+        1e15,
+        1e16,
+        9999999999999998.0,
+        5e-324,
+        2.2250738585072014e-308,
+        1.7976931348623157e308,
+        float("inf"),
+        -float("inf"),
+        float("nan"),
+    ]
     text = "".join("%016x\n" % struct.unpack("<Q", struct.pack("<d", v))[0] for v in vals)
     out = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True).stdout.splitlines()
     assert len(out) == len(vals)
@@ -39,8 +53,7 @@ def test_repr_of_doubles_is_pythons(native_check_exe):
 
 def run_cli(*args, native=True):
     env = child_env(ROOT, PYPHMM_NATIVE_READER="1" if native else "0")
-    return subprocess.run([sys.executable, "-m", "pyphmm", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-m", "pyphmm", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def both_paths(tmp_path, path, *extra):
@@ -99,17 +112,21 @@ def test_native_path_takes_ordinary_files_in_small_chunks(tmp_path):
     assert list(done) == [rec[0], st.pairs, st.cells]  # the progress counters end at the totals
 
 
-@pytest.mark.parametrize("text,line", [
-    ("1 1\n" + GOOD + "\nACGT\n1 1\nA\x01GT IIII IIII IIII ++++\nACGT\n", 5),  # a control byte as a base
-    ("+1 1\n" + GOOD + "\nACGT\n", 1),  # a sign Python's int() takes
-    ("1 1\n" + GOOD + "\nAC\x7fT\n", 3),  # DEL, ASCII
-])
+@pytest.mark.parametrize(
+    "text,line",
+    [
+        ("1 1\n" + GOOD + "\nACGT\n1 1\nA\x01GT IIII IIII IIII ++++\nACGT\n", 5),  # a control byte as a base
+        ("+1 1\n" + GOOD + "\nACGT\n", 1),  # a sign Python's int() takes
+        ("1 1\n" + GOOD + "\nAC\x7fT\n", 3),  # DEL, ASCII
+    ],
+)
 def test_files_outside_the_native_subset_take_the_python_path(tmp_path, text, line):
     path = tmp_path / "odd.in"
     path.write_bytes(text.encode("ascii"))
     err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
-    rc = lib.pyphmm_pairhmm_file(str(path).encode(), str(tmp_path / "x").encode(), _native.make_options("cpu"),
-                                 0, rec, st, ffi.NULL, err)
+    rc = lib.pyphmm_pairhmm_file(
+        str(path).encode(), str(tmp_path / "x").encode(), _native.make_options("cpu"), 0, rec, st, ffi.NULL, err
+    )
     assert rc == lib.PYPHMM_E_UNSUPPORTED and f"{path}:{line}:" in ffi.string(err.message).decode()
     nat, py = both_paths(tmp_path, path)  # the CLI still computes it, through the Python reader
     assert nat == py and nat.startswith(b"1 1\n")
@@ -118,19 +135,28 @@ def test_files_outside_the_native_subset_take_the_python_path(tmp_path, text, li
 
 def test_missing_file_is_an_error_not_a_crash(tmp_path):
     err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
-    rc = lib.pyphmm_pairhmm_file(str(tmp_path / "nope.in").encode(), str(tmp_path / "o").encode(),
-                                 _native.make_options("cpu"), 0, rec, st, ffi.NULL, err)
+    rc = lib.pyphmm_pairhmm_file(
+        str(tmp_path / "nope.in").encode(),
+        str(tmp_path / "o").encode(),
+        _native.make_options("cpu"),
+        0,
+        rec,
+        st,
+        ffi.NULL,
+        err,
+    )
     assert rc == lib.PYPHMM_E_IO and b"nope.in" in ffi.string(err.message)
-    rc = lib.pyphmm_pairhmm_file(ffi.NULL, str(tmp_path / "o").encode(), ffi.NULL, 0, ffi.NULL, ffi.NULL, ffi.NULL,
-                                 err)
+    rc = lib.pyphmm_pairhmm_file(ffi.NULL, str(tmp_path / "o").encode(), ffi.NULL, 0, ffi.NULL, ffi.NULL, ffi.NULL, err)
     assert rc == lib.PYPHMM_E_INVALID
 
 
 def test_native_path_starts_without_numpy(tmp_path):
     """The record-file path runs in native code: the CLI loads no numpy for
     it (on a 16-core host numpy's import alone took ~0.4 s)."""
-    code = ("import sys; from pyphmm import cli; "
-            f"rc = cli.main(['likelihoods', {sample_path()!r}, '-o', {str(tmp_path / 'o')!r}, '--backend', 'cpu']); "
-            "print(rc, 'numpy' in sys.modules)")
+    code = (
+        "import sys; from pyphmm import cli; "
+        f"rc = cli.main(['likelihoods', {sample_path()!r}, '-o', {str(tmp_path / 'o')!r}, '--backend', 'cpu']); "
+        "print(rc, 'numpy' in sys.modules)"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(ROOT), timeout=120)
     assert p.returncode == 0 and p.stdout.split() == ["0", "False"], p.stdout + p.stderr

@@ -8,6 +8,7 @@
   against the literal GATK-rules reference, devtools/oracle/sw_reference.py);
 - error paths, concurrency, the CLI entry points.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,7 @@ import pytest
 
 from devtools.child import child_env
 from devtools.oracle import gkl as gkl_oracle
-from devtools.oracle import shim
-from devtools.oracle import sw_reference
+from devtools.oracle import shim, sw_reference
 
 REPO = shim.REPO
 N_REGIONS = 300
@@ -40,8 +40,11 @@ def regions():
 def test_shim_jar_holds_only_gkl_binding_classes():
     names = zipfile.ZipFile(shim.SHIM_JAR).namelist()
     classes = sorted(n for n in names if n.endswith(".class"))
-    assert classes == ["com/intel/gkl/pairhmm/IntelPairHmm.class", "com/intel/gkl/pairhmm/IntelPairHmmOMP.class",
-                       "com/intel/gkl/smithwaterman/IntelSmithWaterman.class"]
+    assert classes == [
+        "com/intel/gkl/pairhmm/IntelPairHmm.class",
+        "com/intel/gkl/pairhmm/IntelPairHmmOMP.class",
+        "com/intel/gkl/smithwaterman/IntelSmithWaterman.class",
+    ]
     files = sorted(n for n in names if not n.endswith("/"))
     lib = f"pyphmm/native/linux-{os.uname().machine}/libpyphmm.so"  # where the loader looks for this os.arch
     # plus the cross-built AArch64 library when the build had one (scripts/build_aarch64.sh)
@@ -102,14 +105,14 @@ def test_pairhmm_errors_raise_and_jvm_survives(gkl_jvm, regions):
     for field in range(5):
         bad = list(good)
         bad[field] = None
-        _expect(jpype, npe, lambda: b.compute(([bad] + reads[1:], haps)))
+        _expect(jpype, npe, lambda bad=bad: b.compute(([bad] + reads[1:], haps)))
     _expect(jpype, npe, lambda: b.compute((reads, [None])))
     # quality arrays shorter or longer than the read (GKL reads past them)
     for field in range(1, 5):
         for delta in (-1, 1):
             bad = list(good)
             bad[field] = bad[field][:-1] if delta < 0 else bad[field] + b"\x1e"
-            _expect(jpype, iae, lambda: b.compute(([bad], haps)))
+            _expect(jpype, iae, lambda bad=bad: b.compute(([bad], haps)))
     # empty read, empty haplotype, short output array
     _expect(jpype, iae, lambda: b.compute(([(b"", b"", b"", b"", b"")], haps)))
     _expect(jpype, iae, lambda: b.compute((reads, [b""])))
@@ -133,7 +136,7 @@ def test_pairhmm_concurrent_java_threads_match_serial(gkl_jvm, regions):
 
     def worker(t):
         try:
-            for rep in range(3):
+            for _rep in range(3):
                 for k in range(t, len(work), 8):
                     jr, jh, _ = prepared[k]
                     out = gkl_jvm.JArray(gkl_jvm.JDouble)(len(work[k][0]) * len(work[k][1]))
@@ -168,8 +171,13 @@ LIBPATH_DRIVER = textwrap.dedent("""
 @pytest.mark.parametrize("omp,double", [(False, False), (True, True)], ids=["IntelPairHmm-float", "OMP-double"])
 def test_library_path_entry_point_runs_pyphmm_under_gkl_classes(gkl_jvm, tmp_path, omp, double):
     libdir = tmp_path / "gkl-libs"
-    cli = subprocess.run([sys.executable, "-m", "pyphmm", "gatk-libdir", str(libdir)], capture_output=True,
-                         text=True, cwd=REPO, env=child_env(REPO))
+    cli = subprocess.run(
+        [sys.executable, "-m", "pyphmm", "gatk-libdir", str(libdir)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=child_env(REPO),
+    )
     assert cli.returncode == 0, cli.stderr
     env = child_env(REPO, USE_LIBRARY_PATH="1")
     code = LIBPATH_DRIVER.format(libdir=str(libdir), omp=omp, double=double)
@@ -207,7 +215,7 @@ def _sw_pairs(n, seed):
     for _ in range(n):
         ref = alphabet[rng.integers(0, 4, int(rng.integers(20, 201)))]
         start = int(rng.integers(0, len(ref) // 2))
-        alt = ref[start:start + int(rng.integers(10, 151))].copy()
+        alt = ref[start : start + int(rng.integers(10, 151))].copy()
         for _v in range(int(rng.integers(0, 5))):
             pos = int(rng.integers(0, len(alt)))
             kind = rng.integers(0, 3)
@@ -218,8 +226,13 @@ def _sw_pairs(n, seed):
             elif len(alt) > 12:
                 alt = np.delete(alt, range(pos, min(len(alt), pos + int(rng.integers(1, 8)))))
         if rng.random() < 0.3:  # overhangs past either end
-            alt = np.concatenate([alphabet[rng.integers(0, 4, int(rng.integers(1, 15)))], alt,
-                                  alphabet[rng.integers(0, 4, int(rng.integers(0, 15)))]])
+            alt = np.concatenate(
+                [
+                    alphabet[rng.integers(0, 4, int(rng.integers(1, 15)))],
+                    alt,
+                    alphabet[rng.integers(0, 4, int(rng.integers(0, 15)))],
+                ]
+            )
         pairs.append((bytes(ref), bytes(alt), SW_PRESETS[int(rng.integers(0, len(SW_PRESETS)))]))
     return pairs
 
@@ -307,17 +320,28 @@ def fake_gatk_jar(tmp_path_factory):
     src.mkdir(parents=True)
     (src / "Main.java").write_text(FAKE_MAIN)
     subprocess.run(["javac", "--release", "11", "-d", str(d / "classes"), str(src / "Main.java")], check=True)
-    subprocess.run(["bash", "-c", f"cd {d}/classes && unzip -q -o {gkl_oracle.jar_dir()}/gkl.jar 'com/*' && "
-                    f"unzip -q -o {shim.BINDINGS_JAR} 'org/*'"],
-                   check=True)
+    subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"cd {d}/classes && unzip -q -o {gkl_oracle.jar_dir()}/gkl.jar 'com/*' && "
+            f"unzip -q -o {shim.BINDINGS_JAR} 'org/*'",
+        ],
+        check=True,
+    )
     jar = d / "gatk-local.jar"
     subprocess.run(["jar", "--create", "--file", str(jar), "-C", str(d / "classes"), "."], check=True)
     return str(jar)
 
 
 def _pyphmm(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "pyphmm", *args], capture_output=True, text=True, cwd=REPO,
-                          env=child_env(REPO, **(env or {})))
+    return subprocess.run(
+        [sys.executable, "-m", "pyphmm", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=child_env(REPO, **(env or {})),
+    )
 
 
 def test_cli_gatk_jar_and_libdir(tmp_path):
@@ -329,12 +353,20 @@ def test_cli_gatk_jar_and_libdir(tmp_path):
         assert p.returncode == 0, p.stderr
         for name in ("libgkl_pairhmm.so", "libgkl_pairhmm_omp.so", "libgkl_smithwaterman.so", "libgkl_utils.so"):
             real = os.path.realpath(d / name)
-            assert real == (str(d / "libpyphmm.so") if copy else os.path.realpath(
-                os.path.join(REPO, "pyphmm", "libpyphmm.so")))
-        syms = subprocess.run(["nm", "-D", "--defined-only", str(d / "libgkl_utils.so")], capture_output=True,
-                              text=True).stdout
-        for s in ("isAvxSupportedNative", "isAvx2SupportedNative", "isAvx512SupportedNative",
-                  "getFlushToZeroNative", "setFlushToZeroNative", "getAvailableOmpThreadsNative"):
+            assert real == (
+                str(d / "libpyphmm.so") if copy else os.path.realpath(os.path.join(REPO, "pyphmm", "libpyphmm.so"))
+            )
+        syms = subprocess.run(
+            ["nm", "-D", "--defined-only", str(d / "libgkl_utils.so")], capture_output=True, text=True
+        ).stdout
+        for s in (
+            "isAvxSupportedNative",
+            "isAvx2SupportedNative",
+            "isAvx512SupportedNative",
+            "getFlushToZeroNative",
+            "setFlushToZeroNative",
+            "getAvailableOmpThreadsNative",
+        ):
             assert f"Java_com_intel_gkl_IntelGKLUtils_{s}" in syms
 
 
@@ -344,8 +376,12 @@ def test_gatk_runner_puts_shim_first(fake_gatk_jar, runner):
     if runner == "cli":
         p = _pyphmm("gatk", "--gatk-jar", fake_gatk_jar, "--", *gatk_args)
     else:
-        p = subprocess.run([os.path.join(REPO, "scripts", "gatk-gpu"), "--", *gatk_args], capture_output=True,
-                           text=True, env=child_env(REPO, GATK_LOCAL_JAR=fake_gatk_jar))
+        p = subprocess.run(
+            [os.path.join(REPO, "scripts", "gatk-gpu"), "--", *gatk_args],
+            capture_output=True,
+            text=True,
+            env=child_env(REPO, GATK_LOCAL_JAR=fake_gatk_jar),
+        )
     assert p.returncode == 0, p.stderr
     assert "pyphmm-gatk.jar" in p.stdout, p.stdout
     assert f"args {'|'.join(gatk_args)}" in p.stdout

@@ -12,6 +12,7 @@ the fix; both then fall back to java.library.path.
 Each case runs GATK HEAD's call sequence (tests/java/GatkHeadCaller.java)
 in a JVM of its own and checks the values against GKL.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,10 +42,13 @@ PLANTED_LIB = os.path.join(jh.gkl_library_path(), "libgkl_utils.so")  # a loadab
 def caller(tmp_path_factory):
     d = tmp_path_factory.mktemp("loader")
     regions = shim.random_regions(6, seed=1313)
-    return {"classes": jh.compile_sources(d / "classes", ["Records.java", "GatkHeadCaller.java"],
-                                          jh.shim_classpath()),
-            "regions": regions, "regions_file": jh.write_regions(regions, d / "r.in"),
-            "pairs_file": jh.write_sw_pairs([], d / "p.tsv"), "dir": d}
+    return {
+        "classes": jh.compile_sources(d / "classes", ["Records.java", "GatkHeadCaller.java"], jh.shim_classpath()),
+        "regions": regions,
+        "regions_file": jh.write_regions(regions, d / "r.in"),
+        "pairs_file": jh.write_sw_pairs([], d / "p.tsv"),
+        "dir": d,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +75,17 @@ def _run(caller, tmpdir, *, libpath=None, jvm_extra=(), wrap=()):
     env = child_env(REPO)
     for k in ("PYPHMM_LIBRARY", "PYPHMM_QUIET", "USE_LIBRARY_PATH"):
         env.pop(k, None)
-    cmd = [*wrap, jh.java(), *jvm, "-cp", os.pathsep.join([caller["classes"]] + jh.shim_classpath()),
-           "GatkHeadCaller", caller["regions_file"], caller["pairs_file"], out]
+    cmd = [
+        *wrap,
+        jh.java(),
+        *jvm,
+        "-cp",
+        os.pathsep.join([caller["classes"]] + jh.shim_classpath()),
+        "GatkHeadCaller",
+        caller["regions_file"],
+        caller["pairs_file"],
+        out,
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     with open(out) as f:
@@ -204,8 +217,9 @@ def test_os_arch_picks_the_library(tmp_path, caller, gkl_values):
     _check_values(lines, caller, gkl_values)  # (from java.library.path)
 
 
-@pytest.mark.parametrize("option,says", [("noexec", "its file system is mounted noexec"),
-                                         ("ro", "cannot extract libpyphmm.so")])
+@pytest.mark.parametrize(
+    "option,says", [("noexec", "its file system is mounted noexec"), ("ro", "cannot extract libpyphmm.so")]
+)
 def test_unusable_tmpdir_names_the_fix(tmp_path, caller, gkl_values, option, says):
     """tmpfs mounted noexec (common on clusters) or read-only, in a private
     mount namespace (unshare, no root): one line naming the fix, then
@@ -213,8 +227,9 @@ def test_unusable_tmpdir_names_the_fix(tmp_path, caller, gkl_values, option, say
     tmpdir = tmp_path / option
     tmpdir.mkdir()
     mount = f"mount -t tmpfs -o {option} tmpfs {tmpdir}"
-    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mount],
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mount], capture_output=True, text=True
+    )
     if probe.returncode != 0:
         pytest.skip(f"cannot mount a {option} file system here (unshare: {probe.stderr.strip()})")
     wrap = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", mount + ' && exec "$@"', "sh"]

@@ -5,6 +5,7 @@ of growth over the last 27,000 (a leak of ~155 bytes per call fails; runs
 without one moved by -1.3..+0.3 MiB here); the full 1,000,000-call run is
 `scripts/soak_shim.py --calls 1000000` (16 MiB) on the GPU host.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,23 @@ def test_soak_30k_calls_8_threads_memory_flat():
     jh.require_javac()
     env = child_env(REPO)
     env.pop("PYPHMM_QUIET", None)
-    p = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "soak_shim.py"), "--calls", "30000",
-                        "--threads", "8", "--bound-mib", "4"], capture_output=True, text=True, cwd=REPO, env=env, timeout=900)
+    p = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(REPO, "scripts", "soak_shim.py"),
+            "--calls",
+            "30000",
+            "--threads",
+            "8",
+            "--bound-mib",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=900,
+    )
     print(p.stdout)
     assert p.returncode == 0, p.stdout + p.stderr[-3000:]
     assert "soak: 30000 PairHMM calls + 7500 Smith-Waterman calls on 8 threads" in p.stdout

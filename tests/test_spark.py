@@ -13,6 +13,7 @@ line once.
 
 About a minute on the 2-core CI machine (Spark's start-up dominates).
 """
+
 from __future__ import annotations
 
 import glob
@@ -45,9 +46,12 @@ def _pyspark_home() -> str:
 
 
 def _job_jar(d, spark_home) -> str:
-    classes = jh.compile_sources(d / "classes", ["Records.java", "SparkPairHmmJob.java"],
-                                 [os.path.join(spark_home, "jars", "*")] + jh.shim_classpath(),
-                                 release=17)  # (Spark 4's classes are Java 17's)
+    classes = jh.compile_sources(
+        d / "classes",
+        ["Records.java", "SparkPairHmmJob.java"],
+        [os.path.join(spark_home, "jars", "*")] + jh.shim_classpath(),
+        release=17,
+    )  # (Spark 4's classes are Java 17's)
     jar = str(d / "job.jar")
     with zipfile.ZipFile(jar, "w") as out:
         for path in glob.glob(os.path.join(classes, "*.class")):
@@ -78,19 +82,39 @@ def test_shim_in_spark_executors_matches_gkl(tmp_path, gkl_jvm):
     env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1")
     for k in ("PYPHMM_QUIET", "PYPHMM_LIBRARY", "USE_LIBRARY_PATH"):
         env.pop(k, None)
-    p = subprocess.run([str(home / "bin" / "spark-submit"), "--master", "local-cluster[2,2,1024]",
-                        "--class", "SparkPairHmmJob",
-                        "--conf", f"spark.executor.extraClassPath={cp}",
-                        "--conf", f"spark.driver.extraClassPath={cp}",
-                        "--conf", f"spark.executor.extraJavaOptions=-Djava.io.tmpdir={executor_tmp}",
-                        "--conf", "spark.ui.enabled=false",
-                        # both executors take tasks, however slowly a loaded machine starts them
-                        # (the ratio counts against spark.cores.max)
-                        "--conf", "spark.cores.max=4",
-                        "--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0",
-                        "--conf", "spark.scheduler.maxRegisteredResourcesWaitingTime=600s",
-                        jar, rfile, str(out), str(PARTITIONS)],
-                       capture_output=True, text=True, env=env, timeout=900)
+    p = subprocess.run(
+        [
+            str(home / "bin" / "spark-submit"),
+            "--master",
+            "local-cluster[2,2,1024]",
+            "--class",
+            "SparkPairHmmJob",
+            "--conf",
+            f"spark.executor.extraClassPath={cp}",
+            "--conf",
+            f"spark.driver.extraClassPath={cp}",
+            "--conf",
+            f"spark.executor.extraJavaOptions=-Djava.io.tmpdir={executor_tmp}",
+            "--conf",
+            "spark.ui.enabled=false",
+            # both executors take tasks, however slowly a loaded machine starts them
+            # (the ratio counts against spark.cores.max)
+            "--conf",
+            "spark.cores.max=4",
+            "--conf",
+            "spark.scheduler.minRegisteredResourcesRatio=1.0",
+            "--conf",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime=600s",
+            jar,
+            rfile,
+            str(out),
+            str(PARTITIONS),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stderr[-5000:]
     values, workers = {}, []
     for line in out.read_text().splitlines():
@@ -112,8 +136,9 @@ def test_shim_in_spark_executors_matches_gkl(tmp_path, gkl_jvm):
     assert all(w[3].endswith("pyphmm-gatk.jar") for w in workers), workers
     for ex in executors:
         mapped = {w[4] for w in workers if w[0] == ex}
-        assert len(mapped) == 1 and "," not in next(iter(mapped)) and next(iter(mapped)).startswith(
-            str(executor_tmp)), mapped
+        assert (
+            len(mapped) == 1 and "," not in next(iter(mapped)) and next(iter(mapped)).startswith(str(executor_tmp))
+        ), mapped
     # GATK's log on each executor: pyphmm's line once, then the running totals
     logs = glob.glob(str(home / "work" / "app-*" / "*" / "stderr"))
     assert len(logs) == 2, logs

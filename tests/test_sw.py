@@ -1,25 +1,25 @@
 """Smith-Waterman: GATK's rules (docs/SMITH_WATERMAN.md), GATK's own test vectors,
 GKL's native aligner on seeded random pairs, and bad input."""
+
 import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-
-import pyphmm
-from pyphmm import sw
 from pyphmm._pyphmm import ffi, lib
 
+import pyphmm
 from devtools.child import child_env
 from devtools.oracle import sw_reference
 from devtools.oracle.gkl_sw import STRATEGIES, fold_trailing_clip
 from devtools.sw_pairs import KINDS, make_pairs
 from devtools.testdata import sw_cases
+from pyphmm import sw
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RANDOM_PAIRS = int(os.environ.get("PYPHMM_SW_RANDOM_PAIRS", "5000"))
-REFERENCE_SAMPLE = 40   # non-deviating pairs per (preset, strategy) also checked against the reference
+REFERENCE_SAMPLE = 40  # non-deviating pairs per (preset, strategy) also checked against the reference
 
 
 # ---- worked examples (docs/SMITH_WATERMAN.md) and GATK's vectors --------------------
@@ -47,10 +47,11 @@ def test_gatk_cases():
     assert len(rows) == 13
     for ref, alt, params, strategy, expected in rows:
         assert sw.align(ref, alt, params=params, overhang=strategy) == expected, (ref, alt, strategy)
-    for strategy in STRATEGIES:   # batch form, one strategy per call
+    for strategy in STRATEGIES:  # batch form, one strategy per call
         sel = [r for r in rows if r[3] == strategy]
-        cig, off = sw.align_batch([r[0] for r in sel], [r[1] for r in sel],
-                                  params=[r[2] for r in sel], overhang=strategy)
+        cig, off = sw.align_batch(
+            [r[0] for r in sel], [r[1] for r in sel], params=[r[2] for r in sel], overhang=strategy
+        )
         assert list(zip(cig, off.tolist())) == [r[4] for r in sel]
 
 
@@ -63,9 +64,11 @@ def test_gatk_cases_reference():
 
 # ---- GKL on seeded random pairs ------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def gkl_sw(gkl_jvm):
     from devtools.oracle.gkl_sw import GklSmithWaterman
+
     return GklSmithWaterman()
 
 
@@ -91,8 +94,12 @@ def test_random_vs_gkl(gkl_sw, random_pairs, preset, strategy):
         if ours == theirs:
             continue
         # GKL 0.8.10's known deviation: IGNORE with a trailing overhang is soft-clipped.
-        if (strategy == "IGNORE" and theirs[0].endswith("S") and theirs[1] == ours[1]
-                and fold_trailing_clip(theirs[0]) == ours[0]):
+        if (
+            strategy == "IGNORE"
+            and theirs[0].endswith("S")
+            and theirs[1] == ours[1]
+            and fold_trailing_clip(theirs[0]) == ours[0]
+        ):
             deviating.append(i)
         else:
             unexplained.append((kinds[i], r, a, ours, theirs))
@@ -100,9 +107,14 @@ def test_random_vs_gkl(gkl_sw, random_pairs, preset, strategy):
     if strategy != "IGNORE":
         assert not deviating
     DEVIATIONS[(preset, strategy)] = len(deviating)
-    print(f"\n{preset} {strategy}: {len(refs)} pairs, {len(deviating)} known GKL deviations"
-          + (f" (trailing overhang soft-clipped by GKL), kinds {sorted(set(kinds[i] for i in deviating))}"
-             if deviating else ""))
+    print(
+        f"\n{preset} {strategy}: {len(refs)} pairs, {len(deviating)} known GKL deviations"
+        + (
+            f" (trailing overhang soft-clipped by GKL), kinds {sorted(set(kinds[i] for i in deviating))}"
+            if deviating
+            else ""
+        )
+    )
     # Every deviating pair, and a sample of the others, against GATK's rules.
     rng = np.random.default_rng(len(deviating))
     sample = rng.choice(len(refs), size=min(REFERENCE_SAMPLE, len(refs)), replace=False).tolist()
@@ -153,16 +165,21 @@ def test_max_length_pair(gkl_sw):
 
 def test_simd_paths_agree():
     """The SSE, AVX2 and AVX-512 fills give identical results (ISA forced per process)."""
-    code = ("import sys; from devtools.sw_pairs import make_pairs; from pyphmm import sw;"
-            "r, a, _ = make_pairs(600, 5);"
-            "print(hash(tuple((tuple(c), tuple(o.tolist())) for c, o in "
-            "(sw.align_batch(r, a, params=p, overhang=s) for p in sw.PRESETS.values() "
-            "for s in ('SOFTCLIP', 'INDEL', 'LEADING_INDEL', 'IGNORE')))))")
+    code = (
+        "import sys; from devtools.sw_pairs import make_pairs; from pyphmm import sw;"
+        "r, a, _ = make_pairs(600, 5);"
+        "print(hash(tuple((tuple(c), tuple(o.tolist())) for c, o in "
+        "(sw.align_batch(r, a, params=p, overhang=s) for p in sw.PRESETS.values() "
+        "for s in ('SOFTCLIP', 'INDEL', 'LEADING_INDEL', 'IGNORE')))))"
+    )
     outs = set()
     for isa in ("sse", "avx2", "avx512"):
         env = child_env(ROOT, PYPHMM_SW_ISA=isa, PYTHONHASHSEED="0")
-        outs.add(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True,
-                                capture_output=True, text=True).stdout)
+        outs.add(
+            subprocess.run(
+                [sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+            ).stdout
+        )
     assert len(outs) == 1
 
 
@@ -176,8 +193,16 @@ def test_gpu_kernels_emulated_on_cpu(native_check_exe):
     300-520 bp haplotypes vs refs and 600-1100 bp pairs under every preset and
     strategy, then per-pair settings.
     """
-    exe = native_check_exe("sw_cuda_emu", "cuda/sw_plan.cc", "cpu/sw_cpu.cc", "cpu/sw_cpu_fill.cc", "common/thread_pool.cc",
-                           "common/config.cc", std="c++20", opt="-O1")
+    exe = native_check_exe(
+        "sw_cuda_emu",
+        "cuda/sw_plan.cc",
+        "cpu/sw_cpu.cc",
+        "cpu/sw_cpu_fill.cc",
+        "common/thread_pool.cc",
+        "common/config.cc",
+        std="c++20",
+        opt="-O1",
+    )
     # lanes, seed, short pairs, read-vs-hap pairs, hap-vs-ref pairs, long pairs
     for args in ((32, 1, 200, 80, 24, 3), (8, 2, 200, 40, 10, 2), (4, 3, 200, 40, 10, 2)):
         res = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True)
@@ -186,6 +211,7 @@ def test_gpu_kernels_emulated_on_cpu(native_check_exe):
 
 
 # ---- API ---------------------------------------------------------------------------
+
 
 def test_presets_and_names():
     assert sw.PRESETS["ORIGINAL_DEFAULT"] == (3, -1, -4, -3)
@@ -197,8 +223,9 @@ def test_presets_and_names():
     assert sw.OverhangStrategy.parse(12) is sw.OverhangStrategy.IGNORE
     assert pyphmm.OverhangStrategy is sw.OverhangStrategy
     assert pyphmm.align("AAACCCCC", "CCCCCGGG", params=pyphmm.ORIGINAL_DEFAULT) == ("5M3S", 3)
-    assert sw.align(b"AAACCCCC", np.frombuffer(b"CCCCC", np.uint8), params="original_default",
-                    overhang=sw.OverhangStrategy.INDEL) == ("3D5M", 0)
+    assert sw.align(
+        b"AAACCCCC", np.frombuffer(b"CCCCC", np.uint8), params="original_default", overhang=sw.OverhangStrategy.INDEL
+    ) == ("3D5M", 0)
 
 
 def test_batch_equals_single_and_per_pair_settings():
@@ -220,23 +247,27 @@ def test_batch_equals_single_and_per_pair_settings():
 
 # ---- bad input -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs,exc,match", [
-    (dict(ref="", alt="A"), ValueError, "empty"),
-    (dict(ref="A", alt=""), ValueError, "empty"),
-    (dict(ref="A" * 32768, alt="A"), ValueError, "32767"),
-    (dict(ref="A", alt="A" * 32768), ValueError, "32767"),
-    (dict(ref="ACGT", alt="AC", overhang="CLIP"), ValueError, "overhang"),
-    (dict(ref="ACGT", alt="AC", overhang=13), ValueError, "13"),
-    (dict(ref="ACGT", alt="AC", params=(3, -1, 4, -3)), ValueError, "gap"),
-    (dict(ref="ACGT", alt="AC", params=(3, -1, -4, 3)), ValueError, "gap"),
-    (dict(ref="ACGT", alt="AC", params=(3, -1, -4)), ValueError, "4 values"),
-    (dict(ref="ACGT", alt="AC", params="NOPE"), ValueError, "preset"),
-    (dict(ref="ACGT", alt="AC", params=(3.0, -1, -4, -3)), TypeError, "integers"),
-    (dict(ref="ACGT", alt="AC", params=(2**31, -1, -4, -3)), ValueError, "int32"),
-    (dict(ref="ACGT", alt="AC", params=(10**8, -1, -4, -3)), ValueError, "overflow"),
-    (dict(ref="AC\u00e9", alt="AC"), ValueError, "ASCII"),
-    (dict(ref=1234, alt="AC"), TypeError, "sequence"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs,exc,match",
+    [
+        (dict(ref="", alt="A"), ValueError, "empty"),
+        (dict(ref="A", alt=""), ValueError, "empty"),
+        (dict(ref="A" * 32768, alt="A"), ValueError, "32767"),
+        (dict(ref="A", alt="A" * 32768), ValueError, "32767"),
+        (dict(ref="ACGT", alt="AC", overhang="CLIP"), ValueError, "overhang"),
+        (dict(ref="ACGT", alt="AC", overhang=13), ValueError, "13"),
+        (dict(ref="ACGT", alt="AC", params=(3, -1, 4, -3)), ValueError, "gap"),
+        (dict(ref="ACGT", alt="AC", params=(3, -1, -4, 3)), ValueError, "gap"),
+        (dict(ref="ACGT", alt="AC", params=(3, -1, -4)), ValueError, "4 values"),
+        (dict(ref="ACGT", alt="AC", params="NOPE"), ValueError, "preset"),
+        (dict(ref="ACGT", alt="AC", params=(3.0, -1, -4, -3)), TypeError, "integers"),
+        (dict(ref="ACGT", alt="AC", params=(2**31, -1, -4, -3)), ValueError, "int32"),
+        (dict(ref="ACGT", alt="AC", params=(10**8, -1, -4, -3)), ValueError, "overflow"),
+        (dict(ref="AC\u00e9", alt="AC"), ValueError, "ASCII"),
+        (dict(ref=1234, alt="AC"), TypeError, "sequence"),
+    ],
+)
 def test_bad_input(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         sw.align(**kwargs)
@@ -285,8 +316,10 @@ def test_c_abi_rejects_bad_input():
     assert "overflow" in _raw_batch(b"A" * 30000, b"A" * 30000, params=(10000, -1, -1, -1))[1]
     assert "32767" in _raw_batch(b"A" * 32768, b"A")[1]
     assert "empty" in _raw_batch(b"", b"A")[1]
-    assert lib.pyphmm_sw_align(ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL,
-                               ffi.NULL) == lib.PYPHMM_E_INVALID
+    assert (
+        lib.pyphmm_sw_align(ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL)
+        == lib.PYPHMM_E_INVALID
+    )
 
 
 def _raw_one(ref: bytes, alt: bytes, strategy=9, params=(3, -1, -4, -3), cap=None):
@@ -307,25 +340,40 @@ def test_c_abi_single_pair_entry():
             for i in range(0, 200, 7):
                 rc, _, got = _raw_one(refs[i], alts[i], code, preset)
                 assert rc == lib.PYPHMM_OK and got == (cig[i], int(off[i]))
-    assert "strategy" in _raw_one(b"ACGT", b"AC", strategy=9 + 256)[1]   # not narrowed to SOFTCLIP
+    assert "strategy" in _raw_one(b"ACGT", b"AC", strategy=9 + 256)[1]  # not narrowed to SOFTCLIP
     assert "strategy" in _raw_one(b"ACGT", b"AC", strategy=8)[1]
     assert "gap penalties" in _raw_one(b"ACGT", b"AC", params=(3, -1, 1, -1))[1]
     assert "CIGAR buffer" in _raw_one(b"ACGT", b"AC", cap=12)[1]
     assert "32767" in _raw_one(b"A" * 32768, b"A")[1]
     assert "empty" in _raw_one(b"", b"A")[1]
     err = ffi.new("pyphmm_error *")
-    assert lib.pyphmm_sw_align_one(b"ACGT", 4, b"AC", 2, ffi.NULL, 9, ffi.new("char[]", 16), 16,
-                                   ffi.new("int32_t *"), err) == lib.PYPHMM_E_INVALID
-    assert lib.pyphmm_sw_align_one(ffi.NULL, 4, b"AC", 2, ffi.new("pyphmm_sw_params *", [3, -1, -4, -3]), 9,
-                                   ffi.new("char[]", 16), 16, ffi.new("int32_t *"), err) == lib.PYPHMM_E_INVALID
+    assert (
+        lib.pyphmm_sw_align_one(b"ACGT", 4, b"AC", 2, ffi.NULL, 9, ffi.new("char[]", 16), 16, ffi.new("int32_t *"), err)
+        == lib.PYPHMM_E_INVALID
+    )
+    assert (
+        lib.pyphmm_sw_align_one(
+            ffi.NULL,
+            4,
+            b"AC",
+            2,
+            ffi.new("pyphmm_sw_params *", [3, -1, -4, -3]),
+            9,
+            ffi.new("char[]", 16),
+            16,
+            ffi.new("int32_t *"),
+            err,
+        )
+        == lib.PYPHMM_E_INVALID
+    )
 
 
 # ---- CLI -----------------------------------------------------------------------------
 
+
 def _cli(*args):
     env = child_env(ROOT)
-    return subprocess.run([sys.executable, "-m", "pyphmm", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "pyphmm", *args], cwd=ROOT, env=env, capture_output=True, text=True)
 
 
 def test_cli_align(tmp_path):
@@ -336,18 +384,20 @@ def test_cli_align(tmp_path):
     res = _cli("align", str(inp), "--output", str(out), "--preset", "original_default")
     assert res.returncode == 0, res.stderr
     assert out.read_text() == "".join(f"{r[4][0]}\t{r[4][1]}\n" for r in rows)
-    res = _cli("align", str(inp), "-o", str(out), "--params", "3,-1,-4,-3", "--overhang", "indel",
-               "--backend", "cpu")
+    res = _cli("align", str(inp), "-o", str(out), "--params", "3,-1,-4,-3", "--overhang", "indel", "--backend", "cpu")
     assert res.returncode == 0, res.stderr
-    assert out.read_text().splitlines()[2] == "3D5M\t0"   # AAACCCCC / CCCCC
+    assert out.read_text().splitlines()[2] == "3D5M\t0"  # AAACCCCC / CCCCC
 
 
-@pytest.mark.parametrize("content,needle", [
-    ("ACGT\tAC\nACGT\n", ":2:"),
-    ("ACGT\tAC\n\tAC\n", ":2: empty ref"),
-    ("ACGT\tAC\nACGT\tA C\n", ":2:"),
-    ("ACGT\tAC\tX\n", ":1:"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("ACGT\tAC\nACGT\n", ":2:"),
+        ("ACGT\tAC\n\tAC\n", ":2: empty ref"),
+        ("ACGT\tAC\nACGT\tA C\n", ":2:"),
+        ("ACGT\tAC\tX\n", ":1:"),
+    ],
+)
 def test_cli_align_errors(tmp_path, content, needle):
     inp = tmp_path / "bad.tsv"
     inp.write_text(content)
@@ -361,7 +411,10 @@ def test_cli_align_errors(tmp_path, content, needle):
 def test_cli_align_bad_params(tmp_path):
     inp = tmp_path / "p.tsv"
     inp.write_text("ACGT\tAC\n")
-    for extra in (["--params", "3,-1,4,-3"], ["--params", "a,b"], ["--params", "3,-1,-4,-3", "--preset",
-                                                                      "STANDARD_NGS"]):
+    for extra in (
+        ["--params", "3,-1,4,-3"],
+        ["--params", "a,b"],
+        ["--params", "3,-1,-4,-3", "--preset", "STANDARD_NGS"],
+    ):
         res = _cli("align", str(inp), "-o", str(tmp_path / "o"), *extra)
         assert res.returncode == 2 and "pyphmm: error:" in res.stderr

@@ -2,19 +2,20 @@
 
 Skips cleanly when this build or machine has no usable GPU.
 """
+
 import os
 
 import numpy as np
 import pytest
 
 import pyphmm
-from pyphmm import _native, sw
-
 from devtools.oracle.gkl_sw import STRATEGIES, fold_trailing_clip
 from devtools.sw_pairs import hap_vs_ref, make_pairs, read_vs_hap
+from pyphmm import _native, sw
 
-pytestmark = pytest.mark.skipif(not pyphmm.info()["cuda_usable"],
-                                reason=f"no usable GPU: {pyphmm.info()['cuda_status']}")
+pytestmark = pytest.mark.skipif(
+    not pyphmm.info()["cuda_usable"], reason=f"no usable GPU: {pyphmm.info()['cuda_status']}"
+)
 
 GPU_PAIRS = int(os.environ.get("PYPHMM_SW_GPU_PAIRS", "20000"))
 
@@ -29,8 +30,10 @@ def _gpu_cpu(refs, alts, **kw):
 
 def _assert_same(gpu, cpu, refs, alts):
     bad = [i for i in range(len(refs)) if (gpu[0][i], gpu[1][i]) != (cpu[0][i], cpu[1][i])]
-    assert not bad, (f"{len(bad)} pairs differ, first: {refs[bad[0]]!r} {alts[bad[0]]!r} "
-                     f"gpu {gpu[0][bad[0]]} {gpu[1][bad[0]]} cpu {cpu[0][bad[0]]} {cpu[1][bad[0]]}")
+    assert not bad, (
+        f"{len(bad)} pairs differ, first: {refs[bad[0]]!r} {alts[bad[0]]!r} "
+        f"gpu {gpu[0][bad[0]]} {gpu[1][bad[0]]} cpu {cpu[0][bad[0]]} {cpu[1][bad[0]]}"
+    )
 
 
 @pytest.mark.parametrize("preset", list(sw.PRESETS))
@@ -51,14 +54,17 @@ def test_gpu_per_pair_settings():
 
 def test_gpu_workloads_equal_cpu_and_gkl(gkl_jvm):
     from devtools.oracle.gkl_sw import GklSmithWaterman
+
     gkl = GklSmithWaterman()
-    for refs, alts, params in ((*hap_vs_ref(3000, seed=1), sw.NEW_SW_PARAMETERS),
-                               (*read_vs_hap(20000, seed=2), sw.ALIGNMENT_TO_BEST_HAPLOTYPE)):
+    for refs, alts, params in (
+        (*hap_vs_ref(3000, seed=1), sw.NEW_SW_PARAMETERS),
+        (*read_vs_hap(20000, seed=2), sw.ALIGNMENT_TO_BEST_HAPLOTYPE),
+    ):
         for strategy in STRATEGIES:
             gpu, cpu = _gpu_cpu(refs, alts, params=params, overhang=strategy)
             _assert_same(gpu, cpu, refs, alts)
             call = gkl.prepare(params, strategy)
-            for i in range(0, len(refs), 7):   # a seventh of the pairs through GKL
+            for i in range(0, len(refs), 7):  # a seventh of the pairs through GKL
                 theirs = call(refs[i], alts[i])
                 if strategy == "IGNORE" and theirs[0].endswith("S"):
                     theirs = (fold_trailing_clip(theirs[0]), theirs[1])
@@ -74,10 +80,10 @@ def test_gpu_long_and_edge_pairs():
     for k in (851, 1200, 3000):
         r = rand(k)
         refs += [r, r, r]
-        alts += [r[100:700] + b"TT" + r[700:k - 50], rand(300), b"N" * 5 + r[k // 2:k // 2 + 200]]
+        alts += [r[100:700] + b"TT" + r[700 : k - 50], rand(300), b"N" * 5 + r[k // 2 : k // 2 + 200]]
     refs += [b"A", b"A", b"ACGT", b"ACGTN", rand(5000), rand(30), rand(3)]
     alts += [b"A", b"C", b"ACGTACGT", b"NN", rand(5000), refs[-3][1000:2500], rand(1100)]
-    refs, alts = refs * 60, alts * 60   # enough pairs for the GPU under any policy
+    refs, alts = refs * 60, alts * 60  # enough pairs for the GPU under any policy
     for strategy in STRATEGIES:
         for preset in sw.PRESETS:
             gpu, cpu = _gpu_cpu(refs, alts, params=preset, overhang=strategy)
@@ -87,7 +93,7 @@ def test_gpu_long_and_edge_pairs():
 def test_gpu_chunking(monkeypatch):
     """A batch over many sub-chunks (budget forced down to 64 MB) and over several chunks
     (20 MB: ~1,800 pairs per chunk) still matches the CPU."""
-    refs, alts = hap_vs_ref(3000, seed=9, lo=300, hi=1500)   # ~4 GB of backtrack in total
+    refs, alts = hap_vs_ref(3000, seed=9, lo=300, hi=1500)  # ~4 GB of backtrack in total
 
     def budget(mb):  # the library reads its environment once: reload after each change
         if mb is None:

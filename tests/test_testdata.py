@@ -1,10 +1,10 @@
 """GATK/GKL's own PairHMM vectors (tests/data/pairhmm-testdata.txt): every case within
 1e-5 of the published expected value, in float and in double."""
+
 import numpy as np
 import pytest
 
 import pyphmm
-
 from devtools.oracle import TOL
 from devtools.testdata import pairhmm_cases
 

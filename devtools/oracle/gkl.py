@@ -5,14 +5,22 @@ on the class path, so `com.intel.gkl.*` names resolve to GKL itself. Code that
 needs pyphmm's Java shim loads it in its own class loader (see the shim
 tests), never on this class path.
 """
+
 from __future__ import annotations
 
 import os
 
 import numpy as np
 
-JAR_NAMES = ("gkl.jar", "gatk-native-bindings.jar", "commons-io.jar", "log4j-api.jar",
-             "log4j-core.jar", "htsjdk.jar", "commons-logging.jar")
+JAR_NAMES = (
+    "gkl.jar",
+    "gatk-native-bindings.jar",
+    "commons-io.jar",
+    "log4j-api.jar",
+    "log4j-core.jar",
+    "htsjdk.jar",
+    "commons-logging.jar",
+)
 
 
 def jar_dir() -> str:
@@ -63,13 +71,18 @@ class GklPairHmm:
     def __init__(self, double: bool = False, threads: int = 1, omp: bool = False):
         global _pairhmm_flavour
         if _pairhmm_flavour is not None and _pairhmm_flavour != omp:
-            raise RuntimeError("GKL IntelPairHmm and IntelPairHmmOMP cannot both be used in one JVM "
-                               "(they share JNI symbols); use a separate process")
+            raise RuntimeError(
+                "GKL IntelPairHmm and IntelPairHmmOMP cannot both be used in one JVM "
+                "(they share JNI symbols); use a separate process"
+            )
         _pairhmm_flavour = omp
         jpype = start_jvm()
         from com.intel.gkl.pairhmm import IntelPairHmm, IntelPairHmmOMP
         from org.broadinstitute.gatk.nativebindings.pairhmm import (
-            HaplotypeDataHolder, PairHMMNativeArguments, ReadDataHolder)
+            HaplotypeDataHolder,
+            PairHMMNativeArguments,
+            ReadDataHolder,
+        )
 
         self._jpype = jpype
         self._Read, self._Hap = ReadDataHolder, HaplotypeDataHolder

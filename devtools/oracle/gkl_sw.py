@@ -6,6 +6,7 @@ string and the alignment offset. Uses the shared JVM of oracle.gkl. ``fold_trail
 0.8.10's one deviation from GATK (IGNORE with a trailing overhang) to GATK's
 form.
 """
+
 from __future__ import annotations
 
 from .gkl import start_jvm

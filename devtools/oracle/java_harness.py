@@ -6,6 +6,7 @@ A harness JVM is a subprocess, never the shared jpype JVM: loading the shim
 and GKL in one JVM needs separate class loaders, while these programs must
 see GKL's class names exactly as GATK does.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,7 +18,9 @@ import pytest
 from . import gkl as gkl_oracle
 from . import shim
 
-JAVA_SOURCES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests", "java")
+JAVA_SOURCES = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests", "java"
+)
 
 
 def java() -> str:
@@ -39,9 +42,11 @@ def compile_sources(dest, names, classpath, release: int = 11) -> str:
     require_javac()
     os.makedirs(dest, exist_ok=True)
     srcs = [os.path.join(JAVA_SOURCES, n) for n in names]
-    p = subprocess.run(["javac", "-nowarn", "--release", str(release), "-cp", os.pathsep.join(classpath), "-d",
-                        str(dest)]
-                       + srcs, capture_output=True, text=True)
+    p = subprocess.run(
+        ["javac", "-nowarn", "--release", str(release), "-cp", os.pathsep.join(classpath), "-d", str(dest)] + srcs,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     return str(dest)
 

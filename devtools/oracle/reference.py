@@ -11,6 +11,7 @@ The read may start anywhere in the haplotype: row 0 holds Y = 1/n in every
 column j = 0..n (scaled by a constant to keep numbers away from underflow), and the
 result sums M and X over the last row.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,7 +41,7 @@ def match_to_match(ins: int, dels: int) -> float:
     space as GATK does (note the truncated 1/ln 10)."""
     lo, hi = min(ins, dels), max(ins, dels)
     s = approx_log10_sum_log10(-0.1 * lo, -0.1 * hi)
-    p = min(1.0, 10.0 ** s)
+    p = min(1.0, 10.0**s)
     if p >= 1.0:
         return 0.0
     return 10.0 ** (math.log1p(-p) * 0.434294)
@@ -51,8 +52,7 @@ def _code(base: int) -> int:
     return {ord("A"): 0, ord("C"): 1, ord("G"): 2, ord("T"): 3, ord("N"): 4}.get(base, 0)
 
 
-def log10_likelihood(read: bytes, quals, ins, dels, gcp, hap: bytes,
-                     scale: float = 2.0 ** 1020) -> float:
+def log10_likelihood(read: bytes, quals, ins, dels, gcp, hap: bytes, scale: float = 2.0**1020) -> float:
     """log10 P(read | hap). Quality arguments are raw phred values."""
     m, n = len(read), len(hap)
     r = [_code(b) for b in read]

@@ -6,6 +6,7 @@ URLClassLoader whose parent is the platform loader (it cannot see gkl.jar),
 with URLs [shim jar, gatk-native-bindings.jar]; its holders therefore come
 from that loader's copy of the bindings classes.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,6 +40,7 @@ def shim_loader():
 
 def shim_class(name: str):
     import jpype
+
     return jpype.JClass(shim_loader().loadClass(name))
 
 
@@ -53,8 +55,12 @@ class Binding:
             get = shim_class
         else:
             get = lambda n: jpype.JClass(n)  # noqa: E731
-        cls = {"shim": "com.intel.gkl.pairhmm.IntelPairHmm", "shim-omp": "com.intel.gkl.pairhmm.IntelPairHmmOMP",
-               "gkl": "com.intel.gkl.pairhmm.IntelPairHmm", "gkl-omp": "com.intel.gkl.pairhmm.IntelPairHmmOMP"}[kind]
+        cls = {
+            "shim": "com.intel.gkl.pairhmm.IntelPairHmm",
+            "shim-omp": "com.intel.gkl.pairhmm.IntelPairHmmOMP",
+            "gkl": "com.intel.gkl.pairhmm.IntelPairHmm",
+            "gkl-omp": "com.intel.gkl.pairhmm.IntelPairHmmOMP",
+        }[kind]
         self.Read = get("org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder")
         self.Hap = get("org.broadinstitute.gatk.nativebindings.pairhmm.HaplotypeDataHolder")
         Args = get("org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeArguments")
@@ -110,6 +116,17 @@ def random_regions(n: int, seed: int, max_reads: int = 60, max_haps: int = 8):
     devtools.regions.as_java_holders): 1..max_reads reads of 10-151 bp that
     are windows of 1..max_haps haplotypes of 30-521 bp, per-base qualities."""
     rng = np.random.default_rng(seed)
-    return [as_java_holders(make_region(rng, int(rng.integers(1, max_reads + 1)), int(rng.integers(1, max_haps + 1)),
-                                        (10, 151), (30, 521), mismatch=0.01, n_rate=0.001))
-            for _ in range(n)]
+    return [
+        as_java_holders(
+            make_region(
+                rng,
+                int(rng.integers(1, max_reads + 1)),
+                int(rng.integers(1, max_haps + 1)),
+                (10, 151),
+                (30, 521),
+                mismatch=0.01,
+                n_rate=0.001,
+            )
+        )
+        for _ in range(n)
+    ]

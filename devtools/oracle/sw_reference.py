@@ -5,6 +5,7 @@ is the specification): used by the tests where GKL's native aligner is known
 to differ from GATK's Java, and as an independent cross-check on a sample of
 pairs. Slow (pure Python, O(len(ref) * len(alt))): keep inputs short.
 """
+
 from __future__ import annotations
 
 FLOOR = -100_000_000

@@ -74,8 +74,8 @@ const Spec kSpecs[] = {
      "how the JNI layer copies Java arrays"},
     {Knob::kTestFakeGpu, "PYPHMM_TEST_FAKE_GPU", Type::kInt, 0, 0, 16, nullptr, "first use",
      "tests: N > 0 stands N single-threaded CPU 'devices' in for the GPU"},
-    {Knob::kTestGpuFailure, "PYPHMM_TEST_GPU_FAILURE", Type::kEnum, kNever, 0, 0, "never|always|alternate",
-     "first use", "tests: make GPU calls fail (alternate: the 2nd, 4th, ... call)"},
+    {Knob::kTestGpuFailure, "PYPHMM_TEST_GPU_FAILURE", Type::kEnum, kNever, 0, 0, "never|always|alternate", "first use",
+     "tests: make GPU calls fail (alternate: the 2nd, 4th, ... call)"},
     {Knob::kTestGpuLoad, "PYPHMM_TEST_GPU_LOAD", Type::kString, 0, 0, 0, nullptr, "first use",
      "tests: other processes on each fake device, comma-separated (e.g. 3,0)"},
 };
@@ -232,8 +232,8 @@ std::string describe() {
             default: std::snprintf(value, sizeof(value), "%lld", (long long)v);
         }
         char line[512];
-        std::snprintf(line, sizeof(line), "%-28s %-10s %-8s %s (%s)\n", s.name, value,
-                      is_set(k) ? "env" : "default", s.doc, s.when);
+        std::snprintf(line, sizeof(line), "%-28s %-10s %-8s %s (%s)\n", s.name, value, is_set(k) ? "env" : "default",
+                      s.doc, s.when);
         out += line;
     }
     return out;

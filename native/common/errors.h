@@ -9,8 +9,7 @@ namespace pyphmm {
 
 // Records code and a printf-style message in err (if non-NULL); returns code
 // so callers can write `return set_error(err, PYPHMM_E_INVALID, ...)`.
-inline int set_error(pyphmm_error* err, int code, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+inline int set_error(pyphmm_error* err, int code, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 
 inline int set_error(pyphmm_error* err, int code, const char* fmt, ...) {
     if (err) {

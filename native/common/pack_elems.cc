@@ -38,8 +38,8 @@ struct PlaneTable {
 constexpr PlaneTable kPlanes;
 
 inline uint32_t elem(uint8_t b, uint8_t q, uint8_t i, uint8_t d, uint8_t c) {
-    return kMaskOfPlane[kPlanes.v[b]] | uint32_t(q & 127) << 4 | uint32_t(i & 127) << 11 |
-           uint32_t(d & 127) << 18 | uint32_t(c & 127) << 25;
+    return kMaskOfPlane[kPlanes.v[b]] | uint32_t(q & 127) << 4 | uint32_t(i & 127) << 11 | uint32_t(d & 127) << 18 |
+           uint32_t(c & 127) << 25;
 }
 
 #if PYPHMM_PACK_AVX2
@@ -78,12 +78,12 @@ PYPHMM_AVX2 inline __m256i elems8(__m128i b, __m128i q, __m128i i, __m128i d, __
     return _mm256_or_si256(e, _mm256_slli_epi32(_mm256_and_si256(_mm256_cvtepu8_epi32(c), m7), 25));
 }
 
-PYPHMM_AVX2 void read_elems_avx2(const uint8_t* bases, const uint8_t* quals, const uint8_t* ins,
-                                 const uint8_t* dels, const uint8_t* gcp, int64_t m, uint32_t* dst) {
+PYPHMM_AVX2 void read_elems_avx2(const uint8_t* bases, const uint8_t* quals, const uint8_t* ins, const uint8_t* dels,
+                                 const uint8_t* gcp, int64_t m, uint32_t* dst) {
     int64_t j = 0;
     for (; j + 16 <= m; j += 16) {
-        const __m128i b = masks16(load16(bases + j)), q = load16(quals + j), i = load16(ins + j),
-                      d = load16(dels + j), c = load16(gcp + j);
+        const __m128i b = masks16(load16(bases + j)), q = load16(quals + j), i = load16(ins + j), d = load16(dels + j),
+                      c = load16(gcp + j);
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), elems8(b, q, i, d, c));
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j + 8),
                             elems8(_mm_srli_si128(b, 8), _mm_srli_si128(q, 8), _mm_srli_si128(i, 8),
@@ -93,9 +93,7 @@ PYPHMM_AVX2 void read_elems_avx2(const uint8_t* bases, const uint8_t* quals, con
 }
 
 bool use_avx2() {
-    static const bool v = [] {
-        return !config::on(config::Knob::kPackScalar) && __builtin_cpu_supports("avx2");
-    }();
+    static const bool v = [] { return !config::on(config::Knob::kPackScalar) && __builtin_cpu_supports("avx2"); }();
     return v;
 }
 #endif  // PYPHMM_PACK_AVX2 (other architectures pack with the scalar loops)

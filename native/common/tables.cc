@@ -50,9 +50,13 @@ T approx_log10_sum_log10(T a, T b) {
 template <typename T>
 T ph2pr_value(int q);
 template <>
-float ph2pr_value<float>(int q) { return powf(10.f, -static_cast<float>(q) / 10.f); }
+float ph2pr_value<float>(int q) {
+    return powf(10.f, -static_cast<float>(q) / 10.f);
+}
 template <>
-double ph2pr_value<double>(int q) { return std::pow(10.0, -static_cast<double>(q) / 10.0); }
+double ph2pr_value<double>(int q) {
+    return std::pow(10.0, -static_cast<double>(q) / 10.0);
+}
 
 template <typename T>
 void fill(PairhmmTables<T>& t, int log2_initial) {
@@ -61,7 +65,7 @@ void fill(PairhmmTables<T>& t, int log2_initial) {
     for (int hi = 0; hi < kNumQuals; ++hi)
         for (int lo = 0; lo <= hi; ++lo) {
             double s = approx_log10_sum_log10<T>(static_cast<T>(-0.1) * static_cast<T>(hi),
-                                                  static_cast<T>(-0.1) * static_cast<T>(lo));
+                                                 static_cast<T>(-0.1) * static_cast<T>(lo));
             double log10_mm = std::log1p(-std::min(1.0, std::pow(10.0, s))) * kInvLn10;
             t.match_to_match[mm_index(hi, lo)] = static_cast<T>(std::pow(10.0, log10_mm));
         }
@@ -73,6 +77,7 @@ void fill(PairhmmTables<T>& t, int log2_initial) {
 
 // Every byte not listed is A (code 0), like GKL's zero-initialised table.
 #define PYPHMM_ROW16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
+// clang-format off
 const uint8_t kBaseCodes[256] = {
     PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0),
     // 'A' = 65, 'C' = 67, 'G' = 71, 'N' = 78, 'T' = 84
@@ -81,6 +86,7 @@ const uint8_t kBaseCodes[256] = {
     PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0),
     PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0), PYPHMM_ROW16(0),
 };
+// clang-format on
 #undef PYPHMM_ROW16
 
 const PairhmmTables<float>& tables_float() {

@@ -14,19 +14,18 @@ enum BaseCode : uint8_t { kBaseA = 0, kBaseC = 1, kBaseG = 2, kBaseT = 3, kBaseN
 extern const uint8_t kBaseCodes[256];
 inline uint8_t base_code(uint8_t ascii) { return kBaseCodes[ascii]; }
 
-constexpr int kQualMask = 127;   // GKL masks every quality with & 127
+constexpr int kQualMask = 127;  // GKL masks every quality with & 127
 constexpr int kNumQuals = 128;
 constexpr int kMatchToMatchSize = kNumQuals * (kNumQuals + 1) / 2;
-
 
 // Per-precision tables. float and double differ not only in width: GKL
 // builds the float match-to-match table with float Jacobian arithmetic, and
 // the last digits of GATK's likelihoods depend on that.
 template <typename T>
 struct PairhmmTables {
-    T ph2pr[kNumQuals];            // 10^(-q/10)
+    T ph2pr[kNumQuals];  // 10^(-q/10)
     T match_to_match[kMatchToMatchSize];
-    T initial_constant;            // 2^120 (float) or 2^1020 (double)
+    T initial_constant;  // 2^120 (float) or 2^1020 (double)
     T log10_initial_constant;
 
     // The table view row_transitions reads.

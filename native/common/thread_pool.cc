@@ -29,8 +29,8 @@ struct Job {
     const std::function<void(int64_t)>* fn;
     int64_t n;
     std::atomic<int64_t> next{0};
-    int tickets = 0;      // workers that may still join (guarded by the pool mutex)
-    int active = 0;       // workers inside work() (guarded by the pool mutex)
+    int tickets = 0;  // workers that may still join (guarded by the pool mutex)
+    int active = 0;   // workers inside work() (guarded by the pool mutex)
     std::condition_variable finished;
 
     void work() {

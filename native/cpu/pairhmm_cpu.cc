@@ -31,12 +31,10 @@ using cpu::kernel_choice;
 using cpu::kMaxLanes;
 using cpu::Pair;
 
-
 std::vector<Pair> collect_pairs(const pyphmm_region* regions, int64_t num_regions) {
     std::vector<Pair> pairs;
     int64_t total = 0;
-    for (int64_t k = 0; k < num_regions; ++k)
-        total += static_cast<int64_t>(regions[k].num_reads) * regions[k].num_haps;
+    for (int64_t k = 0; k < num_regions; ++k) total += static_cast<int64_t>(regions[k].num_reads) * regions[k].num_haps;
     pairs.reserve(total);
     int64_t out = 0;
     for (int64_t k = 0; k < num_regions; ++k) {
@@ -46,9 +44,15 @@ std::vector<Pair> collect_pairs(const pyphmm_region* regions, int64_t num_region
             int32_t m = static_cast<int32_t>(g.read_offsets[r + 1] - ro);
             for (int32_t h = 0; h < g.num_haps; ++h) {
                 int64_t ho = g.hap_offsets[h];
-                Pair p{g.read_bases + ro, g.read_quals + ro, g.read_ins + ro, g.read_dels + ro,
-                       g.read_gcp + ro, g.hap_bases + ho, m,
-                       static_cast<int32_t>(g.hap_offsets[h + 1] - ho), out++};
+                Pair p{g.read_bases + ro,
+                       g.read_quals + ro,
+                       g.read_ins + ro,
+                       g.read_dels + ro,
+                       g.read_gcp + ro,
+                       g.hap_bases + ho,
+                       m,
+                       static_cast<int32_t>(g.hap_offsets[h + 1] - ho),
+                       out++};
                 pairs.push_back(p);
             }
         }
@@ -82,8 +86,7 @@ int64_t plan_groups(const std::vector<const Pair*>& order, int W, int threads) {
     int64_t best_groups = 0;
     for (int64_t g = 0; g <= max_groups; ++g) {
         const int64_t rest = std::min(g * W, n);
-        const double makespan =
-            std::max({kept_max, tail_max[rest], (kept_sum + tail[rest]) / std::max(1, threads)});
+        const double makespan = std::max({kept_max, tail_max[rest], (kept_sum + tail[rest]) / std::max(1, threads)});
         if (makespan <= best) {  // ties: more groups, fewer tasks
             best = makespan;
             best_groups = g;
@@ -127,8 +130,8 @@ void run_groups(const std::vector<const Pair*>& order, int vector_bytes, int thr
 
 const char* cpu_pairhmm_kernel_name() { return kernel_choice().name; }
 
-int cpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, int threads,
-                bool double_precision, pyphmm_stats* stats) {
+int cpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, int threads, bool double_precision,
+                pyphmm_stats* stats) {
     auto start = std::chrono::steady_clock::now();
     std::vector<Pair> pairs = collect_pairs(regions, num_regions);
     std::vector<const Pair*> order(pairs.size());
@@ -140,12 +143,11 @@ int cpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, 
     // Waking a pool thread costs microseconds: give each at least ~100 us of
     // work, so small regions (GATK's per-call case) do not pay for idle cores.
     constexpr int64_t kCellsPerThread = 256 * 1024;
-    threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads > 0 ? threads : available_cores(),
-                                                                       cells / kCellsPerThread + 1)));
+    threads = static_cast<int>(std::max<int64_t>(
+        1, std::min<int64_t>(threads > 0 ? threads : available_cores(), cells / kCellsPerThread + 1)));
     // Equal shapes side by side: lanes of a group then do equal work.
-    std::sort(order.begin(), order.end(), [](const Pair* a, const Pair* b) {
-        return a->m != b->m ? a->m < b->m : a->n < b->n;
-    });
+    std::sort(order.begin(), order.end(),
+              [](const Pair* a, const Pair* b) { return a->m != b->m ? a->m < b->m : a->n < b->n; });
 
     std::vector<const Pair*> redo;  // pairs for the double pass
     if (double_precision) {
@@ -153,21 +155,21 @@ int cpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, 
     } else {
         const float log10_ic = tables_float().log10_initial_constant;
         std::vector<char> underflow(pairs.size(), 0);
-        run_groups<float>(order, kernel_choice().vector_bytes, threads, kernel_choice().f, kernel_choice().one_f, [&](const Pair& p, float sum) {
-            if (sum < kMinAcceptedFloat) {
-                underflow[&p - pairs.data()] = 1;
-            } else {
-                // GKL subtracts in float, then widens: keep that rounding.
-                out[p.out] = static_cast<double>(log10f(sum) - log10_ic);
-            }
-        });
+        run_groups<float>(order, kernel_choice().vector_bytes, threads, kernel_choice().f, kernel_choice().one_f,
+                          [&](const Pair& p, float sum) {
+                              if (sum < kMinAcceptedFloat) {
+                                  underflow[&p - pairs.data()] = 1;
+                              } else {
+                                  // GKL subtracts in float, then widens: keep that rounding.
+                                  out[p.out] = static_cast<double>(log10f(sum) - log10_ic);
+                              }
+                          });
         for (size_t i = 0; i < pairs.size(); ++i)
             if (underflow[i]) redo.push_back(&pairs[i]);
     }
     const double log10_icd = tables_double().log10_initial_constant;
-    run_groups<double>(redo, kernel_choice().vector_bytes, threads, kernel_choice().d, kernel_choice().one_d, [&](const Pair& p, double sum) {
-        out[p.out] = std::log10(sum) - log10_icd;
-    });
+    run_groups<double>(redo, kernel_choice().vector_bytes, threads, kernel_choice().d, kernel_choice().one_d,
+                       [&](const Pair& p, double sum) { out[p.out] = std::log10(sum) - log10_icd; });
 
     if (stats) {
         stats->pairs = static_cast<int64_t>(pairs.size());

@@ -37,14 +37,27 @@ namespace cpu {
 
 namespace {
 
-template <typename T> const PairhmmTables<T>& tables();
-template <> const PairhmmTables<float>& tables<float>() { return tables_float(); }
-template <> const PairhmmTables<double>& tables<double>() { return tables_double(); }
+template <typename T>
+const PairhmmTables<T>& tables();
+template <>
+const PairhmmTables<float>& tables<float>() {
+    return tables_float();
+}
+template <>
+const PairhmmTables<double>& tables<double>() {
+    return tables_double();
+}
 
-template <typename T> struct IntOf;
-template <> struct IntOf<float> { typedef int32_t type; };
-template <> struct IntOf<double> { typedef int64_t type; };
-
+template <typename T>
+struct IntOf;
+template <>
+struct IntOf<float> {
+    typedef int32_t type;
+};
+template <>
+struct IntOf<double> {
+    typedef int64_t type;
+};
 
 // How a kernel instance forms its lane primitives (match mask, select, lane
 // shift) and sweeps its rows. kGeneric: portable GCC vector code, what the
@@ -66,12 +79,8 @@ __attribute__((always_inline)) inline float32x4_t select(i32v m, float32x4_t a, 
 __attribute__((always_inline)) inline float64x2_t select(i64v m, float64x2_t a, float64x2_t b) {
     return vbslq_f64(vreinterpretq_u64_s64(m), a, b);
 }
-__attribute__((always_inline)) inline i32v any_shared(i32v a, i32v b) {
-    return vreinterpretq_s32_u32(vtstq_s32(a, b));
-}
-__attribute__((always_inline)) inline i64v any_shared(i64v a, i64v b) {
-    return vreinterpretq_s64_u64(vtstq_s64(a, b));
-}
+__attribute__((always_inline)) inline i32v any_shared(i32v a, i32v b) { return vreinterpretq_s32_u32(vtstq_s32(a, b)); }
+__attribute__((always_inline)) inline i64v any_shared(i64v a, i64v b) { return vreinterpretq_s64_u64(vtstq_s64(a, b)); }
 // Lane 0 takes `in`, lane l takes prev[l - 1].
 __attribute__((always_inline)) inline float32x4_t shift_in(float32x4_t prev, float in) {
     return vextq_f32(vdupq_n_f32(in), prev, 3);
@@ -102,18 +111,22 @@ struct Kernel {
     // Per-row parameters of a group, one lane per pair.
     struct Row {
         vec mm, gm, mx, xx, my, yy, e_match, e_mismatch;
-        ivec base_bits;     // read base as a one-hot bit (N: all five bits)
+        ivec base_bits;  // read base as a one-hot bit (N: all five bits)
     };
 
     // Vector typedefs lose their attribute as template arguments, so
     // containers hold them wrapped.
-    struct V { vec v; };
-    struct IV { ivec v; };
+    struct V {
+        vec v;
+    };
+    struct IV {
+        ivec v;
+    };
 
     struct Scratch {
         std::vector<Row> rows;
-        std::vector<IV> hap;        // haplotype bases as one-hot bits, one lane per pair
-        std::vector<V> M, X, Y;     // one row of the matrices, columns 0..n_max
+        std::vector<IV> hap;     // haplotype bases as one-hot bits, one lane per pair
+        std::vector<V> M, X, Y;  // one row of the matrices, columns 0..n_max
         // forward_one: the last row of the previous stripe, and haplotype bits
         std::vector<T> edge_m, edge_x, edge_y;
         std::vector<I> hap_bits;
@@ -145,21 +158,20 @@ struct Kernel {
 #if defined(__aarch64__)
         if constexpr (kIsa == Isa::kNeon) return neon::any_shared(hap_bits, read_bits);
 #endif
-        ivec any = ((hap_bits & read_bits) + I(0x1f)) >> 5;   // 1 if any bit is shared, else 0
+        ivec any = ((hap_bits & read_bits) + I(0x1f)) >> 5;  // 1 if any bit is shared, else 0
         return ivec{} - any;
     }
 
     // Fills per-row parameters and haplotype codes for lanes[0..count);
     // missing lanes repeat the last pair so padding computes harmless values.
-    PYPHMM_INLINE void prepare(const Pair* const* lanes, int count,
-                                                              int m_max, int n_max, Scratch& s) {
+    PYPHMM_INLINE void prepare(const Pair* const* lanes, int count, int m_max, int n_max, Scratch& s) {
         const PairhmmTables<T>& t = table();
         s.rows.resize(m_max + 1);
         s.hap.resize(n_max + 1);
         for (int l = 0; l < W; ++l) {
             const Pair& p = *lanes[std::min(l, count - 1)];
             for (int i = 1; i <= m_max; ++i) {
-                int r = std::min(i, p.m) - 1;   // rows past the read repeat its last row
+                int r = std::min(i, p.m) - 1;  // rows past the read repeat its last row
                 int q = p.quals[r] & kQualMask, ins = p.ins[r] & kQualMask;
                 int del = p.dels[r] & kQualMask, c = p.gcp[r] & kQualMask;
                 Row& row = s.rows[i];
@@ -181,9 +193,8 @@ struct Kernel {
 
     // Sums of the last row over the real columns of the lanes whose read ends
     // at row i, accumulated column by column as GKL does.
-    PYPHMM_INLINE void collect(int i, const ivec& read_len,
-                                                              const ivec& hap_len, int n_max,
-                                                              Scratch& s, vec& sum_m, vec& sum_x) {
+    PYPHMM_INLINE void collect(int i, const ivec& read_len, const ivec& hap_len, int n_max, Scratch& s, vec& sum_m,
+                               vec& sum_x) {
         ivec ends_here = read_len == isplat(i);
         for (int j = 1; j <= n_max; ++j) {
             ivec keep = ends_here & (hap_len >= isplat(j));
@@ -193,8 +204,7 @@ struct Kernel {
     }
 
     // The forward algorithm for up to W pairs; writes the raw (scaled) sums.
-    PYPHMM_INLINE void forward(const Pair* const* lanes, int count,
-                                                              T* sums, Scratch& s) {
+    PYPHMM_INLINE void forward(const Pair* const* lanes, int count, T* sums, Scratch& s) {
         int m_max = 0, n_max = 0;
         ivec read_len{}, hap_len{};
         vec init_y{};
@@ -272,8 +282,8 @@ struct Kernel {
     // pipes (Neoverse V1/V2) overlaps, and the matrices are read and written
     // once per two rows instead of every row.
     PYPHMM_INLINE void sweep_row_pair(const Row& a, const Row& b, int n_max, Scratch& s) {
-        vec am_diag = s.M[0].v, ax_diag = s.X[0].v, ay_diag = s.Y[0].v;   // row i - 1, column 0
-        vec bm_diag{}, bx_diag{}, by_diag{};                                // row i, column 0
+        vec am_diag = s.M[0].v, ax_diag = s.X[0].v, ay_diag = s.Y[0].v;  // row i - 1, column 0
+        vec bm_diag{}, bx_diag{}, by_diag{};                             // row i, column 0
         s.M[0].v = s.X[0].v = s.Y[0].v = vec{};
         vec am_left{}, ay_left{}, bm_left{}, by_left{};
         for (int j = 1; j <= n_max; ++j) {
@@ -318,7 +328,7 @@ struct Kernel {
     }
     PYPHMM_INLINE ivec shift_mask() {
         ivec mask;
-        mask[0] = W;                       // first element of the second operand
+        mask[0] = W;  // first element of the second operand
         for (int l = 1; l < W; ++l) mask[l] = l - 1;
         return mask;
     }
@@ -337,7 +347,7 @@ struct Kernel {
         const int m = p.m, n = p.n;
         s.edge_m.assign(n + 1, T(0));
         s.edge_x.assign(n + 1, T(0));
-        s.edge_y.assign(n + 1, tb.initial_constant / static_cast<T>(n));   // row 0
+        s.edge_y.assign(n + 1, tb.initial_constant / static_cast<T>(n));  // row 0
         s.hap_bits.resize(n + W + 1);
         for (int j = 1; j <= n; ++j) s.hap_bits[j] = base_bits(p.hap[j - 1]);
         for (int j = n + 1; j <= n + W; ++j) s.hap_bits[j] = 0;
@@ -348,7 +358,7 @@ struct Kernel {
             vec mm, gm, mx, xx, my, yy, em, ex;
             ivec rbits;
             for (int l = 0; l < W; ++l) {
-                int r = std::min(i0 + l, m - 1);   // rows past the read repeat its last row
+                int r = std::min(i0 + l, m - 1);  // rows past the read repeat its last row
                 int q = p.quals[r] & kQualMask, ins = p.ins[r] & kQualMask;
                 int del = p.dels[r] & kQualMask, c = p.gcp[r] & kQualMask;
                 const RowTransitions<T> tr = row_transitions<T>(tb, ins, del, c);
@@ -364,7 +374,7 @@ struct Kernel {
                 rbits[l] = base_bits(p.read[r]);
             }
             const bool last_stripe = i0 + W >= m;
-            const ivec last_row = lane == isplat(m - 1 - i0);   // the lane holding row m
+            const ivec last_row = lane == isplat(m - 1 - i0);  // the lane holding row m
             vec m_prev{}, x_prev{}, y_prev{};
             vec m_up = shift_in(vec{}, s.edge_m[0]), x_up = shift_in(vec{}, s.edge_x[0]);
             vec y_up = shift_in(vec{}, s.edge_y[0]);
@@ -393,7 +403,7 @@ struct Kernel {
                     sum_m += select(last_row, m_new, vec{});
                     sum_x += select(last_row, x_new, vec{});
                 } else {
-                    int j = t - (W - 1);   // column of the stripe's last row
+                    int j = t - (W - 1);  // column of the stripe's last row
                     if (j >= 0) {
                         s.edge_m[j] = m_new[W - 1];
                         s.edge_x[j] = x_new[W - 1];
@@ -415,27 +425,26 @@ struct Kernel {
 // One instance of the kernels per instruction set. The vector code above is
 // always_inline, so each instance is compiled for its own target.
 
-#define PYPHMM_DEFINE_FORWARD(suffix, bytes, isa, target_attr)                              \
-    target_attr void forward_float_##suffix(const Pair* const* lanes, int count, float* sums) { \
-        static thread_local Kernel<float, bytes, isa>::Scratch scratch;                      \
-        Kernel<float, bytes, isa>::forward(lanes, count, sums, scratch);                     \
-    }                                                                                        \
+#define PYPHMM_DEFINE_FORWARD(suffix, bytes, isa, target_attr)                                    \
+    target_attr void forward_float_##suffix(const Pair* const* lanes, int count, float* sums) {   \
+        static thread_local Kernel<float, bytes, isa>::Scratch scratch;                           \
+        Kernel<float, bytes, isa>::forward(lanes, count, sums, scratch);                          \
+    }                                                                                             \
     target_attr void forward_double_##suffix(const Pair* const* lanes, int count, double* sums) { \
-        static thread_local Kernel<double, bytes, isa>::Scratch scratch;                     \
-        Kernel<double, bytes, isa>::forward(lanes, count, sums, scratch);                    \
-    }                                                                                        \
-    target_attr float forward_one_float_##suffix(const Pair& p) {                            \
-        static thread_local Kernel<float, bytes, isa>::Scratch scratch;                      \
-        return Kernel<float, bytes, isa>::forward_one(p, scratch);                           \
-    }                                                                                        \
-    target_attr double forward_one_double_##suffix(const Pair& p) {                          \
-        static thread_local Kernel<double, bytes, isa>::Scratch scratch;                     \
-        return Kernel<double, bytes, isa>::forward_one(p, scratch);                          \
+        static thread_local Kernel<double, bytes, isa>::Scratch scratch;                          \
+        Kernel<double, bytes, isa>::forward(lanes, count, sums, scratch);                         \
+    }                                                                                             \
+    target_attr float forward_one_float_##suffix(const Pair& p) {                                 \
+        static thread_local Kernel<float, bytes, isa>::Scratch scratch;                           \
+        return Kernel<float, bytes, isa>::forward_one(p, scratch);                                \
+    }                                                                                             \
+    target_attr double forward_one_double_##suffix(const Pair& p) {                               \
+        static thread_local Kernel<double, bytes, isa>::Scratch scratch;                          \
+        return Kernel<double, bytes, isa>::forward_one(p, scratch);                               \
     }
 
 #if defined(__x86_64__) || defined(__i386__)
-PYPHMM_DEFINE_FORWARD(avx512, 64, Isa::kGeneric,
-                      __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))))
+PYPHMM_DEFINE_FORWARD(avx512, 64, Isa::kGeneric, __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))))
 PYPHMM_DEFINE_FORWARD(avx2, 32, Isa::kGeneric, __attribute__((target("avx2,fma"))))
 #elif defined(__aarch64__)
 // Advanced SIMD is in the AArch64 baseline, so this needs no target attribute.
@@ -449,11 +458,12 @@ PYPHMM_DEFINE_FORWARD(portable, 16, Isa::kGeneric, )
 
 const KernelChoice& kernel_choice() {
     static const KernelChoice choice = [] {
-#define PYPHMM_CHOICE(name, bytes) \
-    KernelChoice{#name, bytes, forward_float_##name, forward_double_##name, forward_one_float_##name, \
-                 forward_one_double_##name}
+#define PYPHMM_CHOICE(name, bytes)                                                                                     \
+    KernelChoice {                                                                                                     \
+#name, bytes, forward_float_##name, forward_double_##name, forward_one_float_##name, forward_one_double_##name \
+    }
         const KernelChoice portable = PYPHMM_CHOICE(portable, 16);
-        KernelChoice candidates[2]{};   // this architecture's kernels, best first
+        KernelChoice candidates[2]{};  // this architecture's kernels, best first
         bool usable[2] = {false, false};
         int count = 0;
 #if defined(__x86_64__) || defined(__i386__)
@@ -477,8 +487,8 @@ const KernelChoice& kernel_choice() {
         if (!std::strcmp(want, "portable")) return portable;
         for (int k = 0; k < count; ++k)
             if (usable[k] && !std::strcmp(want, candidates[k].name)) return candidates[k];
-        std::fprintf(stderr, "pyphmm: warning: PYPHMM_CPU_KERNEL=%s is not available here; using %s\n",
-                     want, best.name);
+        std::fprintf(stderr, "pyphmm: warning: PYPHMM_CPU_KERNEL=%s is not available here; using %s\n", want,
+                     best.name);
         return best;
     }();
     return choice;

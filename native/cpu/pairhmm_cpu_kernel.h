@@ -9,15 +9,15 @@ namespace cpu {
 
 // One read x haplotype pair, pointing into the caller's packed buffers.
 struct Pair {
-    const uint8_t* read;   // bases; quals, ins, dels, gcp at the same offset
+    const uint8_t* read;  // bases; quals, ins, dels, gcp at the same offset
     const uint8_t* quals;
     const uint8_t* ins;
     const uint8_t* dels;
     const uint8_t* gcp;
     const uint8_t* hap;
-    int32_t m;             // read length
-    int32_t n;             // haplotype length
-    int64_t out;           // index into the caller's output array
+    int32_t m;    // read length
+    int32_t n;    // haplotype length
+    int64_t out;  // index into the caller's output array
 };
 
 // Lanes of the widest kernel (AVX-512 floats).
@@ -32,7 +32,7 @@ typedef double (*ForwardOneDouble)(const Pair&);
 
 struct KernelChoice {
     const char* name;
-    int vector_bytes;   // lanes per group: vector_bytes / sizeof(T)
+    int vector_bytes;  // lanes per group: vector_bytes / sizeof(T)
     ForwardFloat f;
     ForwardDouble d;
     ForwardOneFloat one_f;

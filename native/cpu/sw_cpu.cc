@@ -105,8 +105,8 @@ void write_cigar(const std::vector<Op>& rev, char* out) {
 
 // Aligns one pair (already validated). Returns the alignment offset and
 // writes the NUL-terminated CIGAR.
-int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
-                     int strategy, char* cigar) {
+int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p, int strategy,
+                     char* cigar) {
     static thread_local Workspace ws;
     if (strategy == PYPHMM_SW_SOFTCLIP || strategy == PYPHMM_SW_IGNORE) {
         int pos = n <= m ? last_index_of(ref, m, alt, n) : -1;
@@ -199,8 +199,8 @@ int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const
     return offset;
 }
 
-int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
-                 int32_t* alignment_offsets, int threads, pyphmm_stats* stats, pyphmm_error* error) {
+int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets, int32_t* alignment_offsets,
+                 int threads, pyphmm_stats* stats, pyphmm_error* error) {
     auto start = std::chrono::steady_clock::now();
     const int64_t n = batch.num_pairs;
     std::atomic<int> failed{0};
@@ -211,8 +211,7 @@ int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* ciga
         const pyphmm_sw_params& p = batch.params[batch.per_pair ? i : 0];
         const int s = batch.strategies[batch.per_pair ? i : 0];
         try {
-            alignment_offsets[i] = sw_align_one(batch.ref + r0, m, batch.alt + a0, la, p, s,
-                                                cigars + cigar_offsets[i]);
+            alignment_offsets[i] = sw_align_one(batch.ref + r0, m, batch.alt + a0, la, p, s, cigars + cigar_offsets[i]);
         } catch (const std::bad_alloc&) {
             int expected = 0;
             failed.compare_exchange_strong(expected, PYPHMM_E_NOMEM);
@@ -228,13 +227,12 @@ int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* ciga
     }
     if (failed.load() == PYPHMM_E_NOMEM)
         return set_error(error, PYPHMM_E_NOMEM, "out of host memory for the Smith-Waterman matrices");
-    if (failed.load())
-        return set_error(error, PYPHMM_E_INTERNAL, "internal error in the CPU Smith-Waterman");
+    if (failed.load()) return set_error(error, PYPHMM_E_INTERNAL, "internal error in the CPU Smith-Waterman");
     if (stats) {
         int64_t cells = 0;
         for (int64_t i = 0; i < n; ++i)
-            cells += (batch.ref_offsets[i + 1] - batch.ref_offsets[i]) *
-                     (batch.alt_offsets[i + 1] - batch.alt_offsets[i]);
+            cells +=
+                (batch.ref_offsets[i + 1] - batch.ref_offsets[i]) * (batch.alt_offsets[i + 1] - batch.alt_offsets[i]);
         stats->pairs = n;
         stats->cells = cells;
         stats->backend_used = PYPHMM_BACKEND_CPU;

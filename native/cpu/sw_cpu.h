@@ -7,12 +7,12 @@
 namespace pyphmm {
 
 // Aligns every pair of a validated batch; same contract as pyphmm_sw_align.
-int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
-                 int32_t* alignment_offsets, int threads, pyphmm_stats* stats, pyphmm_error* error);
+int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets, int32_t* alignment_offsets,
+                 int threads, pyphmm_stats* stats, pyphmm_error* error);
 
 // Aligns one validated pair with GATK's rules; writes the NUL-terminated
 // CIGAR (2 * (m + n) + 1 bytes suffice) and returns the alignment offset.
-int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
-                     int strategy, char* cigar);
+int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p, int strategy,
+                     char* cigar);
 
 }  // namespace pyphmm

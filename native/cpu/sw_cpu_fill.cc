@@ -42,9 +42,9 @@ namespace sw_cpu {
 
 namespace {
 
-constexpr int32_t kFloor = -100000000;      // GATK's MATRIX_MIN_CUTOFF (-1e8)
-constexpr int32_t kLowInit = INT_MIN / 2;   // GATK's initial "best gap"
-constexpr int kPad = 32;                    // slack for full-width vector tails
+constexpr int32_t kFloor = -100000000;     // GATK's MATRIX_MIN_CUTOFF (-1e8)
+constexpr int32_t kLowInit = INT_MIN / 2;  // GATK's initial "best gap"
+constexpr int kPad = 32;                   // slack for full-width vector tails
 
 // Sizes the workspace for an m x n fill of width W and writes the inputs,
 // the edge values and diagonals 0 and 1.
@@ -102,8 +102,16 @@ struct Diagonals {
     int32_t *h2, *h1, *h0, *e1, *e0, *f1, *f0;
 
     Diagonals(Workspace& w, int m_, int n_)
-        : ws(w), m(m_), n(n_), h2(w.h[0].data()), h1(w.h[1].data()), h0(w.h[2].data()), e1(w.e[0].data()),
-          e0(w.e[1].data()), f1(w.f[0].data()), f0(w.f[1].data()) {}
+        : ws(w),
+          m(m_),
+          n(n_),
+          h2(w.h[0].data()),
+          h1(w.h[1].data()),
+          h0(w.h[2].data()),
+          e1(w.e[0].data()),
+          e0(w.e[1].data()),
+          f1(w.f[0].data()),
+          f0(w.f[1].data()) {}
 
     int lo(int d) const { return std::max(1, d - n); }
     int hi(int d) const { return std::min(m, d - 1); }
@@ -157,7 +165,10 @@ struct Consts {
     typedef typename Vec<W>::V V;
     V match, mis, open, ext, floor;
     __attribute__((always_inline)) explicit Consts(const pyphmm_sw_params& p)
-        : match(V{} + p.match), mis(V{} + p.mismatch), open(V{} + p.gap_open), ext(V{} + p.gap_extend),
+        : match(V{} + p.match),
+          mis(V{} + p.mismatch),
+          open(V{} + p.gap_open),
+          ext(V{} + p.gap_extend),
           floor(V{} + kFloor) {}
 };
 
@@ -170,8 +181,8 @@ struct Masks {
 // GATK's cell rule for cells i..i+W-1 of diagonal d (alt_d[i] is the alt base
 // of row i's cell): writes the score and both best gaps, returns the masks.
 template <int W>
-__attribute__((always_inline)) inline Masks<W> cells(Diagonals& s, const int32_t* refi, const int32_t* alt_d,
-                                                     int i, const Consts<W>& c) {
+__attribute__((always_inline)) inline Masks<W> cells(Diagonals& s, const int32_t* refi, const int32_t* alt_d, int i,
+                                                     const Consts<W>& c) {
     typedef typename Vec<W>::V V;
     V diag = loadv<V>(s.h2 + i - 1) + ((loadv<V>(refi + i - 1) == loadv<V>(alt_d + i)) ? c.match : c.mis);
     // vertical gap (deletion): column j's state, carried from (i-1, j)
@@ -208,16 +219,15 @@ __attribute__((always_inline)) inline uint16_t bits(Vec<4>::V v) {
 // x86-64, the portable path elsewhere. The AVX2, AVX-512 and NEON fills
 // below are the same rule with intrinsics.
 template <int W>
-__attribute__((always_inline)) inline void fill_generic(Workspace& ws, const uint8_t* ref, int m,
-                                                        const uint8_t* alt, int n, const pyphmm_sw_params& p,
-                                                        bool edge) {
+__attribute__((always_inline)) inline void fill_generic(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt,
+                                                        int n, const pyphmm_sw_params& p, bool edge) {
     static_assert(W == 4, "bits() handles 4 lanes");
     prepare(ws, ref, m, alt, n, p, edge, 2);
     const Consts<W> c(p);
     Diagonals s(ws, m, n);
     const int32_t* refi = ws.refi.data();
     for (int d = 2; d <= m + n; ++d) {
-        const int32_t* alt_d = ws.altr.data() + (n - d);   // alt[d - i - 1] == alt_d[i]
+        const int32_t* alt_d = ws.altr.data() + (n - d);  // alt[d - i - 1] == alt_d[i]
         BtBlock* out = s.blocks(d);
         for (int i = s.lo(d), hi = s.hi(d); i <= hi; i += W, ++out) {
             Masks<W> k = cells<W>(s, refi, alt_d, i, c);
@@ -248,8 +258,8 @@ bool floor_reachable(const pyphmm_sw_params& p, int m, int n) {
 SW_AVX512 __m512i ld16(const int32_t* p) { return _mm512_loadu_si512(p); }
 
 template <bool kFloorCheck>
-SW_AVX512 BtBlock cells16(Diagonals& s, const int32_t* refi, const int32_t* alt_d, int i, __m512i match,
-                          __m512i mis, __m512i open, __m512i ext, __m512i floor) {
+SW_AVX512 BtBlock cells16(Diagonals& s, const int32_t* refi, const int32_t* alt_d, int i, __m512i match, __m512i mis,
+                          __m512i open, __m512i ext, __m512i floor) {
     const __mmask16 eq = _mm512_cmpeq_epi32_mask(ld16(refi + i - 1), ld16(alt_d + i));
     const __m512i diag = _mm512_add_epi32(ld16(s.h2 + i - 1), _mm512_mask_blend_epi32(eq, mis, match));
     const __m512i open_v = _mm512_add_epi32(ld16(s.h1 + i - 1), open);
@@ -273,8 +283,9 @@ SW_AVX512 BtBlock cells16(Diagonals& s, const int32_t* refi, const int32_t* alt_
 }
 
 template <bool kFloorCheck>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void fill_avx512_t(
-    Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p, bool edge) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void fill_avx512_t(Workspace& ws, const uint8_t* ref,
+                                                                                 int m, const uint8_t* alt, int n,
+                                                                                 const pyphmm_sw_params& p, bool edge) {
     prepare(ws, ref, m, alt, n, p, edge, 4);
     const __m512i match = _mm512_set1_epi32(p.match), mis = _mm512_set1_epi32(p.mismatch),
                   open = _mm512_set1_epi32(p.gap_open), ext = _mm512_set1_epi32(p.gap_extend),
@@ -309,8 +320,8 @@ SW_AVX2 void st8(int32_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<_
 SW_AVX2 uint16_t mask8(__m256i m) { return static_cast<uint16_t>(_mm256_movemask_ps(_mm256_castsi256_ps(m))); }
 
 template <bool kFloorCheck>
-SW_AVX2 BtBlock cells8(Diagonals& s, const int32_t* refi, const int32_t* alt_d, int i, __m256i match,
-                       __m256i mis, __m256i open, __m256i ext, __m256i floor) {
+SW_AVX2 BtBlock cells8(Diagonals& s, const int32_t* refi, const int32_t* alt_d, int i, __m256i match, __m256i mis,
+                       __m256i open, __m256i ext, __m256i floor) {
     const __m256i eq = _mm256_cmpeq_epi32(ld8(refi + i - 1), ld8(alt_d + i));
     const __m256i diag = _mm256_add_epi32(ld8(s.h2 + i - 1), _mm256_blendv_epi8(mis, match, eq));
     const __m256i open_v = _mm256_add_epi32(ld8(s.h1 + i - 1), open);
@@ -334,8 +345,8 @@ SW_AVX2 BtBlock cells8(Diagonals& s, const int32_t* refi, const int32_t* alt_d, 
 }
 
 template <bool kFloorCheck>
-__attribute__((target("avx2"))) void fill_avx2_t(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt,
-                                                 int n, const pyphmm_sw_params& p, bool edge) {
+__attribute__((target("avx2"))) void fill_avx2_t(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n,
+                                                 const pyphmm_sw_params& p, bool edge) {
     prepare(ws, ref, m, alt, n, p, edge, 3);
     const __m256i match = _mm256_set1_epi32(p.match), mis = _mm256_set1_epi32(p.mismatch),
                   open = _mm256_set1_epi32(p.gap_open), ext = _mm256_set1_epi32(p.gap_extend),
@@ -376,10 +387,9 @@ SW_NEON BtBlock bt_bits4(uint32x4_t diag, uint32x4_t right, uint32x4_t new_h, ui
     // bytes: diag lanes 0-3, right 0-3, new_h 0-3, new_v 0-3 (0xff / 0)
     const uint16x8_t dr = vuzp1q_u16(vreinterpretq_u16_u32(diag), vreinterpretq_u16_u32(right));
     const uint16x8_t hv = vuzp1q_u16(vreinterpretq_u16_u32(new_h), vreinterpretq_u16_u32(new_v));
-    const uint8x16_t lanes = vandq_u8(vuzp1q_u8(vreinterpretq_u8_u16(dr), vreinterpretq_u8_u16(hv)),
-                                      lane_bits);
-    const uint8x8_t pairs = vget_low_u8(vpaddq_u8(lanes, lanes));   // sums of lanes 0+1, 2+3 per mask
-    const uint8x8_t quads = vpadd_u8(pairs, pairs);                 // per mask: its 4 bits, bytes 0-3
+    const uint8x16_t lanes = vandq_u8(vuzp1q_u8(vreinterpretq_u8_u16(dr), vreinterpretq_u8_u16(hv)), lane_bits);
+    const uint8x8_t pairs = vget_low_u8(vpaddq_u8(lanes, lanes));  // sums of lanes 0+1, 2+3 per mask
+    const uint8x8_t quads = vpadd_u8(pairs, pairs);                // per mask: its 4 bits, bytes 0-3
     BtBlock b;
     vst1_u16(reinterpret_cast<uint16_t*>(&b), vget_low_u16(vmovl_u8(quads)));
     return b;
@@ -402,8 +412,7 @@ SW_NEON BtBlock cells_neon(Diagonals& s, const int32_t* refi, const int32_t* alt
     vst1q_s32(s.h0 + i, best);
     vst1q_s32(s.f0 + i, down);
     vst1q_s32(s.e0 + i, right);
-    return bt_bits4(vcgeq_s32(diag, gap), vcgeq_s32(right, down), vcgtq_s32(open_h, ext_h),
-                    vcgtq_s32(open_v, ext_v));
+    return bt_bits4(vcgeq_s32(diag, gap), vcgeq_s32(right, down), vcgtq_s32(open_h, ext_h), vcgtq_s32(open_v, ext_v));
 }
 
 template <bool kFloorCheck>
@@ -433,7 +442,7 @@ void fill_neon(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int
 #endif  // __aarch64__
 
 void fill_portable(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
-              bool edge) {
+                   bool edge) {
     fill_generic<4>(ws, ref, m, alt, n, p, edge);
 }
 
@@ -475,8 +484,7 @@ FillFn pick_fill() {
     if (!std::strcmp(force, portable.name)) return portable.fn;
     for (const Fill& f : fills)
         if (f.usable && !std::strcmp(force, f.name)) return f.fn;
-    std::fprintf(stderr, "pyphmm: warning: PYPHMM_SW_ISA=%s is not available here; using %s\n", force,
-                 best->name);
+    std::fprintf(stderr, "pyphmm: warning: PYPHMM_SW_ISA=%s is not available here; using %s\n", force, best->name);
     return best->fn;
 }
 

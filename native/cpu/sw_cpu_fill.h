@@ -27,21 +27,21 @@ struct Op {
 // the matrix at 4 bits per cell; traceback recovers a gap's length by walking
 // back to the cell where that gap was opened (backtrack_value in sw_cpu.cc).
 struct BtBlock {
-    uint16_t diag;    // diagonal step chosen (ties prefer it)
-    uint16_t right;   // otherwise: insertion chosen over deletion
-    uint16_t new_h;   // horizontal gap opened here (GATK's gap_size_h = 1)
-    uint16_t new_v;   // vertical gap opened here (gap_size_v = 1)
+    uint16_t diag;   // diagonal step chosen (ties prefer it)
+    uint16_t right;  // otherwise: insertion chosen over deletion
+    uint16_t new_h;  // horizontal gap opened here (GATK's gap_size_h = 1)
+    uint16_t new_v;  // vertical gap opened here (gap_size_v = 1)
 };
 
 // Per-thread scratch, grown on demand and reused across calls.
 struct Workspace {
-    std::vector<int32_t> refi, altr;              // bases widened to int32, alt reversed
-    std::vector<int32_t> h[3], e[2], f[2];        // scores and best gaps of diagonals d-2..d
-    std::vector<BtBlock> bt;                      // diagonal-major backtrack
-    std::vector<int64_t> blk_start;               // first block of diagonal d in bt
-    int lane_shift = 0;                           // log2(W) of the fill that wrote bt
-    std::vector<int32_t> last_col, last_row;      // H[i][n], H[m][j]
-    std::vector<int32_t> row0, col0;              // edge initialisation
+    std::vector<int32_t> refi, altr;          // bases widened to int32, alt reversed
+    std::vector<int32_t> h[3], e[2], f[2];    // scores and best gaps of diagonals d-2..d
+    std::vector<BtBlock> bt;                  // diagonal-major backtrack
+    std::vector<int64_t> blk_start;           // first block of diagonal d in bt
+    int lane_shift = 0;                       // log2(W) of the fill that wrote bt
+    std::vector<int32_t> last_col, last_row;  // H[i][n], H[m][j]
+    std::vector<int32_t> row0, col0;          // edge initialisation
     std::vector<Op> ops;
 
     void trim() {

@@ -23,12 +23,12 @@ struct CudaDeviceInfo {
 // What the driver says about the visible devices (CUDA_VISIBLE_DEVICES
 // applies), without creating a context.
 struct CudaProbe {
-    bool compiled = false;      // this build contains CUDA kernels
-    bool driver = false;        // a driver answered
+    bool compiled = false;  // this build contains CUDA kernels
+    bool driver = false;    // a driver answered
     int device_count = 0;
     int eligible_count = 0;
     CudaDeviceInfo device[kMaxCudaDevices];
-    char status[256] = {0};     // why no device is eligible, or a summary
+    char status[256] = {0};  // why no device is eligible, or a summary
 };
 const CudaProbe& cuda_probe();
 
@@ -45,8 +45,8 @@ struct GpuCallOptions {
 // Same contract as cpu_pairhmm, on device `device` (initialised). Returns
 // PYPHMM_OK or an error (device failure, out of device memory); the
 // dispatcher then falls back to the CPU.
-int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out,
-                 const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* error);
+int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out, const GpuCallOptions& call,
+                 pyphmm_stats* stats, pyphmm_error* error);
 
 // Smith-Waterman on device `device`: same contract as cpu_sw_align for a
 // batch validated by check_sw_batch.

@@ -72,8 +72,7 @@ void probe_devices(CudaProbe& p) {
     if (p.eligible_count == 0)
         std::snprintf(p.status, sizeof(p.status), "%s", why ? why : "no eligible CUDA device");
     else
-        std::snprintf(p.status, sizeof(p.status), "%d CUDA device(s), %d eligible", p.device_count,
-                      p.eligible_count);
+        std::snprintf(p.status, sizeof(p.status), "%d CUDA device(s), %d eligible", p.device_count, p.eligible_count);
 }
 
 // Whether an MPS control daemon listens in the pipe directory the CUDA
@@ -100,8 +99,7 @@ struct DeviceInit {
 unsigned sync_flags(int d, bool* yield) {
     int mode = static_cast<int>(config::get(config::Knob::kCudaSync));
     if (mode == config::kSyncAuto)
-        mode = mps_control_present(nullptr, 0) || cuda_other_processes(d) > 0 ? config::kSyncBlock
-                                                                             : config::kSyncSpin;
+        mode = mps_control_present(nullptr, 0) || cuda_other_processes(d) > 0 ? config::kSyncBlock : config::kSyncSpin;
     *yield = mode != config::kSyncSpin;
     return mode == config::kSyncSpin    ? cudaDeviceScheduleSpin
            : mode == config::kSyncYield ? cudaDeviceScheduleYield
@@ -232,7 +230,8 @@ const Nvml& nvml() {
         if (!lib) return v;
         auto init = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlInit_v2"));
         v.by_bus_id = reinterpret_cast<decltype(v.by_bus_id)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
-        v.compute_procs = reinterpret_cast<decltype(v.compute_procs)>(dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+        v.compute_procs =
+            reinterpret_cast<decltype(v.compute_procs)>(dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
         v.mps_procs = reinterpret_cast<decltype(v.mps_procs)>(dlsym(lib, "nvmlDeviceGetMPSComputeRunningProcesses_v3"));
         v.ok = init && v.by_bus_id && v.compute_procs && init() == kNvmlSuccess;
         return v;

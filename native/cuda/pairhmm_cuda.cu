@@ -86,14 +86,13 @@ struct Context {
 
 cuda::Pool<Context> g_contexts;
 
-
 struct CallState {
     int device;
     bool dbl;
     bool fast;
     bool timing;
-    bool uniform;            // fast float: reads with one quality triple use the kUniform/kConst passes
-    cudak::GapChoice gaps;   // fast float: the kConst passes' triple
+    bool uniform;           // fast float: reads with one quality triple use the kUniform/kConst passes
+    cudak::GapChoice gaps;  // fast float: the kConst passes' triple
     int64_t double_pairs = 0;
     int64_t const_pairs = 0;
     cudaEvent_t first = nullptr;
@@ -267,8 +266,8 @@ cudak::GapChoice call_gaps(const pyphmm_region* regions, int64_t num_regions, bo
 
 }  // namespace
 
-int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out,
-                 const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* err) {
+int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out, const GpuCallOptions& call,
+                 pyphmm_stats* stats, pyphmm_error* err) {
     const Clock::time_point start = Clock::now();
     CallState st;
     st.device = device;
@@ -281,8 +280,8 @@ int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, 
         const pyphmm_region& g = regions[k];
         total_pairs += static_cast<int64_t>(g.num_reads) * g.num_haps;
         if (g.num_reads && g.num_haps)
-            total_cells += (g.read_offsets[g.num_reads] - g.read_offsets[0]) *
-                           (g.hap_offsets[g.num_haps] - g.hap_offsets[0]);
+            total_cells +=
+                (g.read_offsets[g.num_reads] - g.read_offsets[0]) * (g.hap_offsets[g.num_haps] - g.hap_offsets[0]);
     }
     if (total_pairs > 0) st.gaps = call_gaps(regions, num_regions, st.dbl);
     double kernel_seconds = 0;

@@ -57,10 +57,10 @@ namespace cudak {
 
 template <typename T>
 struct DevTables {
-    const T* ph2pr;            // 128 entries
-    const T* mm;               // GKL's triangular match-to-match table
-    T ic;                      // INITIAL_CONSTANT
-    T log10_ic;                // log10(INITIAL_CONSTANT), as the host computed it
+    const T* ph2pr;  // 128 entries
+    const T* mm;     // GKL's triangular match-to-match table
+    T ic;            // INITIAL_CONSTANT
+    T log10_ic;      // log10(INITIAL_CONSTANT), as the host computed it
 
     // The table view row_transitions reads (through the read-only cache).
     __device__ __forceinline__ T prob(int q) const { return __ldg(ph2pr + q); }
@@ -70,25 +70,25 @@ struct DevTables {
 // Kernel arguments shared by every instantiation.
 template <typename T>
 struct KernelArgs {
-    const PairDesc* pairs;     // all pairs of the chunk, sorted by pass and bin
-    int first;                 // first pair of this launch (when index == nullptr)
-    int count;                 // number of pairs (when count_ptr == nullptr)
-    const int* count_ptr;      // device count (double pass)
-    const int* index;          // pair indices (double pass), else nullptr
+    const PairDesc* pairs;  // all pairs of the chunk, sorted by pass and bin
+    int first;              // first pair of this launch (when index == nullptr)
+    int count;              // number of pairs (when count_ptr == nullptr)
+    const int* count_ptr;   // device count (double pass)
+    const int* index;       // pair indices (double pass), else nullptr
     const uint32_t* reads;
     const uint8_t* haps;
     DevTables<T> tab;
-    double* out;               // results, by PairDesc::out
-    int* under_list;           // float pass: pairs to redo in double
+    double* out;      // results, by PairDesc::out
+    int* under_list;  // float pass: pairs to redo in double
     int* under_count;
-    int* header_count;         // double pass: copies *count_ptr here for the host
-    T* scratch;                // striped: 3 * scratch_stride values per group
+    int* header_count;  // double pass: copies *count_ptr here for the host
+    T* scratch;         // striped: 3 * scratch_stride values per group
     int scratch_stride;
-    GapConsts gc;              // Tr::kConst launches
+    GapConsts gc;  // Tr::kConst launches
     // Completion notice of a fused launch that is a call's only kernel (see
     // notify_host): when non-null, the launch's last block writes the
     // underflow count to host_header[0], then done_serial to host_header[1].
-    int* blocks_done;          // device counter, 0 between launches
+    int* blocks_done;  // device counter, 0 between launches
     volatile int* host_header;
     int done_serial;
 };
@@ -122,13 +122,16 @@ __device__ __forceinline__ T shfl_up(unsigned mask, T v, int width) {
     return __shfl_up_sync(mask, v, 1, width);
 }
 
-
 template <typename T>
 __device__ __forceinline__ T tdiv(T a, T b);
 template <>
-__device__ __forceinline__ float tdiv<float>(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ float tdiv<float>(float a, float b) {
+    return __fdiv_rn(a, b);
+}
 template <>
-__device__ __forceinline__ double tdiv<double>(double a, double b) { return __ddiv_rn(a, b); }
+__device__ __forceinline__ double tdiv<double>(double a, double b) {
+    return __ddiv_rn(a, b);
+}
 
 // One wavefront step of one lane: its K rows at column j. `o*` hold the
 // rows at column j-1, `n*` receive column j; (dM,dX,dY) is the row above at
@@ -137,9 +140,9 @@ __device__ __forceinline__ double tdiv<double>(double a, double b) { return __dd
 template <typename T, int K, Arith AR, bool ETAB>
 __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], const T (&mx)[K], const T (&my)[K],
                                           const T (&cc)[K], const T (&em)[K], const T (&ex)[K], const T (&ev)[K],
-                                          const uint32_t (&rmask)[(K + 7) / 8], uint32_t h, T dM, T dX, T dY,
-                                          T uM, T uX, const T (&oM)[K], const T (&oX)[K], const T (&oY)[K],
-                                          T (&nM)[K], T (&nX)[K], T (&nY)[K]) {
+                                          const uint32_t (&rmask)[(K + 7) / 8], uint32_t h, T dM, T dX, T dY, T uM,
+                                          T uX, const T (&oM)[K], const T (&oX)[K], const T (&oY)[K], T (&nM)[K],
+                                          T (&nX)[K], T (&nY)[K]) {
     typedef Ops<T, (AR >= Arith::kFma)> A;
     const uint32_t hrep = h * 0x11111111u;
 #pragma unroll
@@ -162,16 +165,16 @@ __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], co
 // lane above's last row (k == 0's diagonal and up values) has r = (K-1) % B.
 template <int K, Arith AR>
 __device__ __forceinline__ void lane_step_const(const GapConsts& g, const float (&cc)[K], const float (&ev)[K],
-                                                float dM, float dX, float dY, float uM, float uX,
-                                                const float (&oM)[K], const float (&oX)[K], const float (&oY)[K],
-                                                float (&nM)[K], float (&nX)[K], float (&nY)[K]) {
+                                                float dM, float dX, float dY, float uM, float uX, const float (&oM)[K],
+                                                const float (&oX)[K], const float (&oY)[K], float (&nM)[K],
+                                                float (&nX)[K], float (&nY)[K]) {
     constexpr int B = kConstBlock;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         const float pm = k == 0 ? dM : oM[k - 1], px = k == 0 ? dX : oX[k - 1], py = k == 0 ? dY : oY[k - 1];
         const float am = k == 0 ? uM : nM[k - 1], ax = k == 0 ? uX : nX[k - 1];
         const int r_above = (k == 0 ? K - 1 : k - 1) % B;  // block row of px and ax: X = X' * cc^r_above
-        if (AR == Arith::kFactored)  // ev = e*gm: M = e*gm*((mm/gm)*M + X + Y)
+        if (AR == Arith::kFactored)                        // ev = e*gm: M = e*gm*((mm/gm)*M + X + Y)
             nM[k] = __fmul_rn(ev[k], __fmaf_rn(g.mmg, pm, __fmaf_rn(g.pw[r_above], px, py)));
         else  // GKL's order: e*((mm*M + gm*X) + gm*Y)
             nM[k] = __fmul_rn(ev[k], __fmaf_rn(g.gm, py, __fmaf_rn(g.mm, pm, __fmul_rn(g.gpw[r_above], px))));
@@ -212,9 +215,13 @@ __device__ __forceinline__ RowTransitions<T> row_consts(const KernelArgs<T>& a, 
 // the lanes pass on.
 constexpr int kPlanes = 5;
 template <int K>
-__host__ __device__ constexpr int etab_chunks() { return (K + 3) / 4; }
+__host__ __device__ constexpr int etab_chunks() {
+    return (K + 3) / 4;
+}
 template <int K>
-__host__ __device__ constexpr int etab_warp_float4s() { return kPlanes * etab_chunks<K>() * 32; }
+__host__ __device__ constexpr int etab_warp_float4s() {
+    return kPlanes * etab_chunks<K>() * 32;
+}
 
 // A haplotype byte's base mask (A=1 C=2 G=4 T=8 N=15), for the kernels
 // without tables.
@@ -262,12 +269,13 @@ __device__ __forceinline__ void etab_load(const float4* tab, int wl, uint32_t pl
 // alone on its scheduler (a call too small to fill the GPU) otherwise waits
 // for them every step.
 template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, bool ETAB, bool PF>
-__device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min,
-                                          int steps, int t, T* scratch, float4* etab, bool& unfactorable) {
+__device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min, int steps,
+                                          int t, T* scratch, float4* etab, bool& unfactorable) {
     static_assert(!ETAB || (!STRIPED && sizeof(T) == 4), "emission tables: float kernels without stripes");
     static_assert(!PF || ETAB, "prefetched emissions come from the emission tables");
     static_assert(!STRIPED || P == 32, "striped kernels use one group per warp");
-    static_assert(TR != Tr::kConst || (ETAB && AR >= Arith::kFma), "constant transitions: fused float kernels with tables");
+    static_assert(TR != Tr::kConst || (ETAB && AR >= Arith::kFma),
+                  "constant transitions: fused float kernels with tables");
     constexpr bool UNIFORM = TR != Tr::kRow, CONST = TR == Tr::kConst;
     constexpr unsigned gmask = 0xffffffffu;  // every lane of the warp runs the same steps
     constexpr int R = P * K;
@@ -296,7 +304,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         // rows need only e = 0 and cc = 1 to reproduce row 0: M = e*(...) = 0,
         // X = mx*0 + cc*0 = 0, Y = my*0 + 1*Y.)
         RowTransitions<T> u{};
-        if (CONST) {  // gm scales the emissions, cc the Y rows; lane_step_const reads the rest from a.gc
+        if (CONST) {         // gm scales the emissions, cc the Y rows; lane_step_const reads the rest from a.gc
             u.gm = a.gc.gm;  // (the host checked gm > 0)
             u.cc = a.gc.cc;
         } else if (UNIFORM) {
@@ -348,8 +356,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         // Row above this lane's first row. Even steps use (d0 = column j-1,
         // u1 = column j) and refill d0 for the next-but-one step; odd steps
         // use (d1, u0). Lanes > 0 get them from lane t-1 by shuffle.
-        T d0M = shfl_up(gmask, Ma[K - 1], P), d0X = shfl_up(gmask, Xa[K - 1], P),
-          d0Y = shfl_up(gmask, Ya[K - 1], P);
+        T d0M = shfl_up(gmask, Ma[K - 1], P), d0X = shfl_up(gmask, Xa[K - 1], P), d0Y = shfl_up(gmask, Ya[K - 1], P);
         T d1M = d0M, d1X = d0X, d1Y = d0Y;  // "u1" of the even step is d1 of the odd one
         const T* sM = scratch;
         const T* sX = scratch + ss;
@@ -390,44 +397,44 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
 
         // After each step: the lane's last row goes to lane t+1; lane 0 takes
         // its boundary (row 0, or the previous stripe's last row).
-#define PYPHMM_STEP(CHECK, B, OM, OX, OY, NM, NX, NY, DM, DX, DY, UM, UX, FM, FX, FY, EVC, EVN)               \
-    {                                                                                                       \
-        h = shfl_up(gmask, h, P);                                                                           \
-        if constexpr (PF) { /* the next step's base and emissions */                                        \
-            if (t == 0) h = (B) < 3 ? (word >> (8 * ((B) + 1))) & 0xffu : next_word & 0xffu;                \
-            etab_load<K>(etab, wl, h, EVN);                                                                 \
-        } else if (t == 0) {                                                                                \
-            h = ETAB ? (word >> (8 * (B))) & 0xffu : mask_of((word >> (8 * (B))) & 0xffu);                  \
-        }                                                                                                   \
-        const int j = s0 + (B) - t + 1;                                                                     \
-        if (!(CHECK) || static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                      \
-            T ev[K];                                                                                        \
-            if constexpr (PF) {                                                                             \
-                _Pragma("unroll") for (int k_ = 0; k_ < K; ++k_) ev[k_] = EVC[k_];                          \
-            } else if constexpr (ETAB) {                                                                    \
-                etab_load<K>(etab, wl, h, ev);                                                              \
-            }                                                                                               \
-            if constexpr (CONST)                                                                            \
-                lane_step_const<K, AR>(a.gc, cc, ev, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, NY);           \
-            else                                                                                            \
-                lane_step<T, K, AR, ETAB>(mm, gm, mx, my, cc, em, ex, ev, rmask, h, DM, DX, DY, UM, UX, OM, \
-                                          OX, OY, NM, NX, NY);                                              \
-            if (t == P - 1) {                                                                               \
-                if (last_stripe) {                                                                          \
-                    sum_m += NM[K - 1];                                                                     \
-                    sum_x += NX[K - 1];                                                                     \
-                } else if (STRIPED) {                                                                       \
-                    scratch[j] = NM[K - 1];                                                                 \
-                    scratch[ss + j] = NX[K - 1];                                                            \
-                    scratch[2 * ss + j] = NY[K - 1];                                                        \
-                }                                                                                           \
-            }                                                                                               \
-        }                                                                                                   \
-        const T nm_ = shfl_up(gmask, NM[K - 1], P), nx_ = shfl_up(gmask, NX[K - 1], P),                     \
-                ny_ = shfl_up(gmask, NY[K - 1], P);                                                         \
-        FM = t == 0 ? (STRIPED ? pfM[B] : bM) : nm_;                                                        \
-        FX = t == 0 ? (STRIPED ? pfX[B] : bX) : nx_;                                                        \
-        FY = t == 0 ? (STRIPED ? pfY[B] : bY) : ny_;                                                        \
+#define PYPHMM_STEP(CHECK, B, OM, OX, OY, NM, NX, NY, DM, DX, DY, UM, UX, FM, FX, FY, EVC, EVN)                     \
+    {                                                                                                               \
+        h = shfl_up(gmask, h, P);                                                                                   \
+        if constexpr (PF) { /* the next step's base and emissions */                                                \
+            if (t == 0) h = (B) < 3 ? (word >> (8 * ((B) + 1))) & 0xffu : next_word & 0xffu;                        \
+            etab_load<K>(etab, wl, h, EVN);                                                                         \
+        } else if (t == 0) {                                                                                        \
+            h = ETAB ? (word >> (8 * (B))) & 0xffu : mask_of((word >> (8 * (B))) & 0xffu);                          \
+        }                                                                                                           \
+        const int j = s0 + (B)-t + 1;                                                                               \
+        if (!(CHECK) || static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                              \
+            T ev[K];                                                                                                \
+            if constexpr (PF) {                                                                                     \
+                _Pragma("unroll") for (int k_ = 0; k_ < K; ++k_) ev[k_] = EVC[k_];                                  \
+            } else if constexpr (ETAB) {                                                                            \
+                etab_load<K>(etab, wl, h, ev);                                                                      \
+            }                                                                                                       \
+            if constexpr (CONST)                                                                                    \
+                lane_step_const<K, AR>(a.gc, cc, ev, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, NY);                   \
+            else                                                                                                    \
+                lane_step<T, K, AR, ETAB>(mm, gm, mx, my, cc, em, ex, ev, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, \
+                                          NM, NX, NY);                                                              \
+            if (t == P - 1) {                                                                                       \
+                if (last_stripe) {                                                                                  \
+                    sum_m += NM[K - 1];                                                                             \
+                    sum_x += NX[K - 1];                                                                             \
+                } else if (STRIPED) {                                                                               \
+                    scratch[j] = NM[K - 1];                                                                         \
+                    scratch[ss + j] = NX[K - 1];                                                                    \
+                    scratch[2 * ss + j] = NY[K - 1];                                                                \
+                }                                                                                                   \
+            }                                                                                                       \
+        }                                                                                                           \
+        const T nm_ = shfl_up(gmask, NM[K - 1], P), nx_ = shfl_up(gmask, NX[K - 1], P),                             \
+                ny_ = shfl_up(gmask, NY[K - 1], P);                                                                 \
+        FM = t == 0 ? (STRIPED ? pfM[B] : bM) : nm_;                                                                \
+        FX = t == 0 ? (STRIPED ? pfX[B] : bX) : nx_;                                                                \
+        FY = t == 0 ? (STRIPED ? pfY[B] : bY) : ny_;                                                                \
     }
 
         // Blocks of 4 steps in which every lane of every group of the warp
@@ -483,12 +490,11 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
 }
 
 template <typename T>
-__device__ __forceinline__ void store_result(const KernelArgs<T>& a, int pi, const PairDesc& d, T sum,
-                                             bool redo);
+__device__ __forceinline__ void store_result(const KernelArgs<T>& a, int pi, const PairDesc& d, T sum, bool redo);
 
 template <>
-__device__ __forceinline__ void store_result<float>(const KernelArgs<float>& a, int pi, const PairDesc& d,
-                                                    float sum, bool redo) {
+__device__ __forceinline__ void store_result<float>(const KernelArgs<float>& a, int pi, const PairDesc& d, float sum,
+                                                    bool redo) {
     // GKL's underflow guard: redo this pair in double. (Also for a sum that is
     // not finite, which valid input cannot give: never return inf or NaN.)
     if (!(sum >= 1e-28f && sum <= 3.4028235e38f) || redo) {
@@ -502,8 +508,8 @@ __device__ __forceinline__ void store_result<float>(const KernelArgs<float>& a, 
 }
 
 template <>
-__device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a, int, const PairDesc& d,
-                                                     double sum, bool) {
+__device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a, int, const PairDesc& d, double sum,
+                                                     bool) {
     a.out[d.out] = log10(sum) - a.tab.log10_ic;
 }
 
@@ -600,17 +606,17 @@ __device__ __forceinline__ void notify_host(const KernelArgs<float>& a) {
 // allocation as low as hand-written cases: an if-chain over the codes costs
 // registers in the kConst kernels, which run at the 128-register cap.
 template <bool FAST, Tr TR, int BLOCK>
-__device__ __forceinline__ void run_fused(int code, const KernelArgs<float>& a, int block, int nblocks,
-                                          float4* etab) {
-#define PYPHMM_FUSED(b)                                                                                         \
-    case b:                                                                                                     \
+__device__ __forceinline__ void run_fused(int code, const KernelArgs<float>& a, int block, int nblocks, float4* etab) {
+// clang-format off
+#define PYPHMM_FUSED(b)                                                                                        \
+    case b:                                                                                                    \
         run_bin<float, kFloatBins[b].P, kFloatBins[b].K, false, float_arith(FAST, kFloatBins[b].max_rows), TR, \
-                BLOCK>(a, block, nblocks, etab);                                                                \
+                BLOCK>(a, block, nblocks, etab);                                                               \
         break;
-#define PYPHMM_LATENCY(K)                                                                                         \
-    case kLatencyBin + K:                                                                                         \
-        run_bin<float, 32, K, false, float_arith(FAST, kFloatBins[0].max_rows), TR, BLOCK, true>(a, block, nblocks,  \
-                                                                                                 etab);          \
+#define PYPHMM_LATENCY(K)                                                                                           \
+    case kLatencyBin + K:                                                                                           \
+        run_bin<float, 32, K, false, float_arith(FAST, kFloatBins[0].max_rows), TR, BLOCK, true>(a, block, nblocks, \
+                                                                                                 etab);             \
         break;
     static_assert(kNumFusedBins == 7 && kMaxLatencyK == 5, "one case per fused bin and latency K below");
     switch (code) {
@@ -620,11 +626,12 @@ __device__ __forceinline__ void run_fused(int code, const KernelArgs<float>& a, 
     }
 #undef PYPHMM_FUSED
 #undef PYPHMM_LATENCY
+    // clang-format on
 }
 
 template <bool FAST, Tr TR, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, (min_blocks<TR, kMaxFusedK>())) pairhmm_fused_kernel(KernelArgs<float> a,
-                                                                                                FusedPlan plan) {
+__global__ void __launch_bounds__(BLOCK, (min_blocks<TR, kMaxFusedK>()))
+    pairhmm_fused_kernel(KernelArgs<float> a, FusedPlan plan) {
     __shared__ float4 etab[(BLOCK / 32) * etab_warp_float4s<kMaxFusedK>()];  // the largest K of these bins
     int i = 0;
     while (i + 1 < plan.nb && static_cast<int>(blockIdx.x) >= plan.block_start[i + 1]) ++i;

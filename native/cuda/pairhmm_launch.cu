@@ -87,8 +87,8 @@ int groups_grid(int64_t count, int P) { return static_cast<int>((count + (kBlock
 // The float bins' general (striped) kernel and the double pass's, which
 // size the scratch: one slot of 3 rows per resident warp.
 template <bool FAST>
-using FloatGeneral = Kern<float, 32, kFloatBins[kNumFloatBins - 1].K, true, float_arith(FAST, kFloatBins[kNumFloatBins - 1].max_rows),
-                          Tr::kRow>;
+using FloatGeneral = Kern<float, 32, kFloatBins[kNumFloatBins - 1].K, true,
+                          float_arith(FAST, kFloatBins[kNumFloatBins - 1].max_rows), Tr::kRow>;
 using DoubleGeneral = Kern<double, 32, kDoubleBins[kNumDoubleBins - 1].K, true, Arith::kExact, Tr::kRow>;
 static_assert(kFloatBins[kNumFloatBins - 1].P == 32 && kDoubleBins[kNumDoubleBins - 1].P == 32,
               "striped bins use one group per warp");
@@ -98,7 +98,9 @@ template <bool FAST, Tr TR, int B>
 void launch_standalone(KernelArgs<float> a, Pass pass, const BinRanges& bins, int d, cudaStream_t s) {
     if constexpr (B >= kNumFusedBins) {
         constexpr BinSpec spec = kFloatBins[B];
-        typedef Kern<float, spec.P, spec.K, spec.striped, float_arith(FAST, kFloatBins[B].max_rows), spec.striped ? Tr::kRow : TR> G;
+        typedef Kern<float, spec.P, spec.K, spec.striped, float_arith(FAST, kFloatBins[B].max_rows),
+                     spec.striped ? Tr::kRow : TR>
+            G;
         if (const int64_t n = bins.count_of(pass, B)) {
             a.first = static_cast<int>(bins.start_of(pass, B));
             a.count = static_cast<int>(n);
@@ -182,7 +184,8 @@ int pairhmm_scratch_stride(int max_hap_len) { return static_cast<int>(round_up(m
 
 size_t pairhmm_scratch_bytes(int d, int stride, bool fast) {
     const size_t per_warp = size_t(3) * stride;
-    const int float_blocks = fast ? FloatGeneral<true>::persistent_blocks(d) : FloatGeneral<false>::persistent_blocks(d);
+    const int float_blocks =
+        fast ? FloatGeneral<true>::persistent_blocks(d) : FloatGeneral<false>::persistent_blocks(d);
     return std::max(size_t(DoubleGeneral::persistent_blocks(d)) * (kBlock / 32) * per_warp * sizeof(double),
                     size_t(float_blocks) * (kBlock / 32) * per_warp * sizeof(float));
 }

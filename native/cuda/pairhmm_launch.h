@@ -16,12 +16,12 @@ struct ChunkBuffers {
     const PairDesc* pairs;
     const uint32_t* reads;
     const uint8_t* haps;
-    double* results;      // by PairDesc::out
-    int* header;          // results' header: the double pass writes its count here
-    int* counter;         // the input's header: the float pass counts underflows here
-    int* list;            // the underflowed pairs
-    void* scratch;        // striped kernels: pairhmm_scratch_bytes
-    int scratch_stride;   // pairhmm_scratch_stride
+    double* results;     // by PairDesc::out
+    int* header;         // results' header: the double pass writes its count here
+    int* counter;        // the input's header: the float pass counts underflows here
+    int* list;           // the underflowed pairs
+    void* scratch;       // striped kernels: pairhmm_scratch_bytes
+    int scratch_stride;  // pairhmm_scratch_stride
     int64_t num_pairs;
     // Optional completion notice (see notify_host in pairhmm_kernels.cuh):
     // mapped host memory the last kernel writes (underflow count, serial).

@@ -84,12 +84,16 @@ struct BinSpec {
 };
 constexpr int kUnbounded = INT_MAX;
 
+// clang-format off
 constexpr BinSpec kFloatBins[] = {
-    {16, 4, 4, false},   {32, 4, 8, false},   {64, 8, 8, false},    {96, 16, 6, false},  {128, 16, 8, false},
-    {160, 16, 10, false}, {256, 32, 8, false}, {512, 32, 16, false}, {kUnbounded, 32, 8, true},
+    // max_rows, lanes per pair, rows per lane, striped
+    {16, 4, 4, false},   {32, 4, 8, false},    {64, 8, 8, false},   {96, 16, 6, false},
+    {128, 16, 8, false}, {160, 16, 10, false}, {256, 32, 8, false}, {512, 32, 16, false},
+    {kUnbounded, 32, 8, true},
 };
 constexpr BinSpec kDoubleBins[] = {{16, 4, 4, false}, {32, 8, 4, false}, {64, 16, 4, false},
                                    {kUnbounded, 32, 4, true}};
+// clang-format on
 constexpr int kNumFloatBins = sizeof(kFloatBins) / sizeof(kFloatBins[0]);
 constexpr int kNumDoubleBins = sizeof(kDoubleBins) / sizeof(kDoubleBins[0]);
 constexpr int kMaxBins = kNumFloatBins;
@@ -142,10 +146,10 @@ constexpr int kNumPasses = 4;
 // Bins a pass uses: kRow every float bin, kUniform the non-striped ones
 // (uniform reads longer than those run per row), kConst the fused ones.
 constexpr int pass_bins(Pass p) {
-    return p == Pass::kDouble      ? kNumDoubleBins
-           : p == Pass::kFloatRow  ? kNumFloatBins
+    return p == Pass::kDouble         ? kNumDoubleBins
+           : p == Pass::kFloatRow     ? kNumFloatBins
            : p == Pass::kFloatUniform ? kNumFloatBins - 1
-                                   : kNumFusedBins;
+                                      : kNumFusedBins;
 }
 // The float pass of the kernels with transitions of kind tr.
 constexpr Pass float_pass(Tr tr) {

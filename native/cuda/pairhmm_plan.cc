@@ -98,8 +98,7 @@ std::vector<Chunk> plan_chunks(const pyphmm_region* regions, int64_t num_regions
             Chunk* c = &chunks.back();
             const int64_t m0 = g.read_offsets[r + 1] - g.read_offsets[r];
             if (c->pairs > 0 && (full || c->hap_bytes + hap_bytes > kMaxChunkHapBytes || cells >= cell_target ||
-                                 c->pairs + g.num_haps > kMaxChunkPairs ||
-                                 c->read_elems + m0 > kMaxChunkReadElems)) {
+                                 c->pairs + g.num_haps > kMaxChunkPairs || c->read_elems + m0 > kMaxChunkReadElems)) {
                 chunks.emplace_back();
                 chunks.back().out_first = out;
                 cells = 0;
@@ -109,8 +108,8 @@ std::vector<Chunk> plan_chunks(const pyphmm_region* regions, int64_t num_regions
             c->hap_bytes += hap_bytes;
             while (r < g.num_reads) {
                 const int64_t m = g.read_offsets[r + 1] - g.read_offsets[r];
-                if (p.r1 > p.r0 && (c->pairs + g.num_haps > kMaxChunkPairs ||
-                                    c->read_elems + m > kMaxChunkReadElems || cells >= cell_target))
+                if (p.r1 > p.r0 && (c->pairs + g.num_haps > kMaxChunkPairs || c->read_elems + m > kMaxChunkReadElems ||
+                                    cells >= cell_target))
                     break;
                 c->pairs += g.num_haps;
                 c->read_elems += m;
@@ -237,8 +236,7 @@ Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L,
         if (no_memory) throw std::bad_alloc();
     };
     each_piece([&](int64_t k) {
-        cur[k] = size_piece(regions[c.pieces[k].region], c.pieces[k], dbl, uni, gaps,
-                            read_slot.data() + read_first[k]);
+        cur[k] = size_piece(regions[c.pieces[k].region], c.pieces[k], dbl, uni, gaps, read_slot.data() + read_first[k]);
     });
     Packed out;
     PieceCursor total;

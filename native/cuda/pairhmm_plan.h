@@ -28,8 +28,7 @@ struct GapChoice {
     int ins = 0, del = 0, gcp = 0;
     GapConsts c{};
     bool matches(const pyphmm_region& g, int64_t ro) const {
-        return on && (g.read_ins[ro] & 127) == ins && (g.read_dels[ro] & 127) == del &&
-               (g.read_gcp[ro] & 127) == gcp;
+        return on && (g.read_ins[ro] & 127) == ins && (g.read_dels[ro] & 127) == del && (g.read_gcp[ro] & 127) == gcp;
     }
 };
 
@@ -79,10 +78,10 @@ inline int64_t hap_stride(int64_t n) { return round_up(n, 4) + kHapPad; }
 // Byte offsets of a chunk's buffers.
 struct Layout {
     size_t desc_off, read_off, hap_off;
-    size_t in_bytes;      // what the host sends
-    size_t list_off;      // device: the underflow list after the input
+    size_t in_bytes;  // what the host sends
+    size_t list_off;  // device: the underflow list after the input
     size_t dev_in_bytes;
-    size_t out_bytes;     // what comes back
+    size_t out_bytes;  // what comes back
 };
 Layout layout_of(const Chunk& c);
 constexpr size_t kHeaderBytes = 16;

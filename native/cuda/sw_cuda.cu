@@ -121,8 +121,8 @@ int budgets(const Todo& todo, const Buffers& buf, Budgets* b, pyphmm_error* erro
 }
 
 template <int K>
-void launch_fill(const PairDesc* descs, int count, const uint8_t* refs, const uint8_t* alts, short2* bt,
-                 int32_t* edges, int32_t* scratch) {
+void launch_fill(const PairDesc* descs, int count, const uint8_t* refs, const uint8_t* alts, short2* bt, int32_t* edges,
+                 int32_t* scratch) {
     const int64_t threads = int64_t(count) * kWarp;
     const int blocks = static_cast<int>((threads + kFillThreads - 1) / kFillThreads);
     sw_warp_fill_kernel<kWarp, K><<<blocks, kFillThreads>>>(descs, count, refs, alts, bt, edges, scratch);
@@ -167,17 +167,17 @@ cudaError_t run_chunk(const Todo& todo, const Chunk& c, Buffers& buf, Staging& h
     const int64_t ref0 = batch.ref_offsets[first], alt0 = batch.alt_offsets[first];
     const int count = static_cast<int>(c.order.size());
     const int64_t cig = describe_chunk(todo, c, &h.descs);
-    PYPHMM_CUDA_TRY(cudaMemcpy(buf.refs.p, batch.ref + ref0, batch.ref_offsets[last + 1] - ref0,
-                               cudaMemcpyHostToDevice));
-    PYPHMM_CUDA_TRY(cudaMemcpy(buf.alts.p, batch.alt + alt0, batch.alt_offsets[last + 1] - alt0,
-                               cudaMemcpyHostToDevice));
+    PYPHMM_CUDA_TRY(
+        cudaMemcpy(buf.refs.p, batch.ref + ref0, batch.ref_offsets[last + 1] - ref0, cudaMemcpyHostToDevice));
+    PYPHMM_CUDA_TRY(
+        cudaMemcpy(buf.alts.p, batch.alt + alt0, batch.alt_offsets[last + 1] - alt0, cudaMemcpyHostToDevice));
     PYPHMM_CUDA_TRY(cudaMemcpy(buf.descs.p, h.descs.data(), count * sizeof(PairDesc), cudaMemcpyHostToDevice));
     PYPHMM_CUDA_TRY(launch_chunk(c, h.descs, buf));
     h.short_cigars.resize(static_cast<size_t>(count) * kShortCigar);
     h.offsets.resize(count);
     h.lens.resize(count);
-    PYPHMM_CUDA_TRY(cudaMemcpy(h.short_cigars.data(), buf.short_cigars.p, h.short_cigars.size(),
-                               cudaMemcpyDeviceToHost));
+    PYPHMM_CUDA_TRY(
+        cudaMemcpy(h.short_cigars.data(), buf.short_cigars.p, h.short_cigars.size(), cudaMemcpyDeviceToHost));
     PYPHMM_CUDA_TRY(cudaMemcpy(h.lens.data(), buf.lens.p, count * sizeof(int32_t), cudaMemcpyDeviceToHost));
     PYPHMM_CUDA_TRY(cudaMemcpy(h.offsets.data(), buf.offsets.p, count * sizeof(int32_t), cudaMemcpyDeviceToHost));
     // Long CIGARs: slot by slot when few, else the whole buffer.
@@ -231,7 +231,8 @@ int cuda_sw_align(int device, const pyphmm_sw_batch& batch, char* cigars, const 
     if (stats) {
         int64_t cells = 0;
         for (int64_t i = 0; i < batch.num_pairs; ++i)
-            cells += (batch.ref_offsets[i + 1] - batch.ref_offsets[i]) * (batch.alt_offsets[i + 1] - batch.alt_offsets[i]);
+            cells +=
+                (batch.ref_offsets[i + 1] - batch.ref_offsets[i]) * (batch.alt_offsets[i + 1] - batch.alt_offsets[i]);
         stats->pairs = batch.num_pairs;
         stats->cells = cells;
         stats->backend_used = PYPHMM_BACKEND_CUDA;

@@ -22,10 +22,10 @@ __device__ __forceinline__ int32_t edge_score(int x, bool edge_gaps, int32_t ope
 // column in the row it just computed. kh and y are packed into one word
 // (both are below 2^16: lengths are at most 32767 plus a stripe of padding).
 struct RowEnd {
-    int32_t h;       // H(i, j)
-    int32_t e;       // row i's best insertion gap at j
-    uint32_t kh_y;   // (that gap's length << 16) | diagonal run length at (i, j)
-    int32_t base;    // ref[i - 1]
+    int32_t h;      // H(i, j)
+    int32_t e;      // row i's best insertion gap at j
+    uint32_t kh_y;  // (that gap's length << 16) | diagonal run length at (i, j)
+    int32_t base;   // ref[i - 1]
 };
 
 __device__ __forceinline__ RowEnd shift_from_previous_lane(const RowEnd& v, int P) {
@@ -54,23 +54,23 @@ __device__ __forceinline__ void sweep_stripe(const PairDesc& p, int c, int lane,
     const bool edge_gaps = p.strategy == PYPHMM_SW_INDEL || p.strategy == PYPHMM_SW_LEADING_INDEL;
     const int stripes = (n + P * K - 1) / (P * K);
     const int T = stripe_lanes(c, n, P, K);
-    const int j0 = c * P * K + lane * K + 1;   // this lane's first column
+    const int j0 = c * P * K + lane * K + 1;  // this lane's first column
     const bool active = lane < T;
     const bool boundary_out = lane == P - 1 && c + 1 < stripes;
-    const int32_t* in_col = scr + (c & 1) * 3 * m;         // column c*R, from the previous stripe
-    int32_t* out_col = scr + ((c + 1) & 1) * 3 * m;        // column (c+1)*R, for the next stripe
+    const int32_t* in_col = scr + (c & 1) * 3 * m;   // column c*R, from the previous stripe
+    int32_t* out_col = scr + ((c + 1) & 1) * 3 * m;  // column (c+1)*R, for the next stripe
 
     int32_t a[K], hp[K], yp[K], f[K], kv[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         const int j = j0 + k;
-        a[k] = j <= n ? alt[j - 1] : -1;   // -1 never equals a base: padding columns never match
-        hp[k] = edge_score(j, edge_gaps, open, extend);   // H(0, j)
+        a[k] = j <= n ? alt[j - 1] : -1;                 // -1 never equals a base: padding columns never match
+        hp[k] = edge_score(j, edge_gaps, open, extend);  // H(0, j)
         yp[k] = 0;
         f[k] = kLowInit;
         kv[k] = 0;
     }
-    int32_t diag_h = edge_score(j0 - 1, edge_gaps, open, extend);   // H(i-1, j0-1), row 0 to start
+    int32_t diag_h = edge_score(j0 - 1, edge_gaps, open, extend);  // H(i-1, j0-1), row 0 to start
     int32_t diag_y = 0;
     RowEnd out{0, 0, 0, 0};
     int32_t next_base = lane == 0 ? ref[0] : 0;
@@ -79,9 +79,9 @@ __device__ __forceinline__ void sweep_stripe(const PairDesc& p, int c, int lane,
     for (int s = 0; s < steps; ++s) {
         RowEnd in = shift_from_previous_lane(out, P);
         const int i = s - lane + 1;
-        if (lane == 0 && i <= m) {   // column j0 - 1 comes from outside the warp
+        if (lane == 0 && i <= m) {  // column j0 - 1 comes from outside the warp
             in.base = next_base;
-            if (i < m) next_base = ref[i];   // issued a step ahead
+            if (i < m) next_base = ref[i];  // issued a step ahead
             if (c == 0) {
                 in.h = edge_score(i, edge_gaps, open, extend);
                 in.e = kLowInit;
@@ -130,7 +130,7 @@ __device__ __forceinline__ void sweep_stripe(const PairDesc& p, int c, int lane,
                 }
                 best = max(best, kFloor);
                 cell[k * cnt] = make_short2(static_cast<short>(back), static_cast<short>(y));
-                dh = hp[k];   // H(i-1, j) is the next column's diagonal
+                dh = hp[k];  // H(i-1, j) is the next column's diagonal
                 dy = yp[k];
                 hp[k] = best;
                 yp[k] = y;
@@ -166,11 +166,11 @@ __device__ __forceinline__ void sweep_stripe(const PairDesc& p, int c, int lane,
 // alt columns per lane; pairs of this launch all use the same K.
 template <int P, int K>
 __global__ void __launch_bounds__(kFillThreads)
-sw_warp_fill_kernel(const PairDesc* __restrict__ pairs, int count, const uint8_t* __restrict__ refs,
-                    const uint8_t* __restrict__ alts, short2* __restrict__ bt, int32_t* __restrict__ edges,
-                    int32_t* __restrict__ scratch) {
+    sw_warp_fill_kernel(const PairDesc* __restrict__ pairs, int count, const uint8_t* __restrict__ refs,
+                        const uint8_t* __restrict__ alts, short2* __restrict__ bt, int32_t* __restrict__ edges,
+                        int32_t* __restrict__ scratch) {
     const int64_t g = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / P;
-    if (g >= count) return;   // whole groups leave together
+    if (g >= count) return;  // whole groups leave together
     const int lane = threadIdx.x % P;
     const PairDesc p = pairs[g];
     const uint8_t* ref = refs + p.ref;
@@ -180,7 +180,7 @@ sw_warp_fill_kernel(const PairDesc* __restrict__ pairs, int count, const uint8_t
     const int stripes = (p.n + P * K - 1) / (P * K);
     for (int c = 0; c < stripes; ++c) {
         sweep_stripe<P, K>(p, c, lane, ref, alt, bt + p.bt, last_col, last_row, scratch + p.scratch);
-        __syncwarp();   // the boundary column written by the last lane is read by lane 0 next
+        __syncwarp();  // the boundary column written by the last lane is read by lane 0 next
     }
 }
 
@@ -190,7 +190,7 @@ sw_warp_fill_kernel(const PairDesc* __restrict__ pairs, int count, const uint8_t
 // characters backwards from the end of the pair's slot.
 struct RevCigar {
     char* slot;
-    int64_t pos;     // next free character, counting down
+    int64_t pos;  // next free character, counting down
     char op = 0;
     int64_t len = 0;
 
@@ -289,7 +289,7 @@ __global__ void sw_traceback_kernel(const PairDesc* __restrict__ pairs, int coun
             p2 -= step;
         } else {
             next = 'M';
-            step = c.y;   // the whole run of diagonal moves ending here
+            step = c.y;  // the whole run of diagonal moves ending here
             p1 -= step;
             p2 -= step;
         }
@@ -324,7 +324,7 @@ __global__ void sw_traceback_kernel(const PairDesc* __restrict__ pairs, int coun
         char* s = short_cigars + static_cast<int64_t>(k) * kShortCigar;
         for (int64_t t = 0; t < len; ++t) s[t] = slot[w.pos + t];
         s[len] = '\0';
-    } else {   // move the string to the start of the slot
+    } else {  // move the string to the start of the slot
         for (int64_t t = 0; t < len; ++t) slot[t] = slot[w.pos + t];
         slot[len] = '\0';
     }

@@ -17,27 +17,27 @@
 namespace pyphmm {
 namespace sw_gpu {
 
-constexpr int32_t kFloor = -100000000;     // GATK's MATRIX_MIN_CUTOFF
+constexpr int32_t kFloor = -100000000;       // GATK's MATRIX_MIN_CUTOFF
 constexpr int32_t kLowInit = INT32_MIN / 2;  // GATK's initial best gap
-constexpr int kWarp = 32;                  // lanes per pair on the GPU
-constexpr int kMaxColsPerLane = 16;        // K: alt columns a lane keeps in registers
-constexpr int kFillThreads = 128;          // 4 pairs per block
+constexpr int kWarp = 32;                    // lanes per pair on the GPU
+constexpr int kMaxColsPerLane = 16;          // K: alt columns a lane keeps in registers
+constexpr int kFillThreads = 128;            // 4 pairs per block
 constexpr int kTraceThreads = 128;
-constexpr int kShortCigar = 32;            // CIGARs shorter than this come back in a compact slot
+constexpr int kShortCigar = 32;  // CIGARs shorter than this come back in a compact slot
 
 struct PairDesc {
-    int64_t ref;        // offset of ref in the chunk's ref buffer
-    int64_t alt;        // offset of alt in the chunk's alt buffer
-    int64_t bt;         // first short2 of this pair's backtrack matrix
-    int64_t edge;       // last column (m + 1 ints) then last row (n + 1 ints)
-    int64_t scratch;    // stripe boundary columns (2 x 3 x m ints), pairs with several stripes only
-    int64_t cigar;      // first byte of this pair's CIGAR slot in the chunk buffer
-    int32_t m, n;       // len(ref), len(alt)
+    int64_t ref;      // offset of ref in the chunk's ref buffer
+    int64_t alt;      // offset of alt in the chunk's alt buffer
+    int64_t bt;       // first short2 of this pair's backtrack matrix
+    int64_t edge;     // last column (m + 1 ints) then last row (n + 1 ints)
+    int64_t scratch;  // stripe boundary columns (2 x 3 x m ints), pairs with several stripes only
+    int64_t cigar;    // first byte of this pair's CIGAR slot in the chunk buffer
+    int32_t m, n;     // len(ref), len(alt)
     int32_t match, mismatch, open, extend;
     int32_t strategy;
-    int32_t index;      // pair index in the caller's batch
-    int32_t lanes;      // P: lanes sweeping the pair (kWarp on the GPU)
-    int32_t cols;       // K: alt columns per lane
+    int32_t index;  // pair index in the caller's batch
+    int32_t lanes;  // P: lanes sweeping the pair (kWarp on the GPU)
+    int32_t cols;   // K: alt columns per lane
 };
 
 // ---- backtrack layout ---------------------------------------------------------------
@@ -63,7 +63,7 @@ SW_HD inline int stripe_lanes(int c, int n, int P, int K) {
 // Valid (step, lane) slots before step s in a stripe of m rows and T lanes.
 SW_HD inline int64_t slots_before(int64_t s, int64_t m, int64_t T) {
     const int64_t full = s <= T ? s * (s + 1) / 2 : T * (T + 1) / 2 + (s - T) * T;
-    const int64_t past = s - m;   // steps where lane 0 is already past the last row
+    const int64_t past = s - m;  // steps where lane 0 is already past the last row
     return full - (past > 0 ? past * (past + 1) / 2 : 0);
 }
 

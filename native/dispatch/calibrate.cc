@@ -33,8 +33,8 @@ namespace pyphmm {
 namespace {
 
 constexpr int64_t kDefaultGpuMinCells = 2'000'000;
-constexpr int64_t kMinCalibrated = 10'000;           // below: a GPU call for a pair or two
-constexpr int64_t kMaxCalibrated = 1'000'000'000;    // above: the GPU is never worth it per call
+constexpr int64_t kMinCalibrated = 10'000;         // below: a GPU call for a pair or two
+constexpr int64_t kMaxCalibrated = 1'000'000'000;  // above: the GPU is never worth it per call
 
 // One synthetic region with its own buffers. Reads are windows of the first
 // haplotype with a few mismatches, as in real data (no float underflow, so
@@ -57,8 +57,7 @@ struct Probe {
         }
         for (int r = 0; r < reads; ++r) {
             int start = static_cast<int>(next() % (hap_len - read_len + 1));
-            for (int i = 0; i < read_len; ++i)
-                bases.push_back(next() % 100 == 0 ? kAcgt[next() & 3] : hap[start + i]);
+            for (int i = 0; i < read_len; ++i) bases.push_back(next() % 100 == 0 ? kAcgt[next() & 3] : hap[start + i]);
         }
         quals.assign(bases.size(), 30);
         ins.assign(bases.size(), 45);
@@ -66,8 +65,8 @@ struct Probe {
         gcp.assign(bases.size(), 10);
         for (int r = 0; r <= reads; ++r) read_offsets.push_back(int64_t(r) * read_len);
         for (int h = 0; h <= haps; ++h) hap_offsets.push_back(int64_t(h) * hap_len);
-        region = pyphmm_region{reads, haps, bases.data(), quals.data(), ins.data(), dels.data(), gcp.data(),
-                               read_offsets.data(), hap.data(), hap_offsets.data()};
+        region = pyphmm_region{reads,       haps,       bases.data(),        quals.data(), ins.data(),
+                               dels.data(), gcp.data(), read_offsets.data(), hap.data(),   hap_offsets.data()};
         cells = int64_t(reads) * read_len * int64_t(haps) * hap_len;
         results = int64_t(reads) * haps;
     }
@@ -145,8 +144,8 @@ Calibration measure() {
         std::fprintf(stderr,
                      "pyphmm: calibration: GPU call %.1f us + %.1f GCUPS, CPU %.2f GCUPS on %d threads at %lld "
                      "cells -> threshold %lld cells\n",
-                     c.gpu_call_s * 1e6, c.gpu_rate / 1e9, c.cpu_rate / 1e9, c.cpu_threads,
-                     (long long)last.cells, (long long)c.min_cells);
+                     c.gpu_call_s * 1e6, c.gpu_rate / 1e9, c.cpu_rate / 1e9, c.cpu_threads, (long long)last.cells,
+                     (long long)c.min_cells);
     return c;
 }
 
@@ -162,9 +161,7 @@ const Calibration& calibration() {
     return c;
 }
 
-int64_t fixed_gpu_min_cells() {
-    return env_threshold() >= 0 ? env_threshold() : kDefaultGpuMinCells;
-}
+int64_t fixed_gpu_min_cells() { return env_threshold() >= 0 ? env_threshold() : kDefaultGpuMinCells; }
 
 int64_t gpu_min_cells(int threads, int* source) {
     int src = PYPHMM_THRESHOLD_DEFAULT;

@@ -7,12 +7,12 @@ namespace pyphmm {
 
 // The micro-benchmark's results.
 struct Calibration {
-    bool ran = false;          // a usable GPU answered every timed call
-    double gpu_call_s = 0;     // fixed cost of one GPU call
-    double gpu_rate = 0;       // GPU cells/s beyond that cost
-    double cpu_rate = 0;       // CPU cells/s at cpu_threads threads
+    bool ran = false;       // a usable GPU answered every timed call
+    double gpu_call_s = 0;  // fixed cost of one GPU call
+    double gpu_rate = 0;    // GPU cells/s beyond that cost
+    double cpu_rate = 0;    // CPU cells/s at cpu_threads threads
     int cpu_threads = 1;
-    int64_t min_cells = 0;     // crossover at cpu_threads (clamped)
+    int64_t min_cells = 0;  // crossover at cpu_threads (clamped)
 };
 const Calibration& calibration();
 

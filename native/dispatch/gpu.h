@@ -22,9 +22,9 @@ struct GpuState {
     int other_processes = -1;           // on the preferred device when chosen (-1: unknown)
     bool mps = false;                   // an MPS server serves this process
     char mps_dir[256] = {0};
-    char name[256] = {0};               // the preferred device's name
-    char status[256] = {0};             // why no GPU is usable, or the preferred device
-    int visible = 0;                    // devices the driver shows
+    char name[256] = {0};    // the preferred device's name
+    char status[256] = {0};  // why no GPU is usable, or the preferred device
+    int visible = 0;         // devices the driver shows
 };
 
 // Probes and chooses once per process (the first call starts the driver,
@@ -41,7 +41,7 @@ int check_device_request(int32_t device, pyphmm_error* error);
 int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, int32_t device,
                 const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* error);
 
-int gpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
-                 int32_t* alignment_offsets, int32_t device, pyphmm_stats* stats, pyphmm_error* error);
+int gpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets, int32_t* alignment_offsets,
+                 int32_t device, pyphmm_stats* stats, pyphmm_error* error);
 
 }  // namespace pyphmm

@@ -51,14 +51,14 @@ namespace pyphmm {
 
 namespace {
 
-constexpr int64_t kCpuClaimCells = 2'000'000;        // ~1 ms on one core: small claims balance well
-constexpr int64_t kMinGpuBatch = 32'000'000;         // below this a GPU call is mostly fixed cost
-constexpr int64_t kMaxGpuBatch = 512'000'000;        // a few hundred us of kernels on an H100
-constexpr int kBatchesPerDriverLeft = 4;             // batch = unclaimed / (4 x drivers): shrinks near the end
-constexpr double kPriorGpuRate = 1e12;               // cells/s of a whole-workload GPU call, until measured
-constexpr double kPriorCpuThreadRate = 1e9;          // cells/s of one CPU thread, until measured
-constexpr int64_t kLearnMinCells = 100'000'000;      // a rate is learned from calls at least this large
-constexpr int64_t kMaxRegions = int64_t(1) << 32;    // each cursor is 32 bits
+constexpr int64_t kCpuClaimCells = 2'000'000;      // ~1 ms on one core: small claims balance well
+constexpr int64_t kMinGpuBatch = 32'000'000;       // below this a GPU call is mostly fixed cost
+constexpr int64_t kMaxGpuBatch = 512'000'000;      // a few hundred us of kernels on an H100
+constexpr int kBatchesPerDriverLeft = 4;           // batch = unclaimed / (4 x drivers): shrinks near the end
+constexpr double kPriorGpuRate = 1e12;             // cells/s of a whole-workload GPU call, until measured
+constexpr double kPriorCpuThreadRate = 1e9;        // cells/s of one CPU thread, until measured
+constexpr int64_t kLearnMinCells = 100'000'000;    // a rate is learned from calls at least this large
+constexpr int64_t kMaxRegions = int64_t(1) << 32;  // each cursor is 32 bits
 
 using Clock = std::chrono::steady_clock;
 
@@ -119,9 +119,9 @@ struct Hybrid {
     const pyphmm_region* regions;
     double* out;
     bool dbl;
-    int32_t device;                  // the call's options.device
-    GpuCallOptions call;             // the GPU calls' precision
-    int threads;                     // for the CPU recompute after a GPU failure
+    int32_t device;       // the call's options.device
+    GpuCallOptions call;  // the GPU calls' precision
+    int threads;          // for the CPU recompute after a GPU failure
     int gpu_threads;
     int cpu_workers;
     std::vector<int64_t> order;      // region indices by ascending cells
@@ -130,7 +130,7 @@ struct Hybrid {
     Cursors cursors;
     Clock::time_point start = Clock::now();
     double prior_gpu_rate, prior_cpu_rate;
-    double cpu_share = 0;            // predicted share of the CPU workers
+    double cpu_share = 0;  // predicted share of the CPU workers
     std::atomic<bool> gpu_failed{false};
     std::atomic<int64_t> gpu_inflight{0}, gpu_cells{0}, gpu_regions{0};
     std::atomic<int64_t> cpu_cells{0}, cpu_regions{0}, cpu_busy_ns{0}, double_pairs{0};
@@ -191,9 +191,8 @@ void run_on_cpu(Hybrid& h, int64_t first, int64_t last, int threads) {
     auto t0 = Clock::now();
     pyphmm_stats st;
     std::memset(&st, 0, sizeof(st));
-    run_range(h, first, last, [&](const pyphmm_region* r, int64_t n, double* o) {
-        return cpu_pairhmm(r, n, o, threads, h.dbl, &st);
-    });
+    run_range(h, first, last,
+              [&](const pyphmm_region* r, int64_t n, double* o) { return cpu_pairhmm(r, n, o, threads, h.dbl, &st); });
     h.cpu_busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count() / threads;
     h.cpu_cells += h.cells_of(first, last);
     h.cpu_regions += last - first;
@@ -294,8 +293,8 @@ bool hybrid_wanted(const pyphmm_options* o, int64_t num_regions) {
     return config::on(config::Knob::kHybrid);
 }
 
-int hybrid_pairhmm(const pyphmm_region* regions, int64_t num_regions, const int64_t* region_cells,
-                   double* out, const pyphmm_options* options, pyphmm_stats* stats) {
+int hybrid_pairhmm(const pyphmm_region* regions, int64_t num_regions, const int64_t* region_cells, double* out,
+                   const pyphmm_options* options, pyphmm_stats* stats) {
     Hybrid h(regions, num_regions, region_cells, out);
     h.dbl = options && options->double_precision;
     h.device = requested_device(options);
@@ -324,7 +323,8 @@ int hybrid_pairhmm(const pyphmm_region* regions, int64_t num_regions, const int6
         g_gpu_rate.store(h.gpu_cells / seconds, std::memory_order_relaxed);
     if (h.cpu_cells >= kLearnMinCells / 10) g_cpu_thread_rate.store(h.cpu_thread_rate(), std::memory_order_relaxed);
     if (config::on(config::Knob::kDebugDispatch))
-        std::fprintf(stderr, "pyphmm: hybrid: GPU %.3g cells/s, CPU %.3g cells/s x %d workers: CPU share %.1f%% -> %s\n",
+        std::fprintf(stderr,
+                     "pyphmm: hybrid: GPU %.3g cells/s, CPU %.3g cells/s x %d workers: CPU share %.1f%% -> %s\n",
                      h.prior_gpu_rate, h.prior_cpu_rate, h.threads - h.gpu_threads, 100.0 * h.cpu_share,
                      h.cpu_workers ? "shared" : "GPU alone");
     if (stats) {

@@ -20,10 +20,10 @@ namespace {
 
 int check_region(const pyphmm_region& g, int64_t k, int64_t* cells, pyphmm_error* err) {
     if (g.num_reads < 0 || g.num_haps < 0)
-        return set_error(err, PYPHMM_E_INVALID, "region %lld: negative count (%d reads, %d haplotypes)",
-                         (long long)k, g.num_reads, g.num_haps);
-    if (g.num_reads > 0 && (!g.read_offsets || !g.read_bases || !g.read_quals || !g.read_ins ||
-                            !g.read_dels || !g.read_gcp))
+        return set_error(err, PYPHMM_E_INVALID, "region %lld: negative count (%d reads, %d haplotypes)", (long long)k,
+                         g.num_reads, g.num_haps);
+    if (g.num_reads > 0 &&
+        (!g.read_offsets || !g.read_bases || !g.read_quals || !g.read_ins || !g.read_dels || !g.read_gcp))
         return set_error(err, PYPHMM_E_INVALID, "region %lld: NULL read buffer", (long long)k);
     if (g.num_haps > 0 && (!g.hap_offsets || !g.hap_bases))
         return set_error(err, PYPHMM_E_INVALID, "region %lld: NULL haplotype buffer", (long long)k);
@@ -71,8 +71,7 @@ int pairhmm_call(const pyphmm_region* regions, int64_t n, const std::vector<int6
     // Only AUTO with a GPU needs the threshold (the first such call
     // calibrates it); a CPU call never probes the GPU.
     const int asked = requested_backend(options);
-    const int64_t min_cells =
-        asked == PYPHMM_BACKEND_AUTO && gpu_usable() ? gpu_min_cells(threads, nullptr) : 0;
+    const int64_t min_cells = asked == PYPHMM_BACKEND_AUTO && gpu_usable() ? gpu_min_cells(threads, nullptr) : 0;
     const int backend = resolve_backend(options, cells, min_cells, error);
     if (backend < 0) return -backend;
     int rc;

@@ -36,8 +36,7 @@ constexpr int64_t kMaxParamTimesLength = int64_t(1) << 29;
 constexpr int64_t kSwGpuMinPairs = 256;
 
 const char* strategy_ok(int s) {
-    return (s == PYPHMM_SW_SOFTCLIP || s == PYPHMM_SW_INDEL || s == PYPHMM_SW_LEADING_INDEL ||
-            s == PYPHMM_SW_IGNORE)
+    return (s == PYPHMM_SW_SOFTCLIP || s == PYPHMM_SW_INDEL || s == PYPHMM_SW_LEADING_INDEL || s == PYPHMM_SW_IGNORE)
                ? nullptr
                : "unknown";
 }
@@ -58,10 +57,8 @@ int check_sw_batch(const pyphmm_sw_batch* batch, const char* cigars, const int64
     if (n == 0) return PYPHMM_OK;
     if (!batch->ref || !batch->ref_offsets || !batch->alt || !batch->alt_offsets)
         return set_error(err, PYPHMM_E_INVALID, "NULL sequence buffer");
-    if (!batch->params || !batch->strategies)
-        return set_error(err, PYPHMM_E_INVALID, "NULL params or strategies");
-    if (!cigars || !cigar_offsets || !alignment_offsets)
-        return set_error(err, PYPHMM_E_INVALID, "NULL output buffer");
+    if (!batch->params || !batch->strategies) return set_error(err, PYPHMM_E_INVALID, "NULL params or strategies");
+    if (!cigars || !cigar_offsets || !alignment_offsets) return set_error(err, PYPHMM_E_INVALID, "NULL output buffer");
     if (batch->per_pair != 0 && batch->per_pair != 1)
         return set_error(err, PYPHMM_E_INVALID, "per_pair must be 0 or 1, not %d", batch->per_pair);
     if (batch->ref_offsets[0] < 0 || batch->alt_offsets[0] < 0 || cigar_offsets[0] < 0)
@@ -75,9 +72,8 @@ int check_sw_batch(const pyphmm_sw_batch* batch, const char* cigars, const int64
                              "LEADING_INDEL=11, IGNORE=12)",
                              (long long)k, batch->strategies[k]);
         if (p.gap_open > 0 || p.gap_extend > 0)
-            return set_error(err, PYPHMM_E_INVALID,
-                             "pair %lld: gap penalties must be <= 0 (got open %d, extend %d)", (long long)k,
-                             p.gap_open, p.gap_extend);
+            return set_error(err, PYPHMM_E_INVALID, "pair %lld: gap penalties must be <= 0 (got open %d, extend %d)",
+                             (long long)k, p.gap_open, p.gap_extend);
     }
     for (int64_t i = 0; i < n; ++i) {
         const int64_t lr = batch->ref_offsets[i + 1] - batch->ref_offsets[i];
@@ -87,9 +83,8 @@ int check_sw_batch(const pyphmm_sw_batch* batch, const char* cigars, const int64
                              (lr == 0 || la == 0) ? (lr == 0 ? "empty ref sequence" : "empty alt sequence")
                                                   : "decreasing sequence offsets");
         if (lr > PYPHMM_SW_MAX_LENGTH || la > PYPHMM_SW_MAX_LENGTH)
-            return set_error(err, PYPHMM_E_INVALID,
-                             "pair %lld: %s is %lld bp; the longest accepted is %d bp", (long long)i,
-                             lr > PYPHMM_SW_MAX_LENGTH ? "ref" : "alt",
+            return set_error(err, PYPHMM_E_INVALID, "pair %lld: %s is %lld bp; the longest accepted is %d bp",
+                             (long long)i, lr > PYPHMM_SW_MAX_LENGTH ? "ref" : "alt",
                              (long long)(lr > PYPHMM_SW_MAX_LENGTH ? lr : la), PYPHMM_SW_MAX_LENGTH);
         const pyphmm_sw_params& p = batch->params[batch->per_pair ? i : 0];
         if (max_abs_param(p) * (lr + la + 2) > kMaxParamTimesLength)
@@ -136,12 +131,13 @@ extern "C" int pyphmm_sw_align(const pyphmm_sw_batch* batch, char* cigars, const
                                 error);
         };
         if (backend != PYPHMM_BACKEND_CUDA) return cpu();
-        return gpu_else_cpu("Smith-Waterman", stats,
-                            [&](pyphmm_error* e) {
-                                return gpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets,
-                                                    requested_device(options), stats, e);
-                            },
-                            cpu);
+        return gpu_else_cpu(
+            "Smith-Waterman", stats,
+            [&](pyphmm_error* e) {
+                return gpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, requested_device(options), stats,
+                                    e);
+            },
+            cpu);
     });
 }
 
@@ -160,8 +156,8 @@ extern "C" int pyphmm_sw_align_one(const uint8_t* ref, int64_t ref_len, const ui
         const int8_t strat = static_cast<int8_t>(strategy);
         const pyphmm_sw_batch batch = {1, ref, ref_off, alt, alt_off, params, &strat, 0};
         if (int rc = check_sw_batch(&batch, cigar, cigar_off, alignment_offset, error)) return rc;
-        *alignment_offset = sw_align_one(ref, static_cast<int>(ref_len), alt, static_cast<int>(alt_len), *params,
-                                         strategy, cigar);
+        *alignment_offset =
+            sw_align_one(ref, static_cast<int>(ref_len), alt, static_cast<int>(alt_len), *params, strategy, cigar);
         return PYPHMM_OK;
     });
 }

@@ -33,37 +33,38 @@ extern "C" {
 
 /* CDEF-BEGIN */
 
-#define PYPHMM_ABI_VERSION 3   /* 3: options.device honoured + flags, stats GPU timing, info GPU sharing, config */
+#define PYPHMM_ABI_VERSION 3 /* 3: options.device honoured + flags, stats GPU timing, info GPU sharing, config */
 
 /* ---- status codes ------------------------------------------------------ */
-#define PYPHMM_OK 0
-#define PYPHMM_E_INVALID 1      /* bad argument or input; message says which */
-#define PYPHMM_E_NOMEM 2        /* host allocation failed */
-#define PYPHMM_E_UNAVAILABLE 3  /* the backend asked for is not usable here */
-#define PYPHMM_E_INTERNAL 4     /* a bug or an unexpected device failure */
-#define PYPHMM_E_UNSUPPORTED 5  /* valid input this entry point does not handle (the native
-                                   record reader's subset): use the general path */
-#define PYPHMM_E_IO 6           /* reading or writing a file failed; message names the file */
+#define PYPHMM_OK            0
+#define PYPHMM_E_INVALID     1 /* bad argument or input; message says which */
+#define PYPHMM_E_NOMEM       2 /* host allocation failed */
+#define PYPHMM_E_UNAVAILABLE 3 /* the backend asked for is not usable here */
+#define PYPHMM_E_INTERNAL    4 /* a bug or an unexpected device failure */
+/* valid input this entry point does not handle (the native record reader's
+ * subset): use the general path */
+#define PYPHMM_E_UNSUPPORTED 5
+#define PYPHMM_E_IO          6 /* reading or writing a file failed; message names the file */
 
 /* ---- backends ---------------------------------------------------------- */
-#define PYPHMM_BACKEND_AUTO 0   /* CUDA when a usable GPU is present, else CPU */
-#define PYPHMM_BACKEND_CPU 1
+#define PYPHMM_BACKEND_AUTO 0 /* CUDA when a usable GPU is present, else CPU */
+#define PYPHMM_BACKEND_CPU  1
 #define PYPHMM_BACKEND_CUDA 2
 
 typedef struct pyphmm_error {
-    int32_t code;               /* same value as the function's return */
-    char message[512];          /* NUL-terminated, empty on success */
+    int32_t code;      /* same value as the function's return */
+    char message[512]; /* NUL-terminated, empty on success */
 } pyphmm_error;
 
 /* Initialise with PYPHMM_OPTIONS_INIT (C; see below the CDEF block) or set
  * every field: a zeroed struct pins device 0. */
 typedef struct pyphmm_options {
-    int32_t backend;            /* PYPHMM_BACKEND_*; env PYPHMM_BACKEND overrides AUTO */
-    int32_t threads;            /* CPU threads; <= 0 means all available cores */
-    int32_t double_precision;   /* PairHMM: 1 = every pair in double */
-    int32_t device;             /* CUDA device ordinal of this call, or PYPHMM_DEVICE_AUTO */
-    int32_t hybrid;             /* PairHMM whole workloads: PYPHMM_HYBRID_* */
-    int32_t flags;              /* PYPHMM_FLAG_* */
+    int32_t backend;          /* PYPHMM_BACKEND_*; env PYPHMM_BACKEND overrides AUTO */
+    int32_t threads;          /* CPU threads; <= 0 means all available cores */
+    int32_t double_precision; /* PairHMM: 1 = every pair in double */
+    int32_t device;           /* CUDA device ordinal of this call, or PYPHMM_DEVICE_AUTO */
+    int32_t hybrid;           /* PairHMM whole workloads: PYPHMM_HYBRID_* */
+    int32_t flags;            /* PYPHMM_FLAG_* */
 } pyphmm_options;
 
 /* options.device: PYPHMM_DEVICE_AUTO lets pyphmm choose (PYPHMM_DEVICE if
@@ -72,7 +73,7 @@ typedef struct pyphmm_options {
  * CUDA_VISIBLE_DEVICES), PYPHMM_E_INVALID if there is none such. */
 #define PYPHMM_DEVICE_AUTO -1
 /* options.flags */
-#define PYPHMM_FLAG_TIMING 1    /* fill the stats' GPU kernel and host-phase times (costs a few us) */
+#define PYPHMM_FLAG_TIMING 1 /* fill the stats' GPU kernel and host-phase times (costs a few us) */
 
 /* Whole-workload scheduling of a PairHMM call with several regions under
  * AUTO: GPU and CPU threads share the regions (GPU the largest, CPU the
@@ -81,17 +82,17 @@ typedef struct pyphmm_options {
  * alone in one call. DEFAULT (0, what a zeroed struct says) follows env
  * PYPHMM_HYBRID=0|1 and is OFF when unset; a GPU must be usable. */
 #define PYPHMM_HYBRID_DEFAULT 0
-#define PYPHMM_HYBRID_ON 1
-#define PYPHMM_HYBRID_OFF 2
+#define PYPHMM_HYBRID_ON      1
+#define PYPHMM_HYBRID_OFF     2
 
 /* What a call did: filled when the caller passes a non-NULL pointer. */
 typedef struct pyphmm_stats {
-    int64_t pairs;              /* read x haplotype pairs (PairHMM) or alignments (SW) */
-    int64_t cells;              /* sum of len(read) * len(haplotype) (or ref x alt) */
-    int64_t double_pairs;       /* PairHMM pairs whose result came from double */
-    int32_t backend_used;       /* PYPHMM_BACKEND_CPU or _CUDA */
-    int32_t fell_back;          /* 1 if a GPU failure made this call run on the CPU */
-    double seconds;             /* wall time spent in the kernels' backend */
+    int64_t pairs;        /* read x haplotype pairs (PairHMM) or alignments (SW) */
+    int64_t cells;        /* sum of len(read) * len(haplotype) (or ref x alt) */
+    int64_t double_pairs; /* PairHMM pairs whose result came from double */
+    int32_t backend_used; /* PYPHMM_BACKEND_CPU or _CUDA */
+    int32_t fell_back;    /* 1 if a GPU failure made this call run on the CPU */
+    double seconds;       /* wall time spent in the kernels' backend */
     /* PairHMM: where the regions ran (a call under AUTO may use both) */
     int64_t gpu_regions;
     int64_t gpu_cells;
@@ -101,10 +102,10 @@ typedef struct pyphmm_stats {
     int32_t hybrid_gpu_threads; /* threads driving the GPU in that mode */
     int32_t hybrid_cpu_threads; /* CPU worker threads in that mode */
     /* GPU work of the call (CUDA backend) */
-    int32_t device;             /* CUDA device that ran the GPU part, -1 if none */
-    int64_t const_pairs;        /* pairs in the kernels with the call's quality triple as constants */
-    double kernel_seconds;      /* PYPHMM_FLAG_TIMING: time at least one kernel was running */
-    double phase_seconds[5];    /* PYPHMM_FLAG_TIMING: host time in setup, pack, enqueue, wait, copy-out */
+    int32_t device;          /* CUDA device that ran the GPU part, -1 if none */
+    int64_t const_pairs;     /* pairs in the kernels with the call's quality triple as constants */
+    double kernel_seconds;   /* PYPHMM_FLAG_TIMING: time at least one kernel was running */
+    double phase_seconds[5]; /* PYPHMM_FLAG_TIMING: host time in setup, pack, enqueue, wait, copy-out */
 } pyphmm_stats;
 
 /* ---- PairHMM -----------------------------------------------------------
@@ -121,14 +122,14 @@ typedef struct pyphmm_stats {
 typedef struct pyphmm_region {
     int32_t num_reads;
     int32_t num_haps;
-    const uint8_t *read_bases;
-    const uint8_t *read_quals;  /* base qualities */
-    const uint8_t *read_ins;    /* insertion gap-open penalties */
-    const uint8_t *read_dels;   /* deletion gap-open penalties */
-    const uint8_t *read_gcp;    /* gap continuation penalties */
-    const int64_t *read_offsets;    /* num_reads + 1 entries, non-decreasing */
-    const uint8_t *hap_bases;
-    const int64_t *hap_offsets;     /* num_haps + 1 entries, non-decreasing */
+    const uint8_t* read_bases;
+    const uint8_t* read_quals;   /* base qualities */
+    const uint8_t* read_ins;     /* insertion gap-open penalties */
+    const uint8_t* read_dels;    /* deletion gap-open penalties */
+    const uint8_t* read_gcp;     /* gap continuation penalties */
+    const int64_t* read_offsets; /* num_reads + 1 entries, non-decreasing */
+    const uint8_t* hap_bases;
+    const int64_t* hap_offsets; /* num_haps + 1 entries, non-decreasing */
 } pyphmm_region;
 
 /*
@@ -139,9 +140,8 @@ typedef struct pyphmm_region {
  * float result underflows; options->double_precision = 1 for all-double.
  * Empty reads or haplotypes are rejected (PYPHMM_E_INVALID).
  */
-int pyphmm_pairhmm(const pyphmm_region *regions, int64_t num_regions,
-                   double *out, const pyphmm_options *options,
-                   pyphmm_stats *stats, pyphmm_error *error);
+int pyphmm_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, const pyphmm_options* options,
+                   pyphmm_stats* stats, pyphmm_error* error);
 
 /*
  * A record file (docs/RECORD_FORMAT.md) computed as pyphmm_pairhmm would,
@@ -158,23 +158,22 @@ int pyphmm_pairhmm(const pyphmm_region *regions, int64_t num_regions,
  * NULL) points at 3 values, records, pairs and cells written so far, which
  * the call updates (atomically) after each chunk for another thread to read.
  */
-int pyphmm_pairhmm_file(const char *in_path, const char *out_path, const pyphmm_options *options,
-                        int64_t chunk_cells, int64_t *records, pyphmm_stats *stats,
-                        int64_t *progress, pyphmm_error *error);
+int pyphmm_pairhmm_file(const char* in_path, const char* out_path, const pyphmm_options* options, int64_t chunk_cells,
+                        int64_t* records, pyphmm_stats* stats, int64_t* progress, pyphmm_error* error);
 
 /* ---- Smith-Waterman (GATK semantics) -------------------------------------
  * Overhang strategy codes are GKL's byte codes. */
-#define PYPHMM_SW_SOFTCLIP 9
-#define PYPHMM_SW_INDEL 10
+#define PYPHMM_SW_SOFTCLIP      9
+#define PYPHMM_SW_INDEL         10
 #define PYPHMM_SW_LEADING_INDEL 11
-#define PYPHMM_SW_IGNORE 12
-#define PYPHMM_SW_MAX_LENGTH 32767  /* longest ref or alt accepted (GKL's limit) */
+#define PYPHMM_SW_IGNORE        12
+#define PYPHMM_SW_MAX_LENGTH    32767 /* longest ref or alt accepted (GKL's limit) */
 
 typedef struct pyphmm_sw_params {
-    int32_t match;              /* > 0 in every GATK preset; any value accepted */
+    int32_t match; /* > 0 in every GATK preset; any value accepted */
     int32_t mismatch;
-    int32_t gap_open;           /* <= 0 */
-    int32_t gap_extend;         /* <= 0 */
+    int32_t gap_open;   /* <= 0 */
+    int32_t gap_extend; /* <= 0 */
 } pyphmm_sw_params;
 
 /*
@@ -191,19 +190,18 @@ typedef struct pyphmm_sw_params {
  */
 typedef struct pyphmm_sw_batch {
     int64_t num_pairs;
-    const uint8_t *ref;
-    const int64_t *ref_offsets;     /* num_pairs + 1 entries */
-    const uint8_t *alt;
-    const int64_t *alt_offsets;     /* num_pairs + 1 entries */
-    const pyphmm_sw_params *params;
-    const int8_t *strategies;
+    const uint8_t* ref;
+    const int64_t* ref_offsets; /* num_pairs + 1 entries */
+    const uint8_t* alt;
+    const int64_t* alt_offsets; /* num_pairs + 1 entries */
+    const pyphmm_sw_params* params;
+    const int8_t* strategies;
     int32_t per_pair;
 } pyphmm_sw_batch;
 
-int pyphmm_sw_align(const pyphmm_sw_batch *batch, char *cigars,
-                    const int64_t *cigar_offsets, int32_t *alignment_offsets,
-                    const pyphmm_options *options, pyphmm_stats *stats,
-                    pyphmm_error *error);
+int pyphmm_sw_align(const pyphmm_sw_batch* batch, char* cigars, const int64_t* cigar_offsets,
+                    int32_t* alignment_offsets, const pyphmm_options* options, pyphmm_stats* stats,
+                    pyphmm_error* error);
 
 /*
  * After pyphmm_sw_align: moves the batch's CIGARs (each NUL-terminated at the
@@ -211,7 +209,7 @@ int pyphmm_sw_align(const pyphmm_sw_batch *batch, char *cigars,
  * followed by its NUL, so a caller can split them in one pass. Returns the
  * bytes used (the sum of the CIGAR lengths + num_pairs).
  */
-int64_t pyphmm_sw_compact_cigars(char *cigars, const int64_t *cigar_offsets, int64_t num_pairs);
+int64_t pyphmm_sw_compact_cigars(char* cigars, const int64_t* cigar_offsets, int64_t num_pairs);
 
 /*
  * One pair on the calling thread's CPU: what GATK's HaplotypeCaller does per
@@ -220,62 +218,60 @@ int64_t pyphmm_sw_compact_cigars(char *cigars, const int64_t *cigar_offsets, int
  * when each call is tens of microseconds). cigar holds cigar_capacity bytes,
  * at least 2 * (ref_len + alt_len) + 1; strategy is a PYPHMM_SW_* code.
  */
-int pyphmm_sw_align_one(const uint8_t *ref, int64_t ref_len,
-                        const uint8_t *alt, int64_t alt_len,
-                        const pyphmm_sw_params *params, int32_t strategy,
-                        char *cigar, int64_t cigar_capacity,
-                        int32_t *alignment_offset, pyphmm_error *error);
+int pyphmm_sw_align_one(const uint8_t* ref, int64_t ref_len, const uint8_t* alt, int64_t alt_len,
+                        const pyphmm_sw_params* params, int32_t strategy, char* cigar, int64_t cigar_capacity,
+                        int32_t* alignment_offset, pyphmm_error* error);
 
 /* ---- library information ------------------------------------------------ */
 typedef struct pyphmm_info {
     char version[32];
     int32_t abi_version;
-    int32_t cuda_compiled;      /* 1 if this build contains CUDA kernels */
-    int32_t cuda_usable;        /* 1 if a GPU answered at run time */
+    int32_t cuda_compiled; /* 1 if this build contains CUDA kernels */
+    int32_t cuda_usable;   /* 1 if a GPU answered at run time */
     int32_t device_count;
-    int32_t device;             /* ordinal AUTO would use, -1 if none */
+    int32_t device; /* ordinal AUTO would use, -1 if none */
     char device_name[256];
-    char cuda_status[256];      /* why CUDA is or is not usable */
-    int32_t cpu_threads;        /* default CPU thread count */
-    int32_t jni_compiled;       /* 1 if GKL's JNI entry points are exported */
-    char cpu_kernel[64];        /* name of the CPU PairHMM kernel in use */
-    int64_t gpu_min_cells;      /* PairHMM calls below this (at cpu_threads threads) run on the CPU under AUTO */
-    int32_t gpu_min_cells_source;   /* PYPHMM_THRESHOLD_* */
-    double calib_gpu_call_us;   /* calibration: fixed cost of one GPU call (0 if none ran) */
-    double calib_gpu_gcups;     /* calibration: GPU cells/s beyond that cost, / 1e9 */
-    double calib_cpu_gcups;     /* calibration: CPU cells/s at cpu_threads threads, / 1e9 */
-    int32_t hybrid;             /* 1 if whole-workload calls under AUTO share GPU and CPU */
-    int32_t hybrid_gpu_threads; /* threads that drive the GPU in that mode */
+    char cuda_status[256];        /* why CUDA is or is not usable */
+    int32_t cpu_threads;          /* default CPU thread count */
+    int32_t jni_compiled;         /* 1 if GKL's JNI entry points are exported */
+    char cpu_kernel[64];          /* name of the CPU PairHMM kernel in use */
+    int64_t gpu_min_cells;        /* PairHMM calls below this (at cpu_threads threads) run on the CPU under AUTO */
+    int32_t gpu_min_cells_source; /* PYPHMM_THRESHOLD_* */
+    double calib_gpu_call_us;     /* calibration: fixed cost of one GPU call (0 if none ran) */
+    double calib_gpu_gcups;       /* calibration: GPU cells/s beyond that cost, / 1e9 */
+    double calib_cpu_gcups;       /* calibration: CPU cells/s at cpu_threads threads, / 1e9 */
+    int32_t hybrid;               /* 1 if whole-workload calls under AUTO share GPU and CPU */
+    int32_t hybrid_gpu_threads;   /* threads that drive the GPU in that mode */
     /* GPU sharing (several threads, processes or GPUs) */
-    int32_t usable_devices;     /* GPUs AUTO calls may use */
-    int32_t device_pinned;      /* 1 if PYPHMM_DEVICE pins every call to `device` */
-    char device_choice[128];    /* how `device` was chosen */
-    int32_t mps;                /* 1 if an MPS server serves this process's GPU work */
-    int32_t gpu_other_processes;/* other processes on `device` when it was chosen, -1 unknown */
-    char mps_pipe_dir[256];     /* MPS pipe directory in use (or the default one) */
-    int32_t backend;            /* what a call asks for once PYPHMM_BACKEND has overridden AUTO:
+    int32_t usable_devices;      /* GPUs AUTO calls may use */
+    int32_t device_pinned;       /* 1 if PYPHMM_DEVICE pins every call to `device` */
+    char device_choice[128];     /* how `device` was chosen */
+    int32_t mps;                 /* 1 if an MPS server serves this process's GPU work */
+    int32_t gpu_other_processes; /* other processes on `device` when it was chosen, -1 unknown */
+    char mps_pipe_dir[256];      /* MPS pipe directory in use (or the default one) */
+    int32_t backend;             /* what a call asks for once PYPHMM_BACKEND has overridden AUTO:
                                    PYPHMM_BACKEND_AUTO, _CPU or _CUDA */
 } pyphmm_info;
 
 /* Where info.gpu_min_cells comes from. */
-#define PYPHMM_THRESHOLD_DEFAULT 0      /* fixed default: no usable GPU, or calibration failed */
-#define PYPHMM_THRESHOLD_CALIBRATED 1   /* measured at first use in this process */
-#define PYPHMM_THRESHOLD_ENV 2          /* PYPHMM_GPU_MIN_CELLS */
+#define PYPHMM_THRESHOLD_DEFAULT    0 /* fixed default: no usable GPU, or calibration failed */
+#define PYPHMM_THRESHOLD_CALIBRATED 1 /* measured at first use in this process */
+#define PYPHMM_THRESHOLD_ENV        2 /* PYPHMM_GPU_MIN_CELLS */
 
-void pyphmm_get_info(pyphmm_info *info);
+void pyphmm_get_info(pyphmm_info* info);
 
 /* The same, as a call with these options meets the library: cpu_threads is
  * the CPU threads such a call uses, gpu_min_cells (and its source) the
  * threshold at that count, backend what the options ask for, device the
  * GPU such a call prefers. NULL options: exactly pyphmm_get_info. (For
  * callers that report their own settings, such as GKL's JNI entry points.) */
-void pyphmm_get_info_for(const pyphmm_options *options, pyphmm_info *info);
+void pyphmm_get_info_for(const pyphmm_options* options, pyphmm_info* info);
 
 /* ---- configuration -------------------------------------------------------
  * Writes one line per PYPHMM_* environment variable the library reads
  * (name, value, source, meaning) into buf, NUL-terminated and truncated to
  * capacity; returns the length of the whole text. */
-int64_t pyphmm_config_describe(char *buf, int64_t capacity);
+int64_t pyphmm_config_describe(char* buf, int64_t capacity);
 /* Parses the environment again (for tests). Decisions taken once per
  * process (GPU probe and choice, calibration, CPU kernel) stay as taken. */
 void pyphmm_config_reload(void);
@@ -283,7 +279,8 @@ void pyphmm_config_reload(void);
 /* CDEF-END */
 
 /* C callers: pyphmm_options opts = PYPHMM_OPTIONS_INIT; */
-#define PYPHMM_OPTIONS_INIT {PYPHMM_BACKEND_AUTO, 0, 0, PYPHMM_DEVICE_AUTO, PYPHMM_HYBRID_DEFAULT, 0}
+#define PYPHMM_OPTIONS_INIT \
+    { PYPHMM_BACKEND_AUTO, 0, 0, PYPHMM_DEVICE_AUTO, PYPHMM_HYBRID_DEFAULT, 0 }
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -11,18 +11,18 @@
 #include <jni.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
 #include <vector>
 
-#include "jni/jni_report.h"
 #include "common/config.h"
+#include "jni/jni_report.h"
 #include "jni/jni_utils.h"
 #include "pyphmm.h"
 
@@ -105,8 +105,7 @@ struct LocalFrame {
 // (returned), then the sections bases, quals, ins, dels, gcp (read_total
 // bytes each) and haplotypes (hap_total), contiguous. nullptr with an
 // OutOfMemoryError pending when it cannot be allocated.
-double* region_buffer(JNIEnv* env, int64_t n_results, int64_t read_total, int64_t hap_total,
-                      uint8_t* section[6]) {
+double* region_buffer(JNIEnv* env, int64_t n_results, int64_t read_total, int64_t hap_total, uint8_t* section[6]) {
     const size_t results_bytes = static_cast<size_t>(n_results) * sizeof(double);
     const size_t total = results_bytes + 5 * static_cast<size_t>(read_total) + static_cast<size_t>(hap_total);
     unsigned char* buf;
@@ -291,8 +290,7 @@ void compute(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdoubleArray ou
 // calls per read (measured ~0.5 us per read, 20-35 us per GATK region, as
 // much as the GPU call itself). The Java side has checked nulls and lengths;
 // they are checked again here so a bad call cannot read out of bounds.
-void compute_packed(JNIEnv* env, jbyteArray packed, jintArray lengths, jint n_reads, jint n_haps,
-                    jdoubleArray out) {
+void compute_packed(JNIEnv* env, jbyteArray packed, jintArray lengths, jint n_reads, jint n_haps, jdoubleArray out) {
     if (!packed || !lengths || !out) {
         throw_java(env, "java/lang/NullPointerException", "Input is null");
         return;
@@ -377,9 +375,9 @@ JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_computeLikelihood
 
 // Shim-only: the packed fast path (see compute_packed).
 JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_computePackedNative(JNIEnv* env, jobject,
-                                                                                   jbyteArray packed,
-                                                                                   jintArray lengths, jint n_reads,
-                                                                                   jint n_haps, jdoubleArray out) {
+                                                                                   jbyteArray packed, jintArray lengths,
+                                                                                   jint n_reads, jint n_haps,
+                                                                                   jdoubleArray out) {
     try {
         compute_packed(env, packed, lengths, n_reads, n_haps, out);
     } catch (const std::bad_alloc&) {

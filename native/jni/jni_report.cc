@@ -56,8 +56,8 @@ std::string banner(const pyphmm_info& info, const char* what, const std::vector<
 
 const char* threshold_source(int source) {
     return source == PYPHMM_THRESHOLD_CALIBRATED ? "calibrated"
-           : source == PYPHMM_THRESHOLD_ENV     ? "PYPHMM_GPU_MIN_CELLS"
-                                                : "default";
+           : source == PYPHMM_THRESHOLD_ENV      ? "PYPHMM_GPU_MIN_CELLS"
+                                                 : "default";
 }
 
 // Which side computes a PairHMM call, as this caller meets the library.
@@ -102,8 +102,8 @@ std::vector<Field> pairhmm_fields(const pyphmm_info& i, bool double_precision) {
         f.push_back({"GPU", printf_string("%s (device %d, %s)", i.device_name, i.device, i.device_choice)});
         f.push_back({"GPU sharing", gpu_sharing(i)});
     }
-    f.push_back({"CPU", printf_string("kernel %s, %d thread%s", i.cpu_kernel, i.cpu_threads,
-                                      i.cpu_threads == 1 ? "" : "s")});
+    f.push_back(
+        {"CPU", printf_string("kernel %s, %d thread%s", i.cpu_kernel, i.cpu_threads, i.cpu_threads == 1 ? "" : "s")});
     f.push_back({"precision", double_precision ? "double" : "float, double where float underflows"});
     f.push_back({"library", library_path()});
     return f;
@@ -124,8 +124,8 @@ pyphmm_info info_for_threads(int threads) {
 
 // ---- process-wide totals ---------------------------------------------------
 struct PairHmmTotals {
-    std::atomic<int64_t> calls{0}, pairs{0}, cells{0}, redone_double{0}, gpu_cells{0}, cpu_cells{0},
-        fallbacks{0}, nanoseconds{0};
+    std::atomic<int64_t> calls{0}, pairs{0}, cells{0}, redone_double{0}, gpu_cells{0}, cpu_cells{0}, fallbacks{0},
+        nanoseconds{0};
     std::atomic<int> threads{0};
 };
 struct SwTotals {

@@ -21,8 +21,8 @@ namespace {
 
 thread_local std::vector<unsigned char> t_buf;
 
-jint align(JNIEnv* env, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, jint match, jint mismatch,
-           jint open, jint extend, jbyte strategy) {
+jint align(JNIEnv* env, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, jint match, jint mismatch, jint open,
+           jint extend, jbyte strategy) {
     if (!ref || !alt || !cigar_out) {
         throw_java(env, "java/lang/NullPointerException", "%s is null",
                    !ref ? "reference" : (!alt ? "alternate" : "CIGAR output array"));
@@ -60,8 +60,8 @@ jint align(JNIEnv* env, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, ji
     pyphmm_error err;
     cigar[0] = '\0';
     const auto t0 = std::chrono::steady_clock::now();
-    int rc = pyphmm_sw_align_one(r, lr, a, la, &params, strategy, cigar, static_cast<int64_t>(cigar_cap), &offset,
-                                 &err);
+    int rc =
+        pyphmm_sw_align_one(r, lr, a, la, &params, strategy, cigar, static_cast<int64_t>(cigar_cap), &offset, &err);
     if (rc != PYPHMM_OK) {
         throw_status(env, rc, err);
         return -1;
@@ -91,9 +91,11 @@ JNIEXPORT void JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_initN
     announce_sw();
 }
 
-JNIEXPORT jint JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_alignNative(
-    JNIEnv* env, jclass, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, jint match, jint mismatch,
-    jint open, jint extend, jbyte strategy) {
+JNIEXPORT jint JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_alignNative(JNIEnv* env, jclass,
+                                                                                       jbyteArray ref, jbyteArray alt,
+                                                                                       jbyteArray cigar_out, jint match,
+                                                                                       jint mismatch, jint open,
+                                                                                       jint extend, jbyte strategy) {
     try {
         return align(env, ref, alt, cigar_out, match, mismatch, open, extend, strategy);
     } catch (const std::bad_alloc&) {

@@ -10,6 +10,7 @@ be read or written, or an unusable backend (one ``pyphmm: error:`` line, no
 partial output file); 130 on Ctrl-C and 143 on SIGTERM (no partial output
 file either).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,12 +39,13 @@ def _positive_int(text: str) -> int:
 
 
 def _threshold_line(inf) -> str:
-    line = (f"calls under {inf['gpu_min_cells']} cells run on the CPU under auto "
-            f"(at {inf['cpu_threads']} CPU threads; ")
+    line = f"calls under {inf['gpu_min_cells']} cells run on the CPU under auto (at {inf['cpu_threads']} CPU threads; "
     cal = inf["calibration"]
     if inf["gpu_min_cells_source"] == "calibrated":
-        return line + (f"calibrated: GPU call {cal['gpu_call_us']:.1f} us + {cal['gpu_gcups']:.1f} GCUPS, "
-                       f"CPU {cal['cpu_gcups']:.2f} GCUPS)")
+        return line + (
+            f"calibrated: GPU call {cal['gpu_call_us']:.1f} us + {cal['gpu_gcups']:.1f} GCUPS, "
+            f"CPU {cal['cpu_gcups']:.2f} GCUPS)"
+        )
     if inf["gpu_min_cells_source"] == "env":
         return line + "from PYPHMM_GPU_MIN_CELLS)"
     return line + ("default" + ("" if inf["cuda_usable"] else ", no GPU") + ")")
@@ -53,8 +55,10 @@ def _hybrid_line(inf) -> str:
     if not inf["hybrid"]:
         return "one backend per call" + ("" if inf["cuda_usable"] else " (no GPU)")
     workers = max(0, inf["cpu_threads"] - inf["hybrid_gpu_threads"])
-    return (f"GPU ({inf['hybrid_gpu_threads']} driver threads, largest regions) and "
-            f"{workers} CPU threads (smallest regions) share calls of several regions under auto")
+    return (
+        f"GPU ({inf['hybrid_gpu_threads']} driver threads, largest regions) and "
+        f"{workers} CPU threads (smallest regions) share calls of several regions under auto"
+    )
 
 
 def cmd_info(args) -> int:
@@ -62,8 +66,11 @@ def cmd_info(args) -> int:
     if args.json:
         print(json.dumps(inf, indent=2))
         return 0
-    cuda = (f"CUDA on {inf['device_name']} (device {inf['device']}, {inf['device_choice']})" if inf["cuda_usable"]
-            else f"no CUDA: {inf['cuda_status']}")
+    cuda = (
+        f"CUDA on {inf['device_name']} (device {inf['device']}, {inf['device_choice']})"
+        if inf["cuda_usable"]
+        else f"no CUDA: {inf['cuda_status']}"
+    )
     print(f"pyphmm {inf['version']} (ABI {inf['abi_version']})")
     print(f"backends: {', '.join(inf['backends'])}")
     print(f"gpu: {cuda}")
@@ -94,8 +101,10 @@ def _sharing_line(inf) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import gatk  # GATK entry points: gatk-jar, gatk-libdir, gatk
-    from .. import mps  # NVIDIA MPS helper: pyphmm mps start|stop|status
+    from .. import (
+        gatk,  # GATK entry points: gatk-jar, gatk-libdir, gatk
+        mps,  # NVIDIA MPS helper: pyphmm mps start|stop|status
+    )
 
     p = argparse.ArgumentParser(prog="pyphmm", description="GATK PairHMM and Smith-Waterman, GPU and CPU.")
     p.add_argument("--version", action="version", version=f"pyphmm {__version__}")

@@ -1,5 +1,6 @@
 """``pyphmm align``: REF<TAB>ALT pairs in, CIGAR<TAB>OFFSET lines out, in
 input order (Smith-Waterman with GATK's semantics, pyphmm.sw)."""
+
 from __future__ import annotations
 
 import sys
@@ -28,8 +29,9 @@ def read_pairs(path: str, max_length: int):
             line = decode_line(raw, name, lineno)
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) != 2:
-                raise ValueError(f"{name}:{lineno}: expected REF<TAB>ALT, got {len(fields)} field(s) "
-                                 f"in {quote(line.rstrip())}")
+                raise ValueError(
+                    f"{name}:{lineno}: expected REF<TAB>ALT, got {len(fields)} field(s) in {quote(line.rstrip())}"
+                )
             ref, alt = fields
             for what, seq in (("ref", ref), ("alt", alt)):
                 if not seq:
@@ -72,8 +74,9 @@ def cmd_align(args) -> int:
         def flush():
             nonlocal cells
             st = {}
-            cig, off = align_batch(refs, alts, params=params, overhang=overhang, backend=args.backend,
-                                   threads=args.threads, stats=st)
+            cig, off = align_batch(
+                refs, alts, params=params, overhang=overhang, backend=args.backend, threads=args.threads, stats=st
+            )
             cells += st.get("cells", 0)
             out.write("".join(f"{c}\t{o}\n" for c, o in zip(cig, off.tolist())))
             refs.clear()
@@ -96,12 +99,23 @@ def add_parser(sub, positive_int) -> None:
     p = sub.add_parser("align", help="Smith-Waterman (GATK semantics) for REF<TAB>ALT pairs")
     p.add_argument("input", help="one REF<TAB>ALT pair per line, or - for stdin")
     p.add_argument("--output", "-o", required=True, help="CIGAR<TAB>OFFSET per line, or - for stdout")
-    p.add_argument("--params", default=None, metavar="M,X,O,E",
-                   help="match, mismatch, gap open, gap extend (e.g. 3,-1,-4,-3)")
-    p.add_argument("--preset", default=None, type=str.upper, choices=PRESET_NAMES,
-                   help="GATK parameter set (default ORIGINAL_DEFAULT)")
-    p.add_argument("--overhang", default="SOFTCLIP", type=str.upper, choices=OVERHANG_NAMES,
-                   help="overhang strategy (default SOFTCLIP)")
+    p.add_argument(
+        "--params", default=None, metavar="M,X,O,E", help="match, mismatch, gap open, gap extend (e.g. 3,-1,-4,-3)"
+    )
+    p.add_argument(
+        "--preset",
+        default=None,
+        type=str.upper,
+        choices=PRESET_NAMES,
+        help="GATK parameter set (default ORIGINAL_DEFAULT)",
+    )
+    p.add_argument(
+        "--overhang",
+        default="SOFTCLIP",
+        type=str.upper,
+        choices=OVERHANG_NAMES,
+        help="overhang strategy (default SOFTCLIP)",
+    )
     p.add_argument("--backend", choices=sorted(_native.BACKENDS), default="auto")
     p.add_argument("--threads", type=positive_int, default=None, help="CPU threads (default: all)")
     p.set_defaults(func=cmd_align)

@@ -6,6 +6,7 @@ reader's subset of the format (PYPHMM_E_UNSUPPORTED), go through the Python
 reader (pyphmm.io). Any other failure of the native path (a malformed
 file, a read or write error, an unusable backend) is reported as it is.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,16 +43,21 @@ class Progress:
         now = time.perf_counter()
         if now - self.last >= PROGRESS_EVERY_S:
             self.last = now
-            print(f"pyphmm: {records} records, {pairs} pairs, {cells / 1e9:.2f} G cells, {now - self.start:.1f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"pyphmm: {records} records, {pairs} pairs, {cells / 1e9:.2f} G cells, {now - self.start:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def summary(self) -> str:
         total = time.perf_counter() - self.start
         gcups = self.cells / self.compute_s / 1e9 if self.compute_s > 0 else 0.0
         backend = ", ".join(sorted(b for b in self.backends if b != "none")) or "none"
-        return (f"pyphmm: {self.records} records, {self.pairs} pairs, {self.cells} cells; "
-                f"compute {self.compute_s:.3f} s, {gcups:.2f} GCUPS (compute); "
-                f"total {total:.3f} s; backend {backend}")
+        return (
+            f"pyphmm: {self.records} records, {self.pairs} pairs, {self.cells} cells; "
+            f"compute {self.compute_s:.3f} s, {gcups:.2f} GCUPS (compute); "
+            f"total {total:.3f} s; backend {backend}"
+        )
 
 
 def _native_file(args, out: OutputFile, progress: Progress) -> bool:
@@ -65,9 +71,14 @@ def _native_file(args, out: OutputFile, progress: Progress) -> bool:
     # On a worker thread, so that Ctrl-C and SIGTERM still reach this one (a
     # call into C cannot be interrupted); the caller then removes the output
     # and the interpreter's exit ends the worker.
-    worker = threading.Thread(target=lambda: result.append(lib.pyphmm_pairhmm_file(
-        os.fsencode(args.input), os.fsencode(out.path), opts, NATIVE_CHUNK_CELLS, records, st, done, err)),
-        daemon=True)
+    worker = threading.Thread(
+        target=lambda: result.append(
+            lib.pyphmm_pairhmm_file(
+                os.fsencode(args.input), os.fsencode(out.path), opts, NATIVE_CHUNK_CELLS, records, st, done, err
+            )
+        ),
+        daemon=True,
+    )
     worker.start()
     while worker.is_alive():
         worker.join(0.2)
@@ -88,8 +99,7 @@ def _python_path(args, out: OutputFile, progress: Progress) -> None:
 
     for chunk in record_chunks(io.read_records(args.input)):
         stats = {}
-        results = compute_regions(chunk, double=args.double, backend=args.backend, threads=args.threads,
-                                  stats=stats)
+        results = compute_regions(chunk, double=args.double, backend=args.backend, threads=args.threads, stats=stats)
         out.write("".join(io.format_record(res) for res in results))
         progress.add(len(chunk), stats)
 
@@ -97,7 +107,7 @@ def _python_path(args, out: OutputFile, progress: Progress) -> None:
 def cmd_likelihoods(args) -> int:
     progress = Progress()
     with OutputFile(args.output, input_path=args.input) as out:
-        native = (args.input != "-" and not out.stdout and os.environ.get("PYPHMM_NATIVE_READER", "1") != "0")
+        native = args.input != "-" and not out.stdout and os.environ.get("PYPHMM_NATIVE_READER", "1") != "0"
         if not (native and _native_file(args, out, progress)):
             _python_path(args, out, progress)
         out.commit()

@@ -7,6 +7,7 @@ run (error, Ctrl-C, SIGTERM) leaves nothing behind. "-" is standard output;
 an existing file that is not a regular file (a device such as /dev/null, a
 FIFO) is written directly.
 """
+
 from __future__ import annotations
 
 import errno
@@ -50,8 +51,7 @@ class OutputFile:
         if not os.path.isdir(parent):
             raise FileNotFoundError(f"{target}: cannot create: directory {parent} does not exist")
         try:
-            self._dir = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", suffix=".pyphmm-partial",
-                                         dir=parent)
+            self._dir = tempfile.mkdtemp(prefix=f".{os.path.basename(target)}.", suffix=".pyphmm-partial", dir=parent)
         except OSError as e:
             raise OSError(f"{target}: cannot create: {e.strerror}") from None
         self.path = os.path.join(self._dir, os.path.basename(target))

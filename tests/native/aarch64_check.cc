@@ -45,7 +45,9 @@ std::vector<uint8_t> unhex(const std::string& s) {
     return out;
 }
 
-void append(std::vector<uint8_t>& to, const std::vector<uint8_t>& from) { to.insert(to.end(), from.begin(), from.end()); }
+void append(std::vector<uint8_t>& to, const std::vector<uint8_t>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+}
 
 void fail(const char* what, const pyphmm_error& e) {
     std::fprintf(stderr, "%s failed: %d %s\n", what, e.code, e.message);
@@ -57,9 +59,16 @@ struct Region {
     std::vector<uint8_t> bases, quals, ins, dels, gcp, haps;
     std::vector<int64_t> read_off{0}, hap_off{0};
     pyphmm_region view() const {
-        return pyphmm_region{static_cast<int32_t>(read_off.size() - 1), static_cast<int32_t>(hap_off.size() - 1),
-                             bases.data(), quals.data(), ins.data(), dels.data(), gcp.data(), read_off.data(),
-                             haps.data(), hap_off.data()};
+        return pyphmm_region{static_cast<int32_t>(read_off.size() - 1),
+                             static_cast<int32_t>(hap_off.size() - 1),
+                             bases.data(),
+                             quals.data(),
+                             ins.data(),
+                             dels.data(),
+                             gcp.data(),
+                             read_off.data(),
+                             haps.data(),
+                             hap_off.data()};
     }
     size_t results() const { return (read_off.size() - 1) * (hap_off.size() - 1); }
 };
@@ -122,8 +131,7 @@ int cmd_pairhmm(const char* in_path, const char* out_path, bool dbl, bool each, 
         }
     } else {
         pyphmm_stats st{};
-        if (pyphmm_pairhmm(views.data(), static_cast<int64_t>(views.size()), out.data(), &opt, &st, &err) !=
-            PYPHMM_OK)
+        if (pyphmm_pairhmm(views.data(), static_cast<int64_t>(views.size()), out.data(), &opt, &st, &err) != PYPHMM_OK)
             fail("pyphmm_pairhmm", err);
         pairs = st.pairs;
         double_pairs = st.double_pairs;
@@ -160,8 +168,8 @@ int cmd_sw(const char* in_path, const char* out_path, int threads) {
     }
     std::vector<char> cigars(static_cast<size_t>(cigar_off.back()));
     std::vector<int32_t> offsets(n);
-    pyphmm_sw_batch batch{n, ref.data(), ref_off.data(), alt.data(), alt_off.data(), params.data(),
-                          strategies.data(), 1};
+    pyphmm_sw_batch batch{n, ref.data(), ref_off.data(), alt.data(), alt_off.data(), params.data(), strategies.data(),
+                          1};
     pyphmm_options opt{};
     opt.backend = PYPHMM_BACKEND_CPU;
     opt.threads = threads;
@@ -275,6 +283,7 @@ int main(int argc, char** argv) {
         return cmd_pairhmm(argv[2], argv[3], std::atoi(argv[4]) != 0, std::strcmp(argv[5], "each") == 0,
                            std::atoi(argv[6]));
     if (cmd == "sw" && argc == 5) return cmd_sw(argv[2], argv[3], std::atoi(argv[4]));
-    std::fprintf(stderr, "usage: aarch64_check info | fpmode | pairhmm IN OUT DOUBLE each|all THREADS | sw IN OUT THREADS\n");
+    std::fprintf(stderr,
+                 "usage: aarch64_check info | fpmode | pairhmm IN OUT DOUBLE each|all THREADS | sw IN OUT THREADS\n");
     return 2;
 }

@@ -49,8 +49,8 @@ int main() {
                 uint8_t want_plane = j < m ? static_cast<uint8_t>(mask == 15 ? 4 : __builtin_ctz(mask)) : 0xee;
                 bool ok = fast[j] == want && slow[j] == want && pf[j] == want_plane && ps[j] == want_plane;
                 if (!ok && bad++ < 5)
-                    std::printf("m=%d start=%d j=%d: fast %08x scalar %08x want %08x; planes %d %d want %d\n", m,
-                                start, j, fast[j], slow[j], want, pf[j], ps[j], want_plane);
+                    std::printf("m=%d start=%d j=%d: fast %08x scalar %08x want %08x; planes %d %d want %d\n", m, start,
+                                j, fast[j], slow[j], want, pf[j], ps[j], want_plane);
                 ++checked;
             }
         }

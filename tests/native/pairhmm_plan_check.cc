@@ -20,15 +20,15 @@ using namespace pyphmm::cudak;
 namespace {
 
 int g_failures = 0;
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            if (++g_failures <= 10) {                      \
+#define CHECK(cond, ...)                                         \
+    do {                                                         \
+        if (!(cond)) {                                           \
+            if (++g_failures <= 10) {                            \
                 std::printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-                std::printf(__VA_ARGS__);                  \
-                std::printf("\n");                         \
-            }                                              \
-        }                                                  \
+                std::printf(__VA_ARGS__);                        \
+                std::printf("\n");                               \
+            }                                                    \
+        }                                                        \
     } while (0)
 
 // Reads of every length land in the smallest bin that holds them, in the

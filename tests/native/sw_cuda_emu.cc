@@ -73,7 +73,7 @@ class LaneFifo {
 // The lanes of one emulated group.
 struct LaneGroup {
     int lanes;
-    std::vector<std::unique_ptr<LaneFifo>> fifo;   // fifo[t]: lane t -> lane t + 1
+    std::vector<std::unique_ptr<LaneFifo>> fifo;  // fifo[t]: lane t -> lane t + 1
     std::barrier<> sync;
     explicit LaneGroup(int P) : lanes(P), sync(P) {
         for (int t = 0; t < P; ++t) fifo.emplace_back(new LaneFifo());
@@ -81,7 +81,7 @@ struct LaneGroup {
 };
 thread_local LaneGroup* g_group = nullptr;
 thread_local int g_lane = 0;
-long g_bad_shuffles = 0;   // shuffles the emulation does not model (would be a test failure)
+long g_bad_shuffles = 0;  // shuffles the emulation does not model (would be a test failure)
 
 template <typename T>
 T __shfl_up_sync(unsigned, T v, unsigned delta, int width) {
@@ -90,7 +90,7 @@ T __shfl_up_sync(unsigned, T v, unsigned delta, int width) {
     uint32_t w;
     std::memcpy(&w, &v, 4);
     if (g_lane + 1 < g_group->lanes) g_group->fifo[g_lane]->push(w);
-    if (g_lane == 0) return v;   // no lane below: a warp returns the caller's own value
+    if (g_lane == 0) return v;  // no lane below: a warp returns the caller's own value
     w = g_group->fifo[g_lane - 1]->pop();
     T r;
     std::memcpy(&r, &w, 4);
@@ -187,7 +187,7 @@ struct Gen {
         std::string read = hap.substr(rnd(0, 300 - k), k);
         snps(read, rnd(0, 4));
         if (rng() % 5 == 0) indel(read, 10);
-        if (rng() % 8 == 0) read = seq(rnd(1, 15)) + read;   // soft-clip-like overhang
+        if (rng() % 8 == 0) read = seq(rnd(1, 15)) + read;  // soft-clip-like overhang
         if (read.empty()) read = "A";
         return {hap, read.substr(0, 151)};
     }
@@ -203,8 +203,8 @@ struct Gen {
 
 // Runs the fill kernel for descs[first, first + count) (one K) with P lanes.
 template <int P, int K>
-void emulate_fill(const PairDesc* d, int count, const uint8_t* refs, const uint8_t* alts, short2* bt,
-                  int32_t* edges, int32_t* scratch) {
+void emulate_fill(const PairDesc* d, int count, const uint8_t* refs, const uint8_t* alts, short2* bt, int32_t* edges,
+                  int32_t* scratch) {
     LaneGroup group(P);
     std::vector<std::thread> lanes;
     for (int t = 0; t < P; ++t)
@@ -213,7 +213,7 @@ void emulate_fill(const PairDesc* d, int count, const uint8_t* refs, const uint8
             g_lane = t;
             threadIdx.x = t;
             blockDim.x = P;
-            for (int g = 0; g < count; ++g) {   // block g holds group g alone
+            for (int g = 0; g < count; ++g) {  // block g holds group g alone
                 blockIdx.x = g;
                 sw_warp_fill_kernel<P, K>(d, count, refs, alts, bt, edges, scratch);
             }
@@ -256,8 +256,14 @@ struct Batch {
             params.push_back(settings[i].params);
             strategies.push_back(static_cast<int8_t>(settings[i].strategy));
         }
-        c = {static_cast<int64_t>(data.size()), ref.data(), ref_off.data(), alt.data(), alt_off.data(),
-             params.data(), strategies.data(), 1};
+        c = {static_cast<int64_t>(data.size()),
+             ref.data(),
+             ref_off.data(),
+             alt.data(),
+             alt_off.data(),
+             params.data(),
+             strategies.data(),
+             1};
         cigars.assign(cigar_off.back(), '#');  // poisoned: a result nobody writes is a mismatch
         offsets.assign(data.size(), -77777);
     }
@@ -310,8 +316,7 @@ void run_chunk(const Todo& todo, const sw_gpu::Chunk& c, const BufferSizes& z, B
 long run_batch(const std::vector<Pair>& data, const std::vector<Setting>& settings, int P, int64_t fixed_budget,
                int64_t work_budget, long& checked) {
     Batch b(data, settings);
-    const Todo todo =
-        make_todo(b.c, take_exact_matches(b.c, b.cigars.data(), b.cigar_off.data(), b.offsets.data()), P);
+    const Todo todo = make_todo(b.c, take_exact_matches(b.c, b.cigars.data(), b.cigar_off.data(), b.offsets.data()), P);
     const std::vector<sw_gpu::Chunk> chunks = plan_chunks(todo, fixed_budget, work_budget);
     const BufferSizes z = buffer_sizes(todo, chunks);
     for (const sw_gpu::Chunk& c : chunks) {
@@ -326,12 +331,13 @@ long run_batch(const std::vector<Pair>& data, const std::vector<Setting>& settin
         const auto& [r, a] = data[i];
         const Setting& s = settings[i];
         std::vector<char> want(2 * (r.size() + a.size()) + 1);
-        const int32_t off = sw_align_one(reinterpret_cast<const uint8_t*>(r.data()), r.size(),
-                                         reinterpret_cast<const uint8_t*>(a.data()), a.size(), s.params, s.strategy,
-                                         want.data());
+        const int32_t off =
+            sw_align_one(reinterpret_cast<const uint8_t*>(r.data()), r.size(),
+                         reinterpret_cast<const uint8_t*>(a.data()), a.size(), s.params, s.strategy, want.data());
         const char* got = b.cigars.data() + b.cigar_off[i];
         ++checked;
-        if (strnlen(got, b.cigar_off[i + 1] - b.cigar_off[i]) == static_cast<size_t>(b.cigar_off[i + 1] - b.cigar_off[i]) ||
+        if (strnlen(got, b.cigar_off[i + 1] - b.cigar_off[i]) ==
+                static_cast<size_t>(b.cigar_off[i + 1] - b.cigar_off[i]) ||
             std::strcmp(got, want.data()) != 0 || off != b.offsets[i]) {
             if (++failures <= 10)
                 std::printf("MISMATCH P %d params (%d,%d,%d,%d) strategy %d ref %s alt %s: gpu %.40s %d cpu %s %d\n", P,
@@ -370,7 +376,7 @@ int main(int argc, char** argv) {
     for (int k = 0; k < n_long; ++k) {
         Pair p = gen.hap_vs_ref(600, 1100);
         data.push_back(p);
-        data.push_back({p.first.substr(0, gen.rnd(1, 40)), p.second});   // short ref, long alt
+        data.push_back({p.first.substr(0, gen.rnd(1, 40)), p.second});  // short ref, long alt
     }
     data.push_back({"A", "A"});
     data.push_back({"A", "C"});
