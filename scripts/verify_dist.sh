@@ -34,9 +34,10 @@ fi
 bash "$root/scripts/list_gpu_code.sh" "$lib"
 
 mkdir -p "$work/src"
-for d in tests scripts native buildtools; do cp -r "$root/$d" "$work/src/"; done
+for d in tests devtools scripts native buildtools; do cp -r "$root/$d" "$work/src/"; done
 [ -d "$root/../shared" ] && ln -s "$root/../shared" "$work/shared"
-export PYTHONPATH="$work/site${PYTHONPATH:+:$PYTHONPATH}"
+# devtools (the tests' oracles) from the copied tree; pyphmm only from the wheel
+export PYTHONPATH="$work/site${PYTHONPATH:+:$PYTHONPATH}:$work/src"
 cd "$work/src"
 python3 -c "import sys, pyphmm; sys.exit(not pyphmm.__file__.startswith('$work/site/'))" \
     || { echo "verify_dist: pyphmm is not imported from the installation" >&2; exit 1; }

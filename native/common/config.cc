@@ -61,9 +61,9 @@ const Spec kSpecs[] = {
     {Knob::kCudaNotify, "PYPHMM_CUDA_NOTIFY", Type::kBool, 1, 0, 1, nullptr, "reload",
      "small GPU calls: the kernel tells the waiting host it is done through host memory, and the double "
      "pass is launched only when a pair underflowed"},
-    {Knob::kCudaSync, "PYPHMM_CUDA_SYNC", Type::kEnum, kSyncAuto, 0, 0, "auto|spin|yield|block", "first use",
-     "how a thread waits for the GPU: spin, yield the CPU, or sleep (auto: sleep when other processes or an "
-     "MPS server share the GPU, else spin)"},
+    {Knob::kCudaSync, "PYPHMM_CUDA_SYNC", Type::kEnum, kSyncSpin, 0, 0, "spin|yield|block", "first use",
+     "how a thread waits for the GPU: spin (the fastest, also for many processes under MPS), yield the CPU "
+     "while spinning, or sleep"},
     {Knob::kCudaTiming, "PYPHMM_CUDA_TIMING", Type::kBool, 0, 0, 1, nullptr, "reload",
      "time GPU kernels and host phases into pyphmm_stats (costs a few us per call)"},
     {Knob::kSwGpuBudgetMb, "PYPHMM_SW_GPU_BUDGET_MB", Type::kInt, 0, 0, kBig, nullptr, "reload",

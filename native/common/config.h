@@ -32,7 +32,7 @@ enum class Knob : int {
     kCudaConstGaps,      // bool
     kCudaMappedOut,      // int
     kCudaNotify,         // bool
-    kCudaSync,           // enum auto|spin|yield|block
+    kCudaSync,           // enum spin|yield|block
     kCudaTiming,         // bool
     kSwGpuBudgetMb,      // int, 0 = no cap
     kJniTrace,           // int
@@ -62,7 +62,7 @@ enum Backend { kAuto = 0, kCpu = 1, kCuda = 2 };
 enum Arith { kFast = 0, kExact = 1 };
 enum JniCopy { kRegion = 0, kCritical = 1 };
 enum GpuFailure { kNever = 0, kAlways = 1, kAlternate = 2 };
-enum Sync { kSyncAuto = 0, kSyncSpin = 1, kSyncYield = 2, kSyncBlock = 3 };
+enum Sync { kSyncSpin = 0, kSyncYield = 1, kSyncBlock = 2 };
 
 }  // namespace config
 }  // namespace pyphmm

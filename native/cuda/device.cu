@@ -93,13 +93,12 @@ struct DeviceInit {
     bool yield = false;
 };
 
-// How host threads wait on device d: spinning answers fastest, but when
-// other processes share the GPU (and the MPS server needs a core) spinning
-// threads starve each other, so auto sleeps then.
-unsigned sync_flags(int d, bool* yield) {
-    int mode = static_cast<int>(config::get(config::Knob::kCudaSync));
-    if (mode == config::kSyncAuto)
-        mode = mps_control_present(nullptr, 0) || cuda_other_processes(d) > 0 ? config::kSyncBlock : config::kSyncSpin;
+// How host threads wait on a device (PYPHMM_CUDA_SYNC). Spinning answers
+// fastest, and it stays fastest with as many processes as cores under MPS:
+// sleeping threads wake late (benchmark: scripts/bench_multiproc.py --mps on
+// with PYPHMM_CUDA_SYNC set; docs/PERFORMANCE.md).
+unsigned sync_flags(bool* yield) {
+    const int mode = static_cast<int>(config::get(config::Knob::kCudaSync));
     *yield = mode != config::kSyncSpin;
     return mode == config::kSyncSpin    ? cudaDeviceScheduleSpin
            : mode == config::kSyncYield ? cudaDeviceScheduleYield
@@ -132,7 +131,7 @@ cudaError_t use_device(int d) {
     std::call_once(init.once, [&] {
         cudaFuncAttributes attr;
         cudaError_t e = cudaSetDevice(d);
-        if (e == cudaSuccess) e = cudaSetDeviceFlags(sync_flags(d, &init.yield) | cudaDeviceMapHost);
+        if (e == cudaSuccess) e = cudaSetDeviceFlags(sync_flags(&init.yield) | cudaDeviceMapHost);
         if (e == cudaErrorSetOnActiveProcess) {  // another library made the context first: keep its flags
             cudaGetLastError();
             e = cudaSuccess;
