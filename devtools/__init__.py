@@ -12,6 +12,8 @@ installed package).
 - ``devtools.testdata``: GKL's PairHMM vectors and GATK's Smith-Waterman
   cases, kept in ``tests/data/``.
 - ``devtools.child``: running a child Python on this checkout.
+- ``devtools.java_classes``: a benchmark's Java harness classes (given,
+  compiled now, or carried in ``.carry/``).
 - ``devtools.native_check``: compiling a small C++ check program against
   ``native/``.
 

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from devtools import java_classes
 from devtools.oracle import gkl as gkl_oracle
 from pyphmm import mps
 
@@ -24,7 +25,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checko
 
 HARNESS = "BenchMultiproc"
 HARNESS_SRC = os.path.join(REPO, "java_shim", "bench", HARNESS + ".java")
-CARRIED_CLASSES = os.path.join(REPO, ".carry", "bench_classes")
 DEFAULT_SHIM_JAR = os.environ.get("PYPHMM_GATK_JAR", os.path.join(REPO, "pyphmm", "pyphmm-gatk.jar"))
 AVX_CLASS = "com.intel.gkl.pairhmm.IntelPairHmm"
 OMP_CLASS = "com.intel.gkl.pairhmm.IntelPairHmmOMP"
@@ -82,24 +82,14 @@ def generate(preset: str, count: int, seed: int, path: str) -> None:
 
 
 def harness_classes(explicit: str | None, work: str) -> str:
-    """Directory holding BenchMultiproc.class: --classes, else compiled now
-    with javac (never stale), else the carried .carry/bench_classes."""
-    name = HARNESS + ".class"
-    if explicit:
-        if not os.path.exists(os.path.join(explicit, name)):
-            raise BenchError(f"--classes {explicit} holds no {name}")
-        return explicit
+    """Directory holding BenchMultiproc.class (devtools.java_classes)."""
     bindings = os.path.join(gkl_oracle.jar_dir(), "gatk-native-bindings.jar")
-    if shutil.which("javac"):
-        classes = os.path.join(work, "classes")
-        subprocess.run(["javac", "-nowarn", "--release", "11", "-cp", bindings, "-d", classes, HARNESS_SRC], check=True)
-        return classes
-    if os.path.exists(os.path.join(CARRIED_CLASSES, name)):
-        return CARRIED_CLASSES
-    raise BenchError(
-        "no javac here and no prebuilt harness: pass --classes DIR, or run "
-        "scripts/prepare_gpu_carry.sh on a machine with a JDK and carry .carry/ to this one"
-    )
+    try:
+        return java_classes.harness_classes(
+            explicit, work, sources=[HARNESS_SRC], main_class=HARNESS, carried="bench_classes", classpath=[bindings]
+        )
+    except java_classes.HarnessError as e:
+        raise BenchError(str(e)) from None
 
 
 def java_exe() -> str:

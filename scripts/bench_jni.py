@@ -47,20 +47,10 @@ import sys
 import tempfile
 
 from devtools import ROOT as REPO
+from devtools import java_classes
 from devtools.oracle import gkl as gkl_oracle
+from devtools.oracle import java_harness as jh
 from devtools.oracle import shim
-
-CARRIED_CLASSES = os.path.join(REPO, ".carry", "bench_classes")
-
-
-def write_records(regions, path):
-    with open(path, "w") as f:
-        for reads, haps in regions:
-            f.write(f"{len(reads)} {len(haps)}\n")
-            for r in reads:
-                f.write(" ".join([r[0].decode()] + [bytes(q + 33 for q in x).decode() for x in r[1:]]) + "\n")
-            for h in haps:
-                f.write(h.decode() + "\n")
 
 
 def write_realistic(n, seed, path):
@@ -74,33 +64,17 @@ def write_realistic(n, seed, path):
 
 
 def harness_classes(explicit, work):
-    """Directory holding BenchJni.class: --classes, else compiled now with
-    javac (never stale), else the carried .carry/bench_classes."""
-    if explicit:
-        if not os.path.exists(os.path.join(explicit, "BenchJni.class")):
-            sys.exit(f"bench_jni: --classes {explicit} holds no BenchJni.class")
-        return explicit
-    if shutil.which("javac"):
-        classes = os.path.join(work, "classes")
-        subprocess.run(
-            [
-                "javac",
-                "-nowarn",
-                "--release",
-                "11",
-                "-d",
-                classes,
-                os.path.join(REPO, "java_shim", "bench", "BenchJni.java"),
-            ],
-            check=True,
+    """Directory holding BenchJni.class (devtools.java_classes)."""
+    try:
+        return java_classes.harness_classes(
+            explicit,
+            work,
+            sources=[os.path.join(REPO, "java_shim", "bench", "BenchJni.java")],
+            main_class="BenchJni",
+            carried="bench_classes",
         )
-        return classes
-    if os.path.exists(os.path.join(CARRIED_CLASSES, "BenchJni.class")):
-        return CARRIED_CLASSES
-    sys.exit(
-        "bench_jni: no javac here and no prebuilt harness: pass --classes DIR, or run "
-        "scripts/prepare_gpu_carry.sh on a machine with a JDK and carry .carry/ to this one"
-    )
+    except java_classes.HarnessError as e:
+        sys.exit(f"bench_jni: {e}")
 
 
 def java_exe():
@@ -219,7 +193,7 @@ def main():
                     print("  timed passes, " + traced[-1])
         if args.generated:
             gen = os.path.join(work, "generated.in")
-            write_records(shim.random_regions(args.generated, seed=1), gen)
+            jh.write_regions(shim.random_regions(args.generated, seed=1), gen)
             rows, banner = run_all(cfg, gen, args.reps, cores)
             if not args.realistic:
                 print(banner[0] if banner else "(no pyphmm banner)")
@@ -233,9 +207,9 @@ def main():
 
 def copy_methods(cfg, work):
     tiny = os.path.join(work, "tiny.in")
-    write_records(shim.random_regions(2000, seed=2, max_reads=1, max_haps=1), tiny)
+    jh.write_regions(shim.random_regions(2000, seed=2, max_reads=1, max_haps=1), tiny)
     small = os.path.join(work, "small.in")
-    write_records(shim.random_regions(1000, seed=3, max_reads=8, max_haps=2), small)
+    jh.write_regions(shim.random_regions(1000, seed=3, max_reads=8, max_haps=2), small)
     for name, path in (("1 read x 1 hap", tiny), ("1-8 reads x 1-2 haps", small)):
         res = []
         traces = []

@@ -30,48 +30,33 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 
+from devtools import java_classes
 from devtools.oracle import java_harness as jh
 from devtools.oracle import shim
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-CARRIED_CLASSES = os.path.join(REPO, ".carry", "soak_classes")
 SOURCES = ("Records.java", "ShimSoak.java")
 
 
 def harness_classes(explicit, work, shim_jar):
-    if explicit:
-        return explicit
-    if shutil.which("javac"):
-        classes = os.path.join(work, "classes")
-        srcs = [os.path.join(jh.JAVA_SOURCES, s) for s in SOURCES]
-        subprocess.run(
-            [
-                "javac",
-                "-nowarn",
-                "--release",
-                "11",
-                "-d",
-                classes,
-                "-cp",
-                os.pathsep.join([shim_jar, shim.BINDINGS_JAR]),
-            ]
-            + srcs,
-            check=True,
+    """Directory holding ShimSoak.class (devtools.java_classes)."""
+    try:
+        return java_classes.harness_classes(
+            explicit,
+            work,
+            sources=[os.path.join(jh.JAVA_SOURCES, s) for s in SOURCES],
+            main_class="ShimSoak",
+            carried="soak_classes",
+            classpath=[shim_jar, shim.BINDINGS_JAR],
         )
-        return classes
-    if os.path.exists(os.path.join(CARRIED_CLASSES, "ShimSoak.class")):
-        return CARRIED_CLASSES
-    sys.exit(
-        "soak_shim: no javac here and no prebuilt harness: pass --classes DIR, or run "
-        "scripts/prepare_gpu_carry.sh on a machine with a JDK and carry .carry/ to this one"
-    )
+    except java_classes.HarnessError as e:
+        sys.exit(f"soak_shim: {e}")
 
 
 def analyse(samples, calls, warmup_fraction):
