@@ -6,11 +6,15 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import org.broadinstitute.gatk.nativebindings.pairhmm.HaplotypeDataHolder;
+import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeBinding;
+import org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder;
 
 /**
  * pyphmm's record files (SPEC section 2) for the Java test harnesses: one
  * region per record, reads with ASCII+33 quality strings, haplotypes; and
- * Smith-Waterman pair files (REF TAB ALT TAB match,mismatch,open,extend).
+ * Smith-Waterman pair files (REF TAB ALT TAB match,mismatch,open,extend);
+ * a region's likelihoods through GATK's binding API.
  * The files are written by the Python tests (tests/oracle/java_harness.py).
  */
 public final class Records {
@@ -47,6 +51,27 @@ public final class Records {
                 h += b.length;
             }
             return r * h;
+        }
+
+        /** This region's likelihoods through hmm, with GATK's holders built afresh as VectorLoglessPairHMM does. */
+        public double[] likelihoods(PairHMMNativeBinding hmm) {
+            HaplotypeDataHolder[] holders = new HaplotypeDataHolder[haps.length];
+            for (int h = 0; h < holders.length; ++h) {
+                holders[h] = new HaplotypeDataHolder();
+                holders[h].haplotypeBases = haps[h];
+            }
+            ReadDataHolder[] reads = new ReadDataHolder[reads()];
+            for (int k = 0; k < reads.length; ++k) {
+                reads[k] = new ReadDataHolder();
+                reads[k].readBases = bases[k];
+                reads[k].readQuals = quals[k];
+                reads[k].insertionGOP = ins[k];
+                reads[k].deletionGOP = dels[k];
+                reads[k].overallGCP = gcp[k];
+            }
+            double[] out = new double[reads.length * holders.length];
+            hmm.computeLikelihoods(reads, holders, out);
+            return out;
         }
     }
 

@@ -9,9 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
-import org.broadinstitute.gatk.nativebindings.pairhmm.HaplotypeDataHolder;
 import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeArguments;
-import org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder;
 import org.broadinstitute.gatk.nativebindings.smithwaterman.SWNativeAlignerResult;
 import org.broadinstitute.gatk.nativebindings.smithwaterman.SWOverhangStrategy;
 import org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters;
@@ -46,7 +44,7 @@ public final class ShimSoak {
         final double[][] expected = new double[regions.size()][];
         final String[] expectedSw = new String[regions.size()];
         for (Records.Region r : regions) {
-            expected[r.index] = compute(refHmm, r);
+            expected[r.index] = r.likelihoods(refHmm);
             expectedSw[r.index] = align(refSw, r);
         }
 
@@ -62,7 +60,7 @@ public final class ShimSoak {
                     long i;
                     while ((i = next.getAndIncrement()) < calls) {
                         Records.Region r = regions.get((int) (i % regions.size()));
-                        if (!close(compute(hmm, r), expected[r.index])) {
+                        if (!close(r.likelihoods(hmm), expected[r.index])) {
                             mismatches.incrementAndGet();
                         }
                         if (swEvery > 0 && i % swEvery == 0) {
@@ -120,27 +118,6 @@ public final class ShimSoak {
             throw new IllegalStateException("shim Smith-Waterman did not load");
         }
         return sw;
-    }
-
-    /** GATK's holders, built afresh as VectorLoglessPairHMM does per region. */
-    static double[] compute(IntelPairHmm hmm, Records.Region r) {
-        HaplotypeDataHolder[] haps = new HaplotypeDataHolder[r.haps.length];
-        for (int h = 0; h < haps.length; ++h) {
-            haps[h] = new HaplotypeDataHolder();
-            haps[h].haplotypeBases = r.haps[h];
-        }
-        ReadDataHolder[] reads = new ReadDataHolder[r.reads()];
-        for (int k = 0; k < reads.length; ++k) {
-            reads[k] = new ReadDataHolder();
-            reads[k].readBases = r.bases[k];
-            reads[k].readQuals = r.quals[k];
-            reads[k].insertionGOP = r.ins[k];
-            reads[k].deletionGOP = r.dels[k];
-            reads[k].overallGCP = r.gcp[k];
-        }
-        double[] out = new double[reads.length * haps.length];
-        hmm.computeLikelihoods(reads, haps, out);
-        return out;
     }
 
     static String align(IntelSmithWaterman sw, Records.Region r) {

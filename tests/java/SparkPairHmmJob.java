@@ -13,10 +13,8 @@ import java.util.TreeSet;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaSparkContext;
-import org.broadinstitute.gatk.nativebindings.pairhmm.HaplotypeDataHolder;
 import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeArguments;
 import org.broadinstitute.gatk.nativebindings.pairhmm.PairHMMNativeBinding;
-import org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder;
 
 /**
  * A Spark job shaped like HaplotypeCallerSpark's PairHMM use: regions are
@@ -62,7 +60,7 @@ public final class SparkPairHmmJob {
         while (regions.hasNext()) {
             Records.Region r = regions.next();
             StringBuilder b = new StringBuilder("P ").append(r.index);
-            for (double v : compute(hmm, r)) {
+            for (double v : r.likelihoods(hmm)) {
                 b.append(' ').append(v);
             }
             out.add(b.toString());
@@ -72,26 +70,6 @@ public final class SparkPairHmmJob {
                 + Thread.currentThread().getName().replace(' ', '_') + " "
                 + IntelPairHmm.class.getProtectionDomain().getCodeSource().getLocation() + " " + mappedPyphmm());
         return out.iterator();
-    }
-
-    static double[] compute(PairHMMNativeBinding hmm, Records.Region r) {
-        HaplotypeDataHolder[] haps = new HaplotypeDataHolder[r.haps.length];
-        for (int h = 0; h < haps.length; ++h) {
-            haps[h] = new HaplotypeDataHolder();
-            haps[h].haplotypeBases = r.haps[h];
-        }
-        ReadDataHolder[] reads = new ReadDataHolder[r.reads()];
-        for (int k = 0; k < reads.length; ++k) {
-            reads[k] = new ReadDataHolder();
-            reads[k].readBases = r.bases[k];
-            reads[k].readQuals = r.quals[k];
-            reads[k].insertionGOP = r.ins[k];
-            reads[k].deletionGOP = r.dels[k];
-            reads[k].overallGCP = r.gcp[k];
-        }
-        double[] out = new double[reads.length * haps.length];
-        hmm.computeLikelihoods(reads, haps, out);
-        return out;
     }
 
     /** The libpyphmm.so files this JVM has mapped (/proc/self/maps). */
