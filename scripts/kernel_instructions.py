@@ -2,7 +2,7 @@
 """Instructions per cell of the CPU kernels' inner loops, from the compiler's
 assembly, for x86-64 (AVX2, AVX-512, portable) and AArch64 (NEON, portable).
 
-Compiles native/cpu/pairhmm_cpu_kernel.cc and sw_cpu_fill.cc to assembly with setup.py's
+Compiles native/cpu/pairhmm_cpu_kernel.cc and sw_cpu_fill.cc to assembly with the library's
 flags (g++ and aarch64-linux-gnu-g++), finds the innermost loops of each
 kernel (a backward branch to a label with no other label in between) and
 prints, per loop iteration: instructions by class, the cells it computes
@@ -33,19 +33,11 @@ import subprocess
 import sys
 import tempfile
 
+from buildtools.native import host_flags
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FLAGS = [
-    "-std=c++17",
-    "-O3",
-    "-fPIC",
-    "-pthread",
-    "-fvisibility=hidden",
-    "-ffp-contract=off",
-    "-Wno-psabi",
-    f"-I{ROOT}/native/include",
-    f"-I{ROOT}/native",
-    '-DPYPHMM_VERSION="x"',
-]
+# The library's own compile flags (the kernels' code generation depends on them).
+FLAGS = host_flags(defines=['-DPYPHMM_VERSION="x"'])
 TARGETS = {"x86-64": "g++", "aarch64": "aarch64-linux-gnu-g++"}
 # (target, file, function-name pattern, label, kind)
 KERNELS = [
