@@ -74,15 +74,11 @@ public final class SparkPairHmmJob {
 
     /** The libpyphmm.so files this JVM has mapped (/proc/self/maps). */
     static String mappedPyphmm() throws IOException {
-        // /proc/self/maps is read in several reads that other threads' mmap
-        // and munmap can shift, so a line may be missed: union of a few reads.
         TreeSet<String> files = new TreeSet<>();
-        for (int attempt = 0; attempt < 5; ++attempt) {
-            for (String line : Files.readAllLines(Paths.get("/proc/self/maps"))) {
-                int slash = line.indexOf('/');
-                if (slash >= 0 && line.endsWith("libpyphmm.so")) {
-                    files.add(line.substring(slash));
-                }
+        for (String line : Files.readAllLines(Paths.get("/proc/self/maps"))) {
+            int slash = line.indexOf('/');
+            if (slash >= 0 && line.endsWith("libpyphmm.so")) {
+                files.add(line.substring(slash));
             }
         }
         return files.isEmpty() ? "-" : String.join(",", files);
