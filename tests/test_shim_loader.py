@@ -239,3 +239,32 @@ def test_unusable_tmpdir_names_the_fix(tmp_path, caller, gkl_values, option, say
     assert len(fix) == 1 and says in fix[0], err[-2000:]
     assert "-Djava.io.tmpdir=" in fix[0] and "PYPHMM_LIBRARY" in fix[0]
     assert _loaded_from(err) == os.path.realpath(os.path.join(REPO, "pyphmm", "libpyphmm.so"))
+
+
+def test_concurrent_jvms_keep_the_file_they_loaded(tmp_path, caller):
+    """JVMs that start together (Spark executors, parallel GATK runs) extract
+    into the same directory; none may replace a file another has mapped."""
+    classes = jh.compile_sources(tmp_path / "classes", ["LoaderMapping.java"], jh.shim_classpath())
+    tmpdir, ready = tmp_path / "tmp", tmp_path / "ready"
+    tmpdir.mkdir()
+    ready.mkdir()
+    env = child_env(REPO)
+    env["PYPHMM_QUIET"] = "1"
+    env.pop("PYPHMM_LIBRARY", None)
+    cmd = [
+        jh.java(),
+        f"-Djava.io.tmpdir={tmpdir}",
+        "-cp",
+        os.pathsep.join([classes] + jh.shim_classpath()),
+        "LoaderMapping",
+        str(ready),
+    ]
+    jvms = 6
+    procs = [
+        subprocess.Popen(cmd + [str(jvms)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for _ in range(jvms)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e[-2000:] for _, e in outs]
+    lib = os.path.join(_shared_dir(tmpdir), "libpyphmm.so")
+    assert [o.strip() for o, _ in outs] == [lib] * jvms, outs

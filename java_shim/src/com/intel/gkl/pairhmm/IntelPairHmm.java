@@ -276,7 +276,7 @@ public class IntelPairHmm implements PairHMMNativeBinding {
         Path lib = dir.resolve("libpyphmm.so");
         try {
             if (!sameDigest(lib, digest)) {
-                writeAtomically(dir, lib, bytes);
+                writeAtomically(dir, lib, bytes, digest);
             }
             try {
                 System.load(lib.toString());
@@ -374,10 +374,27 @@ public class IntelPairHmm implements PairHMMNativeBinding {
         return MessageDigest.isEqual(have, digest);
     }
 
-    private static void writeAtomically(Path dir, Path lib, byte[] bytes) throws IOException {
+    /**
+     * Publishes bytes as lib. Another JVM of the same user (a second Spark
+     * executor, a parallel GATK) may have extracted and loaded the same file
+     * meanwhile: replacing it would leave that JVM running a deleted file, so
+     * an existing lib with the right digest is kept (link() never replaces).
+     */
+    private static void writeAtomically(Path dir, Path lib, byte[] bytes, byte[] digest)
+            throws IOException, GeneralSecurityException {
         Path tmp = Files.createTempFile(dir, "libpyphmm", ".so.part");  // created 0600
         try {
             Files.write(tmp, bytes);
+            try {
+                Files.createLink(lib, tmp);
+                return;
+            } catch (FileAlreadyExistsException e) {
+                if (sameDigest(lib, digest)) {
+                    return;
+                }
+            } catch (UnsupportedOperationException | IOException e) {
+                // no hard links on this file system: replace, as a rename does
+            }
             Files.move(tmp, lib, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         } finally {
             Files.deleteIfExists(tmp);
