@@ -124,13 +124,15 @@ void probe_cuda(GpuState& g) {
 // Another look for a shared GPU, once, a little after start-up (the 64th
 // GPU call or the first after half a second): processes started together
 // do not see each other at the probe.
+// Once done, a call pays one relaxed load (no write to a line that every
+// calling thread shares).
 void recheck_sharing(const GpuState& g) {
-    if (g.fake || g.mps || g_hinted.load(std::memory_order_relaxed)) return;
+    static std::atomic<bool> done{false};
+    if (done.load(std::memory_order_relaxed) || g.fake || g.mps || g_hinted.load(std::memory_order_relaxed)) return;
     static std::atomic<int64_t> calls{0};
     if (calls.fetch_add(1, std::memory_order_relaxed) < 64 &&
         Clock::now() - g_chosen_at < std::chrono::milliseconds(500))
         return;
-    static std::atomic<bool> done{false};
     if (done.exchange(true)) return;
     hint_if_shared(g, cuda_other_processes(g.ordinal[g.preferred]));
 }
