@@ -16,6 +16,8 @@ installed package).
   compiled now, or carried in ``.carry/``).
 - ``devtools.native_check``: compiling a small C++ check program against
   ``native/``.
+- ``devtools.gpu_hog``: another process holding nearly all of a GPU's
+  memory (tests of the out-of-memory fallback).
 
 The repository root must be importable: pytest does that through
 ``[tool.pytest.ini_options] pythonpath`` in pyproject.toml; scripts are run
