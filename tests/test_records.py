@@ -112,6 +112,36 @@ def test_native_path_takes_ordinary_files_in_small_chunks(tmp_path):
     assert list(done) == [rec[0], st.pairs, st.cells]  # the progress counters end at the totals
 
 
+def file_call(path, out, chunk_cells=0):
+    err, st, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
+    rc = lib.pyphmm_pairhmm_file(
+        str(path).encode(), str(out).encode(), _native.make_options("cpu"), chunk_cells, rec, st, ffi.NULL, err
+    )
+    return rc, ffi.string(err.message).decode()
+
+
+def test_a_late_malformed_record_ends_a_run_that_computed_chunks(tmp_path):
+    """One record per chunk, so earlier chunks are computed and written
+    while the parser goes on to the bad record: the run reports it."""
+    path = tricky_file(tmp_path)
+    good = path.read_text()
+    bad_line = good.count("\n") + 2
+    path.write_text(good + "1 1\nACGT III IIII IIII ++++\nACGT\n")
+    rc, msg = file_call(path, tmp_path / "o", chunk_cells=1)
+    assert rc == lib.PYPHMM_E_INVALID and f"{path}:{bad_line}: read has 4 bases but QUAL has 3" in msg, msg
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_failed_write_stops_the_parser(tmp_path):
+    """Writing a chunk fails (disk full) while the next one parses: the run
+    ends with the write error."""
+    regs = generate(regions=200, seed=5)
+    path = tmp_path / "w.in"
+    io.write_input_records(str(path), regs)
+    rc, msg = file_call(path, "/dev/full", chunk_cells=1)
+    assert rc == lib.PYPHMM_E_IO and msg.startswith("/dev/full: write failed"), msg
+
+
 @pytest.mark.parametrize(
     "text,line",
     [
