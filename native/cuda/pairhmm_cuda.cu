@@ -211,6 +211,7 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     b.scratch = s.dscratch.p;
     b.scratch_stride = stride;
     b.num_pairs = c.pairs;
+    b.longest_rows = cudak::longest_float_rows(packed.bins);
     // (a thread that yields or sleeps waits in CUDA: the notice is for spinning)
     if (mapped && !st.timing && config::on(config::Knob::kCudaNotify) && !cuda::waits_yield(st.device)) {
         b.host_header = reinterpret_cast<volatile int*>(s.hout.p);

@@ -219,6 +219,25 @@ int single_fused_pass(const BinRanges& bins) {
     return found;
 }
 
+// The double pass over the float pass's underflow list (da.index). When
+// every read of the chunk has at most kDoubleSweepRows rows it runs
+// unstriped, one sweep of 32 lanes x kDoubleSweepK rows: for GATK's 150 bp
+// reads that is half the steps of the general kernel's two 128-row stripes
+// (a call with an underflowed pair waits for this kernel). The grid is
+// at most one resident wave: the count may be known only on the device.
+constexpr int kDoubleSweepK = 5;
+constexpr int kDoubleSweepRows = 32 * kDoubleSweepK;
+static_assert(kDoubleSweepRows > kDoubleBins[kNumDoubleBins - 1].P * kDoubleBins[kNumDoubleBins - 1].K,
+              "the sweep kernel covers more rows than one stripe of the general one");
+using DoubleSweep = Kern<double, 32, kDoubleSweepK, false, Arith::kExact, Tr::kRow>;
+
+void launch_underflow_pass(const KernelArgs<double>& da, int longest_rows, int d, cudaStream_t s) {
+    if (longest_rows <= kDoubleSweepRows)
+        DoubleSweep::launch(da, std::min(groups_grid(da.count, 32), DoubleSweep::persistent_blocks(d)), s);
+    else
+        launch_double_bin<kNumDoubleBins - 1>(da, d, s);
+}
+
 }  // namespace
 
 cudaError_t launch_pairhmm_underflow(int d, const ChunkBuffers& c, int count, cudaStream_t s) {
@@ -226,7 +245,7 @@ cudaError_t launch_pairhmm_underflow(int d, const ChunkBuffers& c, int count, cu
     da.index = c.list;
     da.header_count = c.header;
     da.count = count;
-    launch_double_bin<kNumDoubleBins - 1>(da, d, s);
+    launch_underflow_pass(da, c.longest_rows, d, s);
     return cudaGetLastError();
 }
 
@@ -267,7 +286,7 @@ cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& 
     da.index = c.list;
     da.header_count = c.header;
     da.count = static_cast<int>(c.num_pairs);
-    launch_double_bin<kNumDoubleBins - 1>(da, d, s);
+    launch_underflow_pass(da, c.longest_rows, d, s);
     return cudaGetLastError();
 }
 

@@ -23,6 +23,7 @@ struct ChunkBuffers {
     void* scratch;       // striped kernels: pairhmm_scratch_bytes
     int scratch_stride;  // pairhmm_scratch_stride
     int64_t num_pairs;
+    int longest_rows = kUnbounded;  // longest_float_rows of the chunk: picks the double pass's kernel
     // Optional completion notice (see notify_host in pairhmm_kernels.cuh):
     // mapped host memory the last kernel writes (underflow count, serial).
     volatile int* host_header = nullptr;

@@ -168,5 +168,14 @@ struct BinRanges {
     int64_t start_of(Pass p, int bin) const { return start[slot_of(p, bin)]; }
 };
 
+// Rows of the bin of the longest read in the float passes (0 if none).
+inline int longest_float_rows(const BinRanges& r) {
+    int rows = 0;
+    for (Pass p : {Pass::kFloatRow, Pass::kFloatUniform, Pass::kFloatConst})
+        for (int b = 0; b < pass_bins(p); ++b)
+            if (r.count_of(p, b) && kFloatBins[b].max_rows > rows) rows = kFloatBins[b].max_rows;
+    return rows;
+}
+
 }  // namespace cudak
 }  // namespace pyphmm
