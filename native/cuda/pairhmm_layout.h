@@ -6,6 +6,7 @@
 #pragma once
 #include <climits>
 #include <cstdint>
+#include <initializer_list>
 
 // constexpr functions that the kernels call at compile time.
 #ifdef __CUDACC__
