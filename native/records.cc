@@ -125,10 +125,6 @@ std::string py_quote(const char* s, size_t len) {
     return out;
 }
 
-// Splits a line at runs of spaces/tabs (a trailing '\r' counts as space).
-// Bytes the format never holds (non-ASCII, NUL) make the line invalid, with
-// the message pyphmm.io gives; other control bytes leave it to the Python
-// reader, which treats some of them as separators (kUnsupported).
 // Whether a line holds only ' '..'~' (fields of printable ASCII separated
 // by spaces): one branch-free pass the compiler vectorises. Nearly every
 // line of a record file is such a line; the others take the general checks.
@@ -138,6 +134,10 @@ bool plain_line(const char* s, size_t len) {
     return !bad;
 }
 
+// Splits a line at runs of spaces/tabs (a trailing '\r' counts as space).
+// Bytes the format never holds (non-ASCII, NUL) make the line invalid, with
+// the message pyphmm.io gives; other control bytes leave it to the Python
+// reader, which treats some of them as separators (kUnsupported).
 LineKind split_fields(const char* s, size_t len, std::vector<std::pair<const char*, size_t>>& out, const char* path,
                       int64_t lineno, pyphmm_error* err) {
     out.clear();
