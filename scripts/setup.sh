@@ -15,17 +15,9 @@ APT_PACKAGES="libgkl-java libgkl-jni libgatk-native-bindings-java default-jdk-he
 # shim-in-Spark test (tests/test_spark.py); ruff: the Python style check
 PIP_PACKAGES="setuptools>=61 wheel cffi>=1.15 numpy pytest jpype1 hypothesis pyspark ruff==0.17.6"
 
-sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+source scripts/apt_install.sh
 
-missing=""
-for p in $APT_PACKAGES; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    echo "setup: installing Debian packages:$missing"
-    sudo_ apt-get update -q
-    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
-fi
+apt_install setup $APT_PACKAGES
 
 echo "setup: installing Python packages"
 # buildtools/dist-requirements.txt: the release tools (zig's old-glibc stubs,

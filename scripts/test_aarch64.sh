@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES="g++-aarch64-linux-gnu qemu-user"
-sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+source scripts/apt_install.sh
 
 prepare=0
 if [ "${1:-}" = "--prepare" ]; then
@@ -25,15 +25,7 @@ if [ "${1:-}" = "--prepare" ]; then
 fi
 [ "$prepare" = 1 ] || bash scripts/setup.sh
 
-missing=""
-for p in $APT_PACKAGES; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-    echo "test_aarch64: installing Debian packages:$missing"
-    sudo_ apt-get update -q
-    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
-fi
+apt_install test_aarch64 $APT_PACKAGES
 for tool in aarch64-linux-gnu-g++ qemu-aarch64; do
     if ! command -v "$tool" >/dev/null; then
         echo "test_aarch64: $tool not found after installing$APT_PACKAGES" >&2
