@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "common/tables.h"
@@ -192,16 +193,21 @@ size_t pairhmm_scratch_bytes(int d, int stride, bool fast) {
 
 namespace {
 
-KernelArgs<double> double_args(int d, const ChunkBuffers& c) {
-    KernelArgs<double> da{};
-    da.pairs = c.pairs;
-    da.reads = c.reads;
-    da.haps = c.haps;
-    da.tab = g_tables[d].d;
-    da.out = c.results;
-    da.scratch = static_cast<double*>(c.scratch);
-    da.scratch_stride = c.scratch_stride;
-    return da;
+// The arguments every launch over chunk c takes, in precision T.
+template <typename T>
+KernelArgs<T> chunk_args(int d, const ChunkBuffers& c) {
+    KernelArgs<T> a{};
+    a.pairs = c.pairs;
+    a.reads = c.reads;
+    a.haps = c.haps;
+    if constexpr (std::is_same<T, float>::value)
+        a.tab = g_tables[d].f;
+    else
+        a.tab = g_tables[d].d;
+    a.out = c.results;
+    a.scratch = static_cast<T*>(c.scratch);
+    a.scratch_stride = c.scratch_stride;
+    return a;
 }
 
 // The one float pass a chunk needs if all its pairs are in fused bins of
@@ -241,7 +247,7 @@ void launch_underflow_pass(const KernelArgs<double>& da, int longest_rows, int d
 }  // namespace
 
 cudaError_t launch_pairhmm_underflow(int d, const ChunkBuffers& c, int count, cudaStream_t s) {
-    KernelArgs<double> da = double_args(d, c);
+    KernelArgs<double> da = chunk_args<double>(d, c);
     da.index = c.list;
     da.header_count = c.header;
     da.count = count;
@@ -252,19 +258,12 @@ cudaError_t launch_pairhmm_underflow(int d, const ChunkBuffers& c, int count, cu
 cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& bins, bool dbl, bool fast,
                                  const GapConsts& gaps, cudaStream_t s, bool* notified) {
     *notified = false;
-    KernelArgs<double> da = double_args(d, c);
+    KernelArgs<double> da = chunk_args<double>(d, c);
     if (dbl) return launch_double_bins(da, bins, d, s, std::make_integer_sequence<int, kNumDoubleBins>{});
 
-    KernelArgs<float> fa{};
-    fa.pairs = c.pairs;
-    fa.reads = c.reads;
-    fa.haps = c.haps;
-    fa.tab = g_tables[d].f;
-    fa.out = c.results;
+    KernelArgs<float> fa = chunk_args<float>(d, c);
     fa.under_list = c.list;
     fa.under_count = c.counter;
-    fa.scratch = static_cast<float*>(c.scratch);
-    fa.scratch_stride = c.scratch_stride;
     fa.gc = gaps;
     if (c.host_header && single_fused_pass(bins) >= 0) {
         fa.host_header = c.host_header;

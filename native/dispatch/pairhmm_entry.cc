@@ -18,6 +18,20 @@ namespace pyphmm {
 
 namespace {
 
+// The sequences of region k delimited by offsets[0..count]: each starts at
+// or after 0 and holds 1..INT32_MAX bases; *total receives their sum.
+int check_lengths(const int64_t* offsets, int32_t count, const char* what, int64_t k, int64_t* total,
+                  pyphmm_error* err) {
+    for (int32_t i = 0; i < count; ++i) {
+        const int64_t len = offsets[i + 1] - offsets[i];
+        if (offsets[i] < 0 || len <= 0 || len > INT32_MAX)
+            return set_error(err, PYPHMM_E_INVALID, "region %lld, %s %d: %s %s%s", (long long)k, what, i,
+                             len == 0 ? "empty" : "invalid", what, len == 0 ? "" : " offsets");
+        *total += len;
+    }
+    return PYPHMM_OK;
+}
+
 int check_region(const pyphmm_region& g, int64_t k, int64_t* cells, pyphmm_error* err) {
     if (g.num_reads < 0 || g.num_haps < 0)
         return set_error(err, PYPHMM_E_INVALID, "region %lld: negative count (%d reads, %d haplotypes)", (long long)k,
@@ -28,20 +42,8 @@ int check_region(const pyphmm_region& g, int64_t k, int64_t* cells, pyphmm_error
     if (g.num_haps > 0 && (!g.hap_offsets || !g.hap_bases))
         return set_error(err, PYPHMM_E_INVALID, "region %lld: NULL haplotype buffer", (long long)k);
     int64_t read_total = 0, hap_total = 0;
-    for (int32_t r = 0; r < g.num_reads; ++r) {
-        const int64_t len = g.read_offsets[r + 1] - g.read_offsets[r];
-        if (g.read_offsets[r] < 0 || len <= 0 || len > INT32_MAX)
-            return set_error(err, PYPHMM_E_INVALID, "region %lld, read %d: %s", (long long)k, r,
-                             len == 0 ? "empty read" : "invalid read offsets");
-        read_total += len;
-    }
-    for (int32_t h = 0; h < g.num_haps; ++h) {
-        const int64_t len = g.hap_offsets[h + 1] - g.hap_offsets[h];
-        if (g.hap_offsets[h] < 0 || len <= 0 || len > INT32_MAX)
-            return set_error(err, PYPHMM_E_INVALID, "region %lld, haplotype %d: %s", (long long)k, h,
-                             len == 0 ? "empty haplotype" : "invalid haplotype offsets");
-        hap_total += len;
-    }
+    if (int rc = check_lengths(g.read_offsets, g.num_reads, "read", k, &read_total, err)) return rc;
+    if (int rc = check_lengths(g.hap_offsets, g.num_haps, "haplotype", k, &hap_total, err)) return rc;
     *cells += read_total * hap_total;
     return PYPHMM_OK;
 }
