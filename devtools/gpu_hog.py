@@ -44,7 +44,8 @@ def _driver():
 
 
 def fill(device: int, leave_bytes: int):
-    """Allocates until at most leave_bytes are free; returns (free, held, cu)."""
+    """Allocates until at most leave_bytes are free (the memory stays held
+    until the process ends); returns (free, held) in bytes."""
     cu, call = _driver()
     call("cuInit", 0)
     dev = ctypes.c_int()
@@ -66,7 +67,7 @@ def fill(device: int, leave_bytes: int):
             if cu.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(size)) != 0:
                 break  # fragmentation or the driver's own reserve: try smaller blocks
             held += size
-    return free_now(), held, cu
+    return free_now(), held
 
 
 @contextlib.contextmanager
@@ -99,7 +100,7 @@ def main(argv=None):
     ap.add_argument("--device", type=int, default=0)
     args = ap.parse_args(argv)
     try:
-        free, held, _cu = fill(args.device, args.leave_mib * MIB)
+        free, held = fill(args.device, args.leave_mib * MIB)
     except DriverError as e:
         print(f"ERROR {e}", flush=True)
         return 1

@@ -284,22 +284,20 @@ def test_a_malformed_file_is_not_computed_again_in_python(tmp_path):
         "L._python_path = python_path\n"
         "print('RC', main(['likelihoods', sys.argv[1], '-o', sys.argv[2], '--backend', 'cpu']))"
     )
-    p = subprocess.run(
-        [sys.executable, "-c", code, str(path), str(tmp_path / "o")],
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        timeout=120,
-    )
+
+    def likelihoods(src):
+        return subprocess.run(
+            [sys.executable, "-c", code, str(src), str(tmp_path / "o")],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            timeout=120,
+        )
+
+    p = likelihoods(path)
     assert "RC 2" in p.stdout and "PYTHON PATH" not in p.stdout, p.stdout + p.stderr
     assert f"{path}:3002: expected 5 fields" in p.stderr
-    p = subprocess.run(
-        [sys.executable, "-c", code, str(odd), str(tmp_path / "o")],
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        timeout=120,
-    )
+    p = likelihoods(odd)
     assert "PYTHON PATH" in p.stdout, p.stdout + p.stderr
 
 

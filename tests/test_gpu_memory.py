@@ -78,7 +78,7 @@ def test_full_gpu_memory_falls_back_once(gkl_jvm, tmp_path, when):
     assert len(warnings) == 1, p.stderr
     assert "memory" in warnings[0], warnings[0]  # the reason is named
 
-    small, big = workload()
+    _, big = workload()
     gkl = gkl_regions(big)
     want = np.concatenate(gkl)
     got = np.load(tmp_path / "held.npy")
