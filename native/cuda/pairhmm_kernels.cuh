@@ -58,6 +58,7 @@ namespace cudak {
 template <typename T>
 struct DevTables {
     const T* ph2pr;  // 128 entries
+    const T* third;  // ph2pr / 3, the mismatch emission (as the host divides)
     const T* mm;     // GKL's triangular match-to-match table
     T ic;            // INITIAL_CONSTANT
     T log10_ic;      // log10(INITIAL_CONSTANT), as the host computed it
@@ -310,41 +311,43 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         } else if (UNIFORM) {
             u = row_consts<T, AR>(a, __ldg(rd), unfactorable);
         }
+        // All K elements first, then their table entries: two rounds of
+        // loads in flight instead of two per row (a padding row loads
+        // nothing and takes element 0's table entries, which it discards).
+        uint32_t elem[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const int row = stripe * R + t * K + k - pad;  // 0-based read row; < 0: padding
+            elem[k] = row >= 0 ? __ldg(rd + row) : 0u;
+        }
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const bool padding = stripe * R + t * K + k - pad < 0;
+            const uint32_t e = elem[k];
+            const int q = (e >> 4) & 127;
+            const T err = __ldg(a.tab.ph2pr + q), third = __ldg(a.tab.third + q);
             Ma[k] = Xa[k] = T(0);
-            if (UNIFORM) {
-                mm[k] = u.mm;
-                gm[k] = u.gm;
-                mx[k] = u.mx;
-                my[k] = u.my;
+            RowTransitions<T> c = u;
+            if (!UNIFORM) {
+                bool unf = false;
+                c = row_consts<T, AR>(a, e, unf);
+                unfactorable |= unf && !padding;
+                if (padding) c.mm = c.gm = c.mx = c.my = T(0);
             }
-            if (row < 0) {
-                if (!UNIFORM) mm[k] = gm[k] = mx[k] = my[k] = T(0);
-                cc[k] = T(1);
-                em[k] = ex[k] = T(0);
-                Ya[k] = ic_n;
-            } else {
-                const uint32_t e = __ldg(rd + row);
-                const RowTransitions<T> c = UNIFORM ? u : row_consts<T, AR>(a, e, unfactorable);
-                if (!UNIFORM) {
-                    mm[k] = c.mm;
-                    gm[k] = c.gm;
-                    mx[k] = c.mx;
-                    my[k] = c.my;
-                }
-                cc[k] = c.cc;
-                const T err = __ldg(a.tab.ph2pr + ((e >> 4) & 127));
-                em[k] = T(1) - err;
-                ex[k] = tdiv<T>(err, T(3));
-                if (AR == Arith::kFactored) {  // e*gm (see row_consts)
-                    em[k] = em[k] * c.gm;
-                    ex[k] = ex[k] * c.gm;
-                }
-                rmask[k / 8] |= (e & 15u) << (4 * (k % 8));
-                Ya[k] = T(0);
+            mm[k] = c.mm;
+            gm[k] = c.gm;
+            mx[k] = c.mx;
+            my[k] = c.my;
+            cc[k] = padding ? T(1) : c.cc;
+            em[k] = T(1) - err;
+            ex[k] = third;
+            if (AR == Arith::kFactored) {  // e*gm (see row_consts)
+                em[k] = em[k] * c.gm;
+                ex[k] = ex[k] * c.gm;
             }
+            if (padding) em[k] = ex[k] = T(0);
+            rmask[k / 8] |= (e & 15u) << (4 * (k % 8));
+            Ya[k] = padding ? ic_n : T(0);
             // Both register sets start as column 0, so a lane that has not
             // started yet (j < 1) reads column 0 from either.
             Mb[k] = Ma[k];
@@ -388,10 +391,12 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         }
         const bool last_stripe = stripe == nstripes - 1;
         uint32_t h = 0;
-        uint32_t next_word = __ldg(hap4);
+        // Haplotype words are loaded two blocks of 4 steps ahead: one block
+        // is shorter than a load that misses L1.
+        uint32_t next_word = __ldg(hap4), after_next = __ldg(hap4 + 1);
         T evA[K], evB[K];  // PF: the emissions of this step and the next (alternating)
         if constexpr (PF) {
-            if (t == 0) h = next_word & 0xffu;  // step 0's base (the other lanes start idle)
+            if (t == 0) h = next_word & 0xffu;  // step 0's base (the other lanes have not started)
             etab_load<K>(etab, wl, h, evA);
         }
 
@@ -407,19 +412,23 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
             h = ETAB ? (word >> (8 * (B))) & 0xffu : mask_of((word >> (8 * (B))) & 0xffu);                          \
         }                                                                                                           \
         const int j = s0 + (B)-t + 1;                                                                               \
-        if (!(CHECK) || static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act)) {                              \
+        const bool in_hap = static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act);                            \
+        if (!(CHECK) || ETAB || in_hap) {                                                                           \
             T ev[K];                                                                                                \
             if constexpr (PF) {                                                                                     \
                 _Pragma("unroll") for (int k_ = 0; k_ < K; ++k_) ev[k_] = EVC[k_];                                  \
             } else if constexpr (ETAB) {                                                                            \
                 etab_load<K>(etab, wl, h, ev);                                                                      \
             }                                                                                                       \
+            if (ETAB && (CHECK) && j < 1) { /* not started: the step keeps column 0 (see STEPS) */                  \
+                _Pragma("unroll") for (int k_ = 0; k_ < K; ++k_) ev[k_] = T(0);                                     \
+            }                                                                                                       \
             if constexpr (CONST)                                                                                    \
                 lane_step_const<K, AR>(a.gc, cc, ev, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, NY);                   \
             else                                                                                                    \
                 lane_step<T, K, AR, ETAB>(mm, gm, mx, my, cc, em, ex, ev, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, \
                                           NM, NX, NY);                                                              \
-            if (t == P - 1) {                                                                                       \
+            if (t == P - 1 && (!ETAB || in_hap)) {                                                                  \
                 if (last_stripe) {                                                                                  \
                     sum_m += NM[K - 1];                                                                             \
                     sum_x += NX[K - 1];                                                                             \
@@ -437,14 +446,23 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         FY = t == 0 ? (STRIPED ? pfY[B] : bY) : ny_;                                                                \
     }
 
-        // Blocks of 4 steps in which every lane of every group of the warp
-        // computes (lane t at column s-t+1 within 1..n): no per-step checks.
+        // STEPS. Blocks of 4 steps in which every lane of every group of the
+        // warp has started (lane t at column s-t+1 >= 1) and, without emission
+        // tables, none has passed its haplotype's end (column <= n) run with
+        // no per-step checks. The kernels with emission tables check nothing
+        // per cell at all: a lane that has not started computes its step
+        // with emissions 0, which reproduces column 0 exactly (M = 0*(...),
+        // X = mx*0 + cc*0, Y = my*0 + cc*Y: 0 in read rows, and IC/n in
+        // padding rows where cc = 1), and a lane past the end computes
+        // columns that no cell of the haplotype reads; only the result sum
+        // looks at the column.
         const int fast_lo = (P - 1 + 3) & ~3;
-        const int fast_hi = n_min - 4;
+        const int fast_hi = ETAB ? INT_MAX : n_min - 4;
         for (int s0 = 0; s0 < steps; s0 += 4) {
             const uint32_t word = next_word;
+            next_word = after_next;
             // (clamped: a warp may run more steps than this pair's padding covers)
-            next_word = __ldg(hap4 + min((s0 >> 2) + 1, (n + 3) / 4 + 10));
+            after_next = __ldg(hap4 + min((s0 >> 2) + 2, (n + 3) / 4 + 10));
             T qM[4], qX[4], qY[4];
             if (STRIPED) {
 #pragma unroll

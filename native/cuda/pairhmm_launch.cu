@@ -4,9 +4,10 @@
 #include "cuda/pairhmm_launch.h"
 
 #include <algorithm>
-#include <cstring>
+#include <array>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/tables.h"
@@ -30,24 +31,40 @@ struct Tables {
 };
 Tables g_tables[kMaxCudaDevices];
 
+// One precision's tables, appended to `blob`: ph2pr, ph2pr / 3 (the mismatch
+// emission, divided on the host exactly as the CPU backend divides), then
+// the match-to-match table. Returns the offsets of the three.
+template <typename T>
+std::array<size_t, 3> append_tables(const PairhmmTables<T>& t, std::vector<char>& blob) {
+    T third[kNumQuals];
+    for (int q = 0; q < kNumQuals; ++q) third[q] = t.ph2pr[q] / T(3);
+    std::array<size_t, 3> at{};
+    blob.resize((blob.size() + 15) & ~size_t(15));  // (the other precision's tables may end unaligned)
+    const std::pair<const void*, size_t> parts[] = {
+        {t.ph2pr, sizeof(t.ph2pr)}, {third, sizeof(third)}, {t.match_to_match, sizeof(t.match_to_match)}};
+    for (int i = 0; i < 3; ++i) {
+        at[i] = blob.size();
+        const char* p = static_cast<const char*>(parts[i].first);
+        blob.insert(blob.end(), p, p + parts[i].second);
+    }
+    return at;
+}
+
+template <typename T>
+DevTables<T> dev_tables(const PairhmmTables<T>& t, const char* dev, const std::array<size_t, 3>& at) {
+    return {reinterpret_cast<const T*>(dev + at[0]), reinterpret_cast<const T*>(dev + at[1]),
+            reinterpret_cast<const T*>(dev + at[2]), t.initial_constant, t.log10_initial_constant};
+}
+
 cudaError_t upload_tables(Tables& out) {
-    const PairhmmTables<float>& tf = tables_float();
-    const PairhmmTables<double>& td = tables_double();
-    const size_t fbytes = sizeof(tf.ph2pr) + sizeof(tf.match_to_match);
-    const size_t dbytes = sizeof(td.ph2pr) + sizeof(td.match_to_match);
-    std::vector<char> host(fbytes + dbytes);
-    std::memcpy(host.data(), tf.ph2pr, sizeof(tf.ph2pr));
-    std::memcpy(host.data() + sizeof(tf.ph2pr), tf.match_to_match, sizeof(tf.match_to_match));
-    std::memcpy(host.data() + fbytes, td.ph2pr, sizeof(td.ph2pr));
-    std::memcpy(host.data() + fbytes + sizeof(td.ph2pr), td.match_to_match, sizeof(td.match_to_match));
+    std::vector<char> host;
+    const std::array<size_t, 3> af = append_tables(tables_float(), host);
+    const std::array<size_t, 3> ad = append_tables(tables_double(), host);
     char* dev = nullptr;
     PYPHMM_CUDA_TRY(cudaMalloc(&dev, host.size()));
     PYPHMM_CUDA_TRY(cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice));
-    out.f = {reinterpret_cast<const float*>(dev), reinterpret_cast<const float*>(dev + sizeof(tf.ph2pr)),
-             tf.initial_constant, tf.log10_initial_constant};
-    out.d = {reinterpret_cast<const double*>(dev + fbytes),
-             reinterpret_cast<const double*>(dev + fbytes + sizeof(td.ph2pr)), td.initial_constant,
-             td.log10_initial_constant};
+    out.f = dev_tables(tables_float(), dev, af);
+    out.d = dev_tables(tables_double(), dev, ad);
     return cudaSuccess;
 }
 
