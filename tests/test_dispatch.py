@@ -274,15 +274,18 @@ def test_cpu_backend_never_shares():
 
 
 def test_fake_gpu_fails_midway():
-    """The GPU side fails after its first batch: one warning, the CPU
-    finishes, every result is the CPU backend's."""
+    """The GPU side fails after a batch of it succeeded: one warning, the CPU
+    finishes, every result is the CPU backend's. Two GPU drivers, so that a
+    second GPU call (the one that fails) happens however fast the CPU worker
+    is: with one driver, a CPU worker that outpaced it could take every
+    region before its second batch (seen on a 16-core host)."""
     out, err = run_child(
         "whole",
         {
             "PYPHMM_TEST_FAKE_GPU": "1",
             "PYPHMM_TEST_GPU_FAILURE": "alternate",
             "PYPHMM_GPU_MIN_CELLS": "0",
-            "PYPHMM_HYBRID_GPU_THREADS": "1",
+            "PYPHMM_HYBRID_GPU_THREADS": "2",
             **ON,
         },
         threads=3,
