@@ -30,7 +30,7 @@ int cuda_sw_align(int, const pyphmm_sw_batch&, char*, const int64_t*, int32_t*, 
     return set_error(error, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", cuda_probe().status);
 }
 
-int cuda_other_processes(int) { return -1; }
+int cuda_other_processes(int, bool) { return -1; }
 
 bool cuda_mps_active(char* pipe_dir, size_t capacity) {
     if (pipe_dir && capacity) pipe_dir[0] = '\0';

@@ -54,8 +54,10 @@ int cuda_sw_align(int device, const pyphmm_sw_batch& batch, char* cigars, const 
                   int32_t* alignment_offsets, pyphmm_stats* stats, pyphmm_error* error);
 
 // Compute processes other than this one that use device d, from NVML
-// (-1 when NVML is unavailable or does not know).
-int cuda_other_processes(int device);
+// (-1 when NVML is unavailable or does not know). mps_clients: count the
+// MPS server's clients instead (under MPS, NVML lists the server as the
+// device's one compute process, whatever its clients).
+int cuda_other_processes(int device, bool mps_clients = false);
 
 // Whether this process's GPU work goes through an MPS server; pipe_dir
 // receives the MPS pipe directory in use (or the one that would be).

@@ -261,9 +261,9 @@ bool nvml_processes(int d, bool mps, std::vector<NvmlProcessInfo>* out) {
 
 }  // namespace
 
-int cuda_other_processes(int device) {
+int cuda_other_processes(int device, bool mps_clients) {
     std::vector<NvmlProcessInfo> procs;
-    if (!nvml_processes(device, false, &procs)) return -1;
+    if (!nvml_processes(device, mps_clients, &procs)) return -1;
     // Inside a container NVML may report host process ids, so this process
     // may appear under another id: count it out once it has a context.
     const unsigned int self = static_cast<unsigned int>(getpid());

@@ -50,21 +50,23 @@ void hint_if_shared(const GpuState& g, int others) {
                  others, others == 1 ? "" : "es", others == 1 ? "s" : "", g.ordinal[g.preferred], g.name);
 }
 
-// Candidates and their loads, then the preferred device.
-void choose(GpuState& g, const std::vector<int>& others) {
+// The preferred device among the candidates (ids: stable names, others:
+// NVML's other processes on each), recorded in the host's registry.
+void choose(GpuState& g, const std::vector<std::string>& ids, const std::vector<int>& others) {
     const int64_t pin = config::get(Knob::kDevice);
+    int pinned = -1;
     if (pin >= 0) {
         g.pinned = true;
         for (int i = 0; i < g.count; ++i)
-            if (g.ordinal[i] == pin) g.preferred = i;
+            if (g.ordinal[i] == pin) pinned = i;
         std::snprintf(g.choice, sizeof(g.choice), "PYPHMM_DEVICE=%lld", (long long)pin);
     } else if (g.count == 1) {
-        g.preferred = 0;
+        pinned = 0;
         std::snprintf(g.choice, sizeof(g.choice), "the only usable GPU");
     } else {
-        g.preferred = choose_preferred(others, host_ticket());
         std::snprintf(g.choice, sizeof(g.choice), "least loaded of %d GPUs", g.count);
     }
+    g.preferred = claim_device(ids, others, pinned);
     g.other_processes = others[g.preferred];
 }
 
@@ -81,7 +83,9 @@ void probe_fake(GpuState& g, int count) {
                       count);
         return;
     }
-    choose(g, loads);
+    std::vector<std::string> ids;
+    for (int i = 0; i < count; ++i) ids.push_back("fake:" + std::to_string(i));
+    choose(g, ids, loads);
     std::snprintf(g.name, sizeof(g.name), "fake GPU %d (CPU stand-in)", g.preferred);
     std::snprintf(g.status, sizeof(g.status), "%s", g.name);
 }
@@ -100,12 +104,17 @@ void probe_cuda(GpuState& g) {
         return;
     }
     std::vector<int> others;
+    std::vector<std::string> ids;
+    // Under a running MPS server NVML lists the server, not its clients, as
+    // the devices' compute process: count the clients then.
+    const bool mps_clients = cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));
     for (int d = 0; d < p.device_count; ++d) {
         if (!p.device[d].eligible) continue;
         g.ordinal[g.count++] = d;
-        others.push_back(cuda_other_processes(d));
+        others.push_back(cuda_other_processes(d, mps_clients));
+        ids.push_back(p.device[d].pci_bus_id[0] ? p.device[d].pci_bus_id : "cuda:" + std::to_string(d));
     }
-    choose(g, others);
+    choose(g, ids, others);
     const int d = g.ordinal[g.preferred];
     pyphmm_error err;
     clear_error(&err);
@@ -114,7 +123,7 @@ void probe_cuda(GpuState& g) {
         return;
     }
     g.usable = true;
-    g.mps = cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));
+    g.mps = cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));  // (the first client starts the server)
     const CudaDeviceInfo& info = p.device[d];
     std::snprintf(g.name, sizeof(g.name), "%s", info.name);
     std::snprintf(g.status, sizeof(g.status), "CUDA device %d: %s (compute %d.%d, %d SMs, %zu MiB)", d, info.name,
