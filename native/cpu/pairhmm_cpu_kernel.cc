@@ -235,11 +235,7 @@ struct Kernel {
                 if (ends_at(read_len, i)) collect(i, read_len, hap_len, n_max, s, sum_m, sum_x);
             } else {
                 sweep_row(s.rows[i], n_max, s);
-                for (int l = 0; l < W; ++l)
-                    if (read_len[l] == i) {
-                        collect(i, read_len, hap_len, n_max, s, sum_m, sum_x);
-                        break;
-                    }
+                if (ends_at(read_len, i)) collect(i, read_len, hap_len, n_max, s, sum_m, sum_x);
             }
         }
         vec total = sum_m + sum_x;
@@ -252,31 +248,40 @@ struct Kernel {
         return false;
     }
 
+    // One cell of row r, in GKL's operation order: both sweeps compute every
+    // cell through this, so they round alike.
+    struct Cell {
+        vec m, x, y;
+    };
+    PYPHMM_INLINE Cell cell(const Row& r, ivec hap, vec m_diag, vec x_diag, vec y_diag, vec m_up, vec x_up, vec m_left,
+                            vec y_left) {
+        const vec e = select(match_mask(hap, r.base_bits), r.e_match, r.e_mismatch);
+        return {e * ((r.mm * m_diag + r.gm * x_diag) + r.gm * y_diag), r.mx * m_up + r.xx * x_up,
+                r.my * m_left + r.yy * y_left};
+    }
+
     // One row: s.M/X/Y hold row i - 1 on entry and row i on return.
     PYPHMM_INLINE void sweep_row(const Row& r, int n_max, Scratch& s) {
         vec m_diag = s.M[0].v, x_diag = s.X[0].v, y_diag = s.Y[0].v;
         s.M[0].v = s.X[0].v = s.Y[0].v = vec{};
         vec m_left{}, y_left{};
         for (int j = 1; j <= n_max; ++j) {
-            vec e = select(match_mask(s.hap[j].v, r.base_bits), r.e_match, r.e_mismatch);
             vec m_up = s.M[j].v, x_up = s.X[j].v, y_up = s.Y[j].v;
-            vec m_new = e * ((r.mm * m_diag + r.gm * x_diag) + r.gm * y_diag);
-            vec x_new = r.mx * m_up + r.xx * x_up;
-            vec y_new = r.my * m_left + r.yy * y_left;
-            s.M[j].v = m_new;
-            s.X[j].v = x_new;
-            s.Y[j].v = y_new;
+            const Cell c = cell(r, s.hap[j].v, m_diag, x_diag, y_diag, m_up, x_up, m_left, y_left);
+            s.M[j].v = c.m;
+            s.X[j].v = c.x;
+            s.Y[j].v = c.y;
             m_diag = m_up;
             x_diag = x_up;
             y_diag = y_up;
-            m_left = m_new;
-            y_left = y_new;
+            m_left = c.m;
+            y_left = c.y;
         }
     }
 
     // Rows i (a) and i + 1 (b) in one sweep: s.M/X/Y hold row i - 1 on entry
     // and row i + 1 on return. Cell (i + 1, j) is computed right after
-    // (i, j) from registers, with sweep_row's operations in its order. A
+    // (i, j) from registers. A
     // row's only serial chain is Y's (a multiply and an add per column); a
     // step here carries two independent ones, which a core with four vector
     // pipes (Neoverse V1/V2) overlaps, and the matrices are read and written
@@ -289,27 +294,21 @@ struct Kernel {
         for (int j = 1; j <= n_max; ++j) {
             const ivec hap = s.hap[j].v;
             vec m_up = s.M[j].v, x_up = s.X[j].v, y_up = s.Y[j].v;
-            vec ea = select(match_mask(hap, a.base_bits), a.e_match, a.e_mismatch);
-            vec am = ea * ((a.mm * am_diag + a.gm * ax_diag) + a.gm * ay_diag);
-            vec ax = a.mx * m_up + a.xx * x_up;
-            vec ay = a.my * am_left + a.yy * ay_left;
-            vec eb = select(match_mask(hap, b.base_bits), b.e_match, b.e_mismatch);
-            vec bm = eb * ((b.mm * bm_diag + b.gm * bx_diag) + b.gm * by_diag);
-            vec bx = b.mx * am + b.xx * ax;
-            vec by = b.my * bm_left + b.yy * by_left;
-            s.M[j].v = bm;
-            s.X[j].v = bx;
-            s.Y[j].v = by;
+            const Cell ca = cell(a, hap, am_diag, ax_diag, ay_diag, m_up, x_up, am_left, ay_left);
+            const Cell cb = cell(b, hap, bm_diag, bx_diag, by_diag, ca.m, ca.x, bm_left, by_left);
+            s.M[j].v = cb.m;
+            s.X[j].v = cb.x;
+            s.Y[j].v = cb.y;
             am_diag = m_up;
             ax_diag = x_up;
             ay_diag = y_up;
-            am_left = am;
-            ay_left = ay;
-            bm_diag = am;
-            bx_diag = ax;
-            by_diag = ay;
-            bm_left = bm;
-            by_left = by;
+            am_left = ca.m;
+            ay_left = ca.y;
+            bm_diag = ca.m;
+            bx_diag = ca.x;
+            by_diag = ca.y;
+            bm_left = cb.m;
+            by_left = cb.y;
         }
     }
 
