@@ -123,7 +123,8 @@ void probe_cuda(GpuState& g) {
         return;
     }
     g.usable = true;
-    g.mps = cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));  // (the first client starts the server)
+    // (asked again unless a server was already running: the first client starts it)
+    g.mps = mps_clients || cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));
     const CudaDeviceInfo& info = p.device[d];
     std::snprintf(g.name, sizeof(g.name), "%s", info.name);
     std::snprintf(g.status, sizeof(g.status), "CUDA device %d: %s (compute %d.%d, %d SMs, %zu MiB)", d, info.name,
