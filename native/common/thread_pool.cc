@@ -48,12 +48,14 @@ class Pool {
     int workers() const { return static_cast<int>(threads_.size()); }
 
     void run(Job& job, int helpers) {
+        bool queued;  // (workers change job.tickets once the lock is released)
         {
             std::lock_guard<std::mutex> lock(mu_);
             job.tickets = std::min(helpers, workers());
-            if (job.tickets > 0) queue_.push_back(&job);
+            queued = job.tickets > 0;
+            if (queued) queue_.push_back(&job);
         }
-        if (job.tickets > 0) wake_.notify_all();
+        if (queued) wake_.notify_all();
         job.work();
         std::unique_lock<std::mutex> lock(mu_);
         // Withdraw the tickets no worker took, then wait for those who did.
