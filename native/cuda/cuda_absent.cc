@@ -30,6 +30,8 @@ int cuda_sw_align(int, const pyphmm_sw_batch&, char*, const int64_t*, int32_t*, 
     return set_error(error, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", cuda_probe().status);
 }
 
+void cuda_nvml_load() {}
+
 int cuda_other_processes(int, bool) { return -1; }
 
 bool cuda_mps_active(char* pipe_dir, size_t capacity) {

@@ -53,6 +53,11 @@ int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, 
 int cuda_sw_align(int device, const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets,
                   int32_t* alignment_offsets, pyphmm_stats* stats, pyphmm_error* error);
 
+// Loads and initialises NVML (once; later calls return at once). The
+// driver's start takes ~0.1 s and NVML's another ~15 ms: the device probe
+// runs both at the same time.
+void cuda_nvml_load();
+
 // Compute processes other than this one that use device d, from NVML
 // (-1 when NVML is unavailable or does not know). mps_clients: count the
 // MPS server's clients instead (under MPS, NVML lists the server as the

@@ -261,6 +261,8 @@ bool nvml_processes(int d, bool mps, std::vector<NvmlProcessInfo>* out) {
 
 }  // namespace
 
+void cuda_nvml_load() { nvml(); }
+
 int cuda_other_processes(int device, bool mps_clients) {
     std::vector<NvmlProcessInfo> procs;
     if (!nvml_processes(device, mps_clients, &procs)) return -1;

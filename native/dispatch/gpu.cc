@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "common/config.h"
@@ -90,8 +92,21 @@ void probe_fake(GpuState& g, int count) {
     std::snprintf(g.status, sizeof(g.status), "%s", g.name);
 }
 
-void probe_cuda(GpuState& g) {
+// The driver's device list, with NVML loading on another thread meanwhile
+// (it is needed next, to count each device's processes).
+const CudaProbe& probe_with_nvml() {
+    std::thread nvml;
+    try {
+        nvml = std::thread(cuda_nvml_load);
+    } catch (const std::system_error&) {  // no thread: NVML loads when first asked
+    }
     const CudaProbe& p = cuda_probe();
+    if (nvml.joinable()) nvml.join();
+    return p;
+}
+
+void probe_cuda(GpuState& g) {
+    const CudaProbe& p = probe_with_nvml();
     g.visible = p.device_count;
     if (p.eligible_count == 0) {
         std::snprintf(g.status, sizeof(g.status), "%s", p.status);
