@@ -15,25 +15,36 @@
 //   the CLI then runs the Python path;
 // - PYPHMM_E_IO when reading the input or writing the output fails.
 //
-// The file is read in blocks and computed in chunks of records (up to
-// chunk_cells cells or kMaxChunkBytes of input each): while one chunk is
-// computed, formatted and written on a worker thread, the next is parsed.
+// The file is read in blocks and cut into chunks of records (up to
+// chunk_cells cells or kMaxChunkBytes of text each) by a scanner that only
+// finds where records end; a chunk's records are then parsed in parts on a
+// few threads. A writer thread computes the chunks in file order, one call
+// each, while another formats (on several threads) and writes the chunk
+// before; the reader parses ahead meanwhile, up to kMaxQueuedBytes of
+// parsed input. So a small file is parsed while the GPU starts, and a large
+// one streams with parsing, computing and formatting overlapped.
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "common/errors.h"
 #include "common/repr.h"
+#include "common/thread_pool.h"
 #include "pyphmm.h"
 #include "records.h"
 
@@ -42,7 +53,9 @@ namespace pyphmm {
 namespace {
 
 // Lines of a file, read in blocks. A line stays valid until the next call
-// to next() (parse_record copies what it keeps at once).
+// to next() (parse_record copies what it keeps at once). The record scanner
+// reads the unread text directly (data(), avail(), more()), has the records
+// it found parsed there, and skip()s them.
 class LineReader {
   public:
     explicit LineReader(FILE* f) : f_(f) {}
@@ -50,10 +63,11 @@ class LineReader {
     // Next line without its '\n' (a trailing '\r' stays); false at EOF.
     bool next(const char** line, size_t* len) {
         for (;;) {
-            const char* nl = static_cast<const char*>(std::memchr(buf_.data() + pos_, '\n', end_ - pos_));
+            const char* nl =
+                pos_ < end_ ? static_cast<const char*>(std::memchr(buf_.get() + pos_, '\n', end_ - pos_)) : nullptr;
             if (nl || (eof_ && pos_ < end_)) {
-                const size_t stop = nl ? static_cast<size_t>(nl - buf_.data()) : end_;
-                *line = buf_.data() + pos_;
+                const size_t stop = nl ? static_cast<size_t>(nl - buf_.get()) : end_;
+                *line = buf_.get() + pos_;
                 *len = stop - pos_;
                 pos_ = nl ? stop + 1 : end_;
                 ++lineno_;
@@ -67,33 +81,83 @@ class LineReader {
     bool error() const { return std::ferror(f_) != 0; }
     int error_number() const { return read_errno_; }
 
+    // The unread text; valid until more() or next().
+    const char* data() const { return buf_.get() + pos_; }
+    size_t avail() const { return end_ - pos_; }
+    bool at_eof() const { return eof_; }
+    // Reads another block after the unread text; false at EOF.
+    bool more() {
+        if (eof_) return false;
+        fill();
+        return true;
+    }
+    // Marks the next `bytes` unread bytes, `lines` lines, read.
+    void skip(size_t bytes, int64_t lines) {
+        pos_ += bytes;
+        lineno_ += lines;
+    }
+
   private:
     // Drops the lines already returned: a line is valid until the next call.
     void compact() {
         if (pos_ > 0) {
-            std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+            std::memmove(buf_.get(), buf_.get() + pos_, end_ - pos_);
             end_ -= pos_;
             pos_ = 0;
         }
     }
+    // Reads a block after the unread text: 1 MiB the first time (the first
+    // chunk is small, see kFirstChunkBytes), then up to kBlock.
     void fill() {
         compact();
-        if (buf_.size() - end_ < kBlock) buf_.resize(std::max(buf_.size() * 2, end_ + kBlock));
-        const size_t got = std::fread(buf_.data() + end_, 1, buf_.size() - end_, f_);
+        const size_t block = cap_ == 0 ? kFirstBlock : kBlock;
+        if (cap_ - end_ < block) {
+            const size_t cap = std::max(cap_ * 2, end_ + block);
+            std::unique_ptr<char[]> bigger(new char[cap]);  // (not zeroed: fread fills what is used)
+            if (end_) std::memcpy(bigger.get(), buf_.get(), end_);
+            buf_ = std::move(bigger);
+            cap_ = cap;
+        }
+        const size_t got = std::fread(buf_.get() + end_, 1, std::min(block, cap_ - end_), f_);
         if (got == 0 && std::ferror(f_)) read_errno_ = errno;
         end_ += got;
         if (got == 0) eof_ = true;
     }
+    static constexpr size_t kFirstBlock = size_t(1) << 20;
     static constexpr size_t kBlock = size_t(16) << 20;
     FILE* f_;
-    std::vector<char> buf_;
-    size_t pos_ = 0, end_ = 0;
+    std::unique_ptr<char[]> buf_;
+    size_t cap_ = 0, pos_ = 0, end_ = 0;
     bool eof_ = false;
     int64_t lineno_ = 0;
     int read_errno_ = 0;
 };
 
-int unsupported(const LineReader& lr, const char* path, pyphmm_error* err) {
+// The lines of text already in memory (a piece of a chunk's text), numbered
+// from first_line + 1: what LineReader::next gives for the same bytes.
+class TextLines {
+  public:
+    TextLines(const char* p, size_t n, int64_t first_line) : p_(p), end_(p + n), lineno_(first_line) {}
+    bool next(const char** line, size_t* len) {
+        if (p_ == end_) return false;
+        const char* nl = static_cast<const char*>(std::memchr(p_, '\n', end_ - p_));
+        const char* stop = nl ? nl : end_;
+        *line = p_;
+        *len = static_cast<size_t>(stop - p_);
+        p_ = nl ? nl + 1 : end_;
+        ++lineno_;
+        return true;
+    }
+    int64_t lineno() const { return lineno_; }
+
+  private:
+    const char* p_;
+    const char* end_;
+    int64_t lineno_;
+};
+
+template <typename Lines>
+int unsupported(const Lines& lr, const char* path, pyphmm_error* err) {
     return set_error(err, PYPHMM_E_UNSUPPORTED, "%s:%lld: outside the native reader's subset of the format", path,
                      static_cast<long long>(lr.lineno()));
 }
@@ -217,14 +281,25 @@ double physical_memory_bytes() {
     return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
 }
 
-// One chunk of records, in the layout pyphmm_region points into.
-struct Chunk {
+// Parsed records (a piece of a chunk), in the layout pyphmm_region points
+// into.
+struct Part {
     std::vector<uint8_t> bases, quals, ins, dels, gcp, haps;
     std::vector<int64_t> read_offsets, hap_offsets;
     std::vector<int32_t> num_reads, num_haps;
     std::vector<size_t> read_first, hap_first;  // each record's first offset entry
     int64_t cells = 0, pairs = 0;
     size_t records() const { return num_reads.size(); }
+    // Room for `records` records of these sizes in all (the scanner's
+    // estimates), so that the buffers are allocated once.
+    void reserve(int64_t records, int64_t reads, int64_t haplotypes, int64_t read_bases, int64_t hap_bases) {
+        for (auto* v : {&bases, &quals, &ins, &dels, &gcp}) v->reserve(static_cast<size_t>(read_bases));
+        haps.reserve(static_cast<size_t>(hap_bases));
+        read_offsets.reserve(static_cast<size_t>(records + reads));
+        hap_offsets.reserve(static_cast<size_t>(records + haplotypes));
+        for (auto* v : {&num_reads, &num_haps}) v->reserve(static_cast<size_t>(records));
+        for (auto* v : {&read_first, &hap_first}) v->reserve(static_cast<size_t>(records));
+    }
     size_t bytes() const {  // of input held
         return bases.size() * 5 + haps.size() + (read_offsets.size() + hap_offsets.size()) * sizeof(int64_t);
     }
@@ -232,7 +307,8 @@ struct Chunk {
 
 // Reads the line a record needs; on EOF or an unparsable line fills err
 // and returns the status (PYPHMM_E_INVALID or PYPHMM_E_UNSUPPORTED).
-int record_line(LineReader& lr, const char* path, const char* what, int32_t k, int32_t of,
+template <typename Lines>
+int record_line(Lines& lr, const char* path, const char* what, int32_t k, int32_t of,
                 std::vector<std::pair<const char*, size_t>>& f, pyphmm_error* err) {
     const char* line;
     size_t len;
@@ -251,7 +327,8 @@ int record_line(LineReader& lr, const char* path, const char* what, int32_t k, i
 // Parses the next record into c (*got: false at EOF); PYPHMM_OK, or
 // (err says where) PYPHMM_E_INVALID for a malformed file, in pyphmm.io's
 // words, PYPHMM_E_UNSUPPORTED for text outside this parser's subset.
-int parse_record(LineReader& lr, const char* path, Chunk& c, bool* got, pyphmm_error* err) {
+template <typename Lines>
+int parse_record(Lines& lr, const char* path, Part& c, bool* got, pyphmm_error* err) {
     *got = false;
     const char* line;
     size_t len;
@@ -333,73 +410,458 @@ int parse_record(LineReader& lr, const char* path, Chunk& c, bool* got, pyphmm_e
     return PYPHMM_OK;
 }
 
-// Totals of the chunks computed so far.
-struct Totals {
-    int64_t records = 0;
-    pyphmm_stats st{};
-    int64_t* progress = nullptr;  // the caller's records, pairs, cells (see pyphmm.h)
-    const char* out_path = "";    // for messages
+// ---- finding records without parsing them ----------------------------------
+// The scanner finds where records end, so that their text can be parsed on
+// several threads. It takes blank lines and headers exactly as parse_record
+// does; for anything else (a header parse_record refuses or leaves to the
+// Python reader, a record cut short by the end of the file, a record of more
+// than kMaxChunkBytes) it answers kOther, and that record goes through
+// parse_record on the file's reader, which reports what is wrong with it (or
+// parses it after all).
+struct Scan {
+    enum Kind { kRecord, kEnd, kMore, kOther } kind = kOther;
+    size_t bytes = 0;   // the record and the blank lines before it (kEnd: the blank lines)
+    int64_t lines = 0;  // in those bytes
+    // Estimated from the reads' first fields and the haplotype lines: the
+    // record's bases, to reserve its part's buffers, and cells, to size chunks.
+    int64_t read_bases = 0, hap_bases = 0, reads = 0, haps = 0;
+    int64_t cells() const { return read_bases * hap_bases; }
 };
 
-// Computes a chunk and appends its results to out. Runs on a worker thread.
-int compute_and_write(const Chunk& c, FILE* out, const pyphmm_options* options, Totals& t, pyphmm_error* err) {
-    const size_t n = c.records();
-    std::vector<pyphmm_region> regions(n);
-    for (size_t k = 0; k < n; ++k) {
-        pyphmm_region& g = regions[k];
-        g.num_reads = c.num_reads[k];
-        g.num_haps = c.num_haps[k];
-        g.read_bases = c.bases.data();
-        g.read_quals = c.quals.data();
-        g.read_ins = c.ins.data();
-        g.read_dels = c.dels.data();
-        g.read_gcp = c.gcp.data();
-        g.read_offsets = c.read_offsets.data() + c.read_first[k];
-        g.hap_bases = c.haps.data();
-        g.hap_offsets = c.hap_offsets.data() + c.hap_first[k];
+inline bool blank_char(char c) { return c == ' ' || c == '\t'; }
+
+// The line at p, of the n bytes left: its length without '\n' and the bytes
+// it uses; false if it is not all there yet (no '\n', not at the end of the
+// file). At the end of the file the last line needs no '\n'.
+bool line_at(const char* p, size_t n, bool eof, size_t* len, size_t* used) {
+    const char* nl = n ? static_cast<const char*>(std::memchr(p, '\n', n)) : nullptr;
+    if (!nl && !eof) return false;
+    *len = nl ? static_cast<size_t>(nl - p) : n;
+    *used = nl ? *len + 1 : n;
+    return true;
+}
+
+// Spaces and tabs, and at most a '\r' at the end: a line without fields.
+bool blank_line(const char* s, size_t len) {
+    if (len > 0 && s[len - 1] == '\r') --len;
+    for (size_t i = 0; i < len; ++i)
+        if (!blank_char(s[i])) return false;
+    return true;
+}
+
+// Two counts of 1 to 9 digits separated by spaces or tabs, which may also
+// lead and trail, and at most a '\r' at the end.
+bool header_line(const char* s, size_t len, int32_t* counts) {
+    if (len > 0 && s[len - 1] == '\r') --len;
+    size_t i = 0;
+    for (int k = 0; k < 2; ++k) {
+        const size_t before = i;
+        while (i < len && blank_char(s[i])) ++i;
+        if (k == 1 && i == before) return false;
+        int64_t v = 0;
+        size_t digits = 0;
+        for (; i < len && s[i] >= '0' && s[i] <= '9' && digits <= 9; ++i, ++digits) v = v * 10 + (s[i] - '0');
+        if (digits == 0 || digits > 9) return false;
+        counts[k] = static_cast<int32_t>(v);
     }
-    std::vector<double> res(static_cast<size_t>(c.pairs));
-    pyphmm_stats st{};
-    int rc = pyphmm_pairhmm(regions.data(), static_cast<int64_t>(n), res.data(), options, &st, err);
-    if (rc != PYPHMM_OK) return rc;
-    std::string text;
-    text.reserve(static_cast<size_t>(c.pairs) * 20 + n * 16);
-    char num[48];
+    while (i < len && blank_char(s[i])) ++i;
+    return i == len;
+}
+
+// Where the record at p ends (n bytes there; eof: nothing follows them).
+Scan scan_record(const char* p, size_t n, bool eof) {
+    Scan s;
+    size_t at = 0, len = 0, used = 0;
+    for (;;) {  // blank lines
+        if (at == n && eof) {
+            s.kind = Scan::kEnd;
+            s.bytes = at;
+            return s;
+        }
+        if (!line_at(p + at, n - at, eof, &len, &used)) {
+            s.kind = Scan::kMore;
+            return s;
+        }
+        if (!blank_line(p + at, len)) break;
+        at += used;
+        ++s.lines;
+    }
+    int32_t counts[2];
+    if (!header_line(p + at, len, counts)) return Scan{};
+    at += used;
+    ++s.lines;
+    s.reads = counts[0];
+    s.haps = counts[1];
+    const int64_t body = s.reads + s.haps;
+    for (int64_t k = 0; k < body; ++k) {
+        if (at > kMaxChunkBytes || (at == n && eof)) return Scan{};  // too large to hold as text; cut short
+        if (!line_at(p + at, n - at, eof, &len, &used)) {
+            s.kind = Scan::kMore;
+            return s;
+        }
+        const char* line = p + at;
+        if (k < counts[0]) {
+            const char* space = static_cast<const char*>(std::memchr(line, ' ', len));
+            s.read_bases += space ? space - line : static_cast<int64_t>(len);
+        } else {
+            size_t e = len;
+            while (e > 0 && (blank_char(line[e - 1]) || line[e - 1] == '\r')) --e;
+            s.hap_bases += static_cast<int64_t>(e);
+        }
+        at += used;
+        ++s.lines;
+    }
+    s.kind = Scan::kRecord;
+    s.bytes = at;
+    return s;
+}
+
+// ---- chunks: read, parsed on several threads, computed, written in order ----
+// Text of one part to parse: ~kPartBytes, whole records.
+constexpr size_t kPartBytes = size_t(1) << 20;
+// The first chunk is small, so that the writer's first call, which starts
+// the GPU, comes early.
+constexpr size_t kFirstChunkBytes = size_t(1) << 20;
+// Parsed input waiting for the writer (at least one chunk always may).
+constexpr size_t kMaxQueuedBytes = size_t(256) << 20;
+
+struct Chunk {
+    std::vector<Part> parts;  // in file order
+    size_t bytes() const {
+        size_t b = 0;
+        for (const Part& p : parts) b += p.bytes();
+        return b;
+    }
+};
+
+// Thread count of the options (0: every core).
+int option_threads(const pyphmm_options* options) { return options && options->threads > 0 ? options->threads : 0; }
+
+// Threads that parse. A few keep ahead of the GPU; more would take cores
+// from what runs meanwhile: the GPU driver's start (which the first chunks'
+// parsing overlaps) and the CUDA backend's packing (docs/PERFORMANCE.md).
+constexpr int kParseThreads = 4;
+int parse_threads(const pyphmm_options* options) {
+    const int t = option_threads(options);
+    return t > 0 ? std::min(t, kParseThreads) : kParseThreads;
+}
+
+// A record the scanner found in a chunk's text: where it starts, the lines
+// before it, its sizes.
+struct Found {
+    size_t start;
+    int64_t line;
+    Scan scan;
+};
+
+// Parses text, whole records found by the scanner, into parts of about
+// kPartBytes on several threads. A failure is the first one in the file.
+int parse_text(const char* text, size_t size, const std::vector<Found>& found, const char* path, int threads, Chunk& c,
+               pyphmm_error* err) {
+    std::vector<size_t> first{0};  // each part's first record
+    for (size_t k = 1; k < found.size(); ++k)
+        if (found[k].start - found[first.back()].start >= kPartBytes) first.push_back(k);
+    const size_t np = first.size();
+    first.push_back(found.size());
+    c.parts.resize(np);
+    std::vector<int> rc(np, PYPHMM_OK);
+    std::vector<pyphmm_error> errs(np);
+    parallel_for(static_cast<int64_t>(np), threads, [&](int64_t i) {
+        const size_t a = first[i], b = first[i + 1];
+        const size_t end = b < found.size() ? found[b].start : size;
+        TextLines tl(text + found[a].start, end - found[a].start, found[a].line);
+        Part& part = c.parts[i];
+        try {
+            int64_t reads = 0, haps = 0, read_bases = 0, hap_bases = 0;
+            for (size_t k = a; k < b; ++k) {
+                reads += found[k].scan.reads;
+                haps += found[k].scan.haps;
+                read_bases += found[k].scan.read_bases;
+                hap_bases += found[k].scan.hap_bases;
+            }
+            part.reserve(static_cast<int64_t>(b - a), reads, haps, read_bases, hap_bases);
+            for (size_t k = a; k < b && rc[i] == PYPHMM_OK; ++k) {
+                bool got = false;
+                rc[i] = parse_record(tl, path, part, &got, &errs[i]);
+                if (rc[i] == PYPHMM_OK && !got)
+                    rc[i] = set_error(&errs[i], PYPHMM_E_INTERNAL, "%s:%lld: record scan and parse disagree", path,
+                                      static_cast<long long>(tl.lineno()));
+            }
+        } catch (const std::bad_alloc&) {
+            rc[i] = set_error(&errs[i], PYPHMM_E_NOMEM, "out of memory reading %s", path);
+        }
+    });
+    for (size_t i = 0; i < np; ++i)
+        if (rc[i] != PYPHMM_OK) {
+            if (err) *err = errs[i];
+            return rc[i];
+        }
+    return PYPHMM_OK;
+}
+
+// Reads the next chunk (records up to chunk_cells cells or max_bytes of
+// text) into c; *end: the file has no more records.
+int read_chunk(LineReader& lr, const char* path, int64_t chunk_cells, size_t max_bytes, int threads, Chunk& c,
+               bool* end, pyphmm_error* err) {
+    std::vector<Found> found;
     size_t at = 0;
-    for (size_t k = 0; k < n; ++k) {
-        text += std::to_string(c.num_reads[k]);
+    int64_t nlines = 0, cells = 0;
+    bool other = false;
+    *end = false;
+    while (cells < chunk_cells && at < max_bytes) {
+        const Scan s = scan_record(lr.data() + at, lr.avail() - at, lr.at_eof());
+        if (s.kind == Scan::kMore) {
+            lr.more();
+            continue;
+        }
+        if (s.kind == Scan::kOther) {
+            other = true;
+            break;
+        }
+        if (s.kind == Scan::kRecord) {
+            found.push_back(Found{at, lr.lineno() + nlines, s});
+            cells += s.cells();
+        }
+        at += s.bytes;
+        nlines += s.lines;
+        if (s.kind == Scan::kEnd) {
+            *end = true;
+            break;
+        }
+    }
+    if (lr.error()) return set_error(err, PYPHMM_E_IO, "%s: read failed: %s", path, std::strerror(lr.error_number()));
+    if (!found.empty())
+        if (int rc = parse_text(lr.data(), at, found, path, threads, c, err)) return rc;
+    lr.skip(at, nlines);
+    if (other) {  // the next record, from the reader
+        Part p;
+        bool got = false;
+        if (int rc = parse_record(lr, path, p, &got, err)) return rc;
+        if (lr.error())
+            return set_error(err, PYPHMM_E_IO, "%s: read failed: %s", path, std::strerror(lr.error_number()));
+        if (got)
+            c.parts.push_back(std::move(p));
+        else
+            *end = true;
+    }
+    return PYPHMM_OK;
+}
+
+// Totals of the chunks written so far.
+struct Totals {
+    int64_t records = 0, pairs_written = 0, cells_written = 0;  // (by the formatting thread)
+    pyphmm_stats st{};                                          // the calls' (by the writer)
+    int64_t* progress = nullptr;                                // the caller's records, pairs, cells (see pyphmm.h)
+    const char* out_path = "";                                  // for messages
+};
+
+// The results of a part's records in the results format.
+void format_part(const Part& p, const double* res, std::string& text) {
+    text.clear();
+    text.reserve(static_cast<size_t>(p.pairs) * 20 + p.records() * 16);
+    char num[48];
+    for (size_t k = 0; k < p.records(); ++k) {
+        text += std::to_string(p.num_reads[k]);
         text += ' ';
-        text += std::to_string(c.num_haps[k]);
+        text += std::to_string(p.num_haps[k]);
         text += '\n';
-        for (int32_t r = 0; r < c.num_reads[k]; ++r) {
-            for (int32_t h = 0; h < c.num_haps[k]; ++h) {
+        for (int32_t r = 0; r < p.num_reads[k]; ++r) {
+            for (int32_t h = 0; h < p.num_haps[k]; ++h) {
                 if (h) text += ' ';
-                text.append(num, format_double_repr(res[at++], num));
+                text.append(num, format_double_repr(*res++, num));
             }
             text += '\n';
         }
     }
-    if (std::fwrite(text.data(), 1, text.size(), out) != text.size())
-        return set_error(err, PYPHMM_E_IO, "%s: write failed: %s", t.out_path, std::strerror(errno));
-    t.records += static_cast<int64_t>(n);
-    if (t.progress) {
-        __atomic_store_n(&t.progress[0], t.records, __ATOMIC_RELAXED);
-        __atomic_store_n(&t.progress[1], t.st.pairs + st.pairs, __ATOMIC_RELAXED);
-        __atomic_store_n(&t.progress[2], t.st.cells + st.cells, __ATOMIC_RELAXED);
+}
+
+// Computes chunk c in one call into res (its parts' results in order) and
+// adds the call's statistics to sum.
+int compute_chunk(const Chunk& c, const pyphmm_options* options, std::vector<double>& res, pyphmm_stats& sum,
+                  pyphmm_error* err) {
+    std::vector<pyphmm_region> regions;
+    int64_t pairs = 0;
+    for (const Part& p : c.parts) {
+        for (size_t k = 0; k < p.records(); ++k) {
+            pyphmm_region g;
+            g.num_reads = p.num_reads[k];
+            g.num_haps = p.num_haps[k];
+            g.read_bases = p.bases.data();
+            g.read_quals = p.quals.data();
+            g.read_ins = p.ins.data();
+            g.read_dels = p.dels.data();
+            g.read_gcp = p.gcp.data();
+            g.read_offsets = p.read_offsets.data() + p.read_first[k];
+            g.hap_bases = p.haps.data();
+            g.hap_offsets = p.hap_offsets.data() + p.hap_first[k];
+            regions.push_back(g);
+        }
+        pairs += p.pairs;
     }
-    t.st.pairs += st.pairs;
-    t.st.cells += st.cells;
-    t.st.double_pairs += st.double_pairs;
-    t.st.seconds += st.seconds;
-    t.st.gpu_regions += st.gpu_regions;
-    t.st.gpu_cells += st.gpu_cells;
-    t.st.cpu_regions += st.cpu_regions;
-    t.st.cpu_cells += st.cpu_cells;
-    t.st.fell_back |= st.fell_back;
-    t.st.hybrid |= st.hybrid;
-    if (st.gpu_cells > 0 || t.st.backend_used == 0) t.st.backend_used = st.backend_used;
+    res.resize(static_cast<size_t>(pairs));
+    pyphmm_stats st{};
+    int rc = pyphmm_pairhmm(regions.data(), static_cast<int64_t>(regions.size()), res.data(), options, &st, err);
+    if (rc != PYPHMM_OK) return rc;
+    sum.pairs += st.pairs;
+    sum.cells += st.cells;
+    sum.double_pairs += st.double_pairs;
+    sum.seconds += st.seconds;
+    sum.gpu_regions += st.gpu_regions;
+    sum.gpu_cells += st.gpu_cells;
+    sum.cpu_regions += st.cpu_regions;
+    sum.cpu_cells += st.cpu_cells;
+    sum.fell_back |= st.fell_back;
+    sum.hybrid |= st.hybrid;
+    if (st.gpu_cells > 0 || sum.backend_used == 0) sum.backend_used = st.backend_used;
     return PYPHMM_OK;
 }
+
+// Formats a computed chunk's results on several threads and appends them
+// to out.
+int format_and_write(const Chunk& c, const std::vector<double>& res, FILE* out, int threads, Totals& t,
+                     pyphmm_error* err) {
+    std::vector<std::string> text(c.parts.size());
+    std::vector<const double*> first;
+    const double* r = res.data();
+    for (const Part& p : c.parts) {
+        first.push_back(r);
+        r += p.pairs;
+    }
+    std::atomic<bool> no_memory{false};
+    parallel_for(static_cast<int64_t>(c.parts.size()), threads, [&](int64_t i) {
+        try {
+            format_part(c.parts[i], first[i], text[i]);
+        } catch (const std::bad_alloc&) {
+            no_memory = true;
+        }
+    });
+    if (no_memory) return set_error(err, PYPHMM_E_NOMEM, "out of memory formatting results");
+    for (const std::string& x : text)
+        if (std::fwrite(x.data(), 1, x.size(), out) != x.size())
+            return set_error(err, PYPHMM_E_IO, "%s: write failed: %s", t.out_path, std::strerror(errno));
+    for (const Part& p : c.parts) {
+        t.records += static_cast<int64_t>(p.records());
+        t.pairs_written += p.pairs;
+        t.cells_written += p.cells;
+    }
+    if (t.progress) {
+        __atomic_store_n(&t.progress[0], t.records, __ATOMIC_RELAXED);
+        __atomic_store_n(&t.progress[1], t.pairs_written, __ATOMIC_RELAXED);
+        __atomic_store_n(&t.progress[2], t.cells_written, __ATOMIC_RELAXED);
+    }
+    return PYPHMM_OK;
+}
+
+// Computes the chunks, one call each (a call the size of several would
+// make the CUDA backend grow its pinned buffers: slower than the calls),
+// while another thread formats and writes the chunk computed before.
+int compute_and_write(const std::vector<std::unique_ptr<Chunk>>& chunks, FILE* out, const pyphmm_options* options,
+                      Totals& t, pyphmm_error* err) {
+    std::vector<std::vector<double>> res(chunks.size());
+    pyphmm_error ferr;
+    clear_error(&ferr);
+    std::future<int> formatting;  // chunk i - 1 (its future's destructor waits)
+    auto formatted = [&]() {
+        const int rc = formatting.valid() ? formatting.get() : PYPHMM_OK;
+        if (rc != PYPHMM_OK && err) *err = ferr;
+        return rc;
+    };
+    for (size_t i = 0; i < chunks.size(); ++i) {
+        int rc = compute_chunk(*chunks[i], options, res[i], t.st, err);
+        const int frc = formatted();  // an earlier chunk's failure comes first
+        if (frc != PYPHMM_OK) return frc;
+        if (rc != PYPHMM_OK) return rc;
+        formatting = std::async(std::launch::async, [&, i] {
+            try {
+                return format_and_write(*chunks[i], res[i], out, option_threads(options), t, &ferr);
+            } catch (const std::bad_alloc&) {
+                return set_error(&ferr, PYPHMM_E_NOMEM, "out of memory formatting results");
+            }
+        });
+    }
+    return formatted();
+}
+
+// The writer: a thread that computes, formats and writes the parsed chunks
+// in file order, every chunk waiting at once. While its first call starts
+// the GPU (~0.25 s) the reader parses ahead. It stops at its first failure,
+// or when the reader cancels.
+class Writer {
+  public:
+    Writer(FILE* out, const pyphmm_options* options, Totals& t)
+        : out_(out), options_(options), t_(t), thread_([this] { run(); }) {}
+    ~Writer() { finish(true); }
+
+    // Queues a chunk, waiting while kMaxQueuedBytes are queued; false if
+    // the writer has failed.
+    bool push(std::unique_ptr<Chunk> c) {
+        std::unique_lock<std::mutex> lock(mu_);
+        const size_t b = c->bytes();
+        room_.wait(lock, [&] { return failed_ || queue_.empty() || queued_ + b <= kMaxQueuedBytes; });
+        if (failed_) return false;
+        queued_ += b;
+        queue_.push_back(std::move(c));
+        ready_.notify_one();
+        return true;
+    }
+    // No more chunks (cancel: drop those not started); waits for the writer.
+    // Its status, with err filled on failure.
+    int finish(bool cancel, pyphmm_error* err = nullptr) {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            closed_ = true;
+            if (cancel) queue_.clear();
+            ready_.notify_one();
+        }
+        if (thread_.joinable()) thread_.join();
+        if (rc_ != PYPHMM_OK && err) *err = err_;
+        return rc_;
+    }
+
+  private:
+    void run() {
+        for (;;) {
+            std::vector<std::unique_ptr<Chunk>> batch;
+            {
+                std::unique_lock<std::mutex> lock(mu_);
+                ready_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+                if (queue_.empty()) return;
+                for (auto& c : queue_) batch.push_back(std::move(c));
+                queue_.clear();
+                queued_ = 0;
+                room_.notify_one();
+            }
+            int rc;
+            try {
+                rc = compute_and_write(batch, out_, options_, t_, &err_);
+            } catch (const std::bad_alloc&) {
+                rc = set_error(&err_, PYPHMM_E_NOMEM, "out of memory formatting results");
+            } catch (const std::system_error& e) {
+                rc = set_error(&err_, PYPHMM_E_INTERNAL, "thread start failed: %s", e.what());
+            }
+            if (rc != PYPHMM_OK) {
+                std::lock_guard<std::mutex> lock(mu_);
+                rc_ = rc;
+                failed_ = true;
+                queue_.clear();
+                room_.notify_one();
+                return;
+            }
+        }
+    }
+
+    FILE* out_;
+    const pyphmm_options* options_;
+    Totals& t_;
+    std::mutex mu_;
+    std::condition_variable ready_, room_;
+    std::deque<std::unique_ptr<Chunk>> queue_;
+    size_t queued_ = 0;
+    bool closed_ = false, failed_ = false;
+    int rc_ = PYPHMM_OK;
+    pyphmm_error err_{};
+    std::thread thread_;  // last: starts once the members above exist
+};
 
 struct FileCloser {
     void operator()(FILE* f) const {
@@ -414,49 +876,22 @@ int run_file(const char* in_path, const char* out_path, const pyphmm_options* op
     std::unique_ptr<FILE, FileCloser> out(std::fopen(out_path, "wb"));
     if (!out) return set_error(err, PYPHMM_E_IO, "%s: cannot open for writing: %s", out_path, std::strerror(errno));
     LineReader lr(in.get());
-    std::future<int> pending;
-    std::unique_ptr<Chunk> busy;  // the chunk `pending` computes
+    Writer writer(out.get(), options, t);
+    int rc = PYPHMM_OK;
+    for (bool end = false, first = true; !end && rc == PYPHMM_OK; first = false) {
+        auto c = std::make_unique<Chunk>();
+        const size_t max_bytes = first ? kFirstChunkBytes : kMaxChunkBytes;
+        rc = read_chunk(lr, in_path, chunk_cells, max_bytes, parse_threads(options), *c, &end, err);
+        if (rc == PYPHMM_OK && !c->parts.empty() && !writer.push(std::move(c))) break;
+    }
+    // A failure of the writer comes first: it is in an earlier chunk.
     pyphmm_error werr;
     clear_error(&werr);
-    auto wait = [&]() {
-        int rc = pending.valid() ? pending.get() : PYPHMM_OK;
-        busy.reset();
-        if (rc != PYPHMM_OK && err) *err = werr;
-        return rc;
-    };
-    for (;;) {
-        auto c = std::make_unique<Chunk>();
-        bool got = true;
-        int prc = PYPHMM_OK;
-        while (c->cells < chunk_cells && c->bytes() < kMaxChunkBytes &&
-               (prc = parse_record(lr, in_path, *c, &got, err)) == PYPHMM_OK && got) {}
-        if (lr.error()) {
-            wait();
-            return set_error(err, PYPHMM_E_IO, "%s: read failed: %s", in_path, std::strerror(lr.error_number()));
-        }
-        if (prc != PYPHMM_OK) {
-            wait();
-            return prc;
-        }
-        int rc = wait();
-        if (rc != PYPHMM_OK) return rc;
-        if (c->records() == 0) break;
-        busy = std::move(c);
-        FILE* o = out.get();
-        const Chunk* b = busy.get();
-        pending = std::async(std::launch::async, [=, &t, &werr] {
-            try {
-                return compute_and_write(*b, o, options, t, &werr);
-            } catch (const std::bad_alloc&) {
-                return set_error(&werr, PYPHMM_E_NOMEM, "out of memory formatting results");
-            }
-        });
-        if (!got) {  // end of file
-            rc = wait();
-            if (rc != PYPHMM_OK) return rc;
-            break;
-        }
+    if (int wrc = writer.finish(rc != PYPHMM_OK, &werr)) {
+        if (err) *err = werr;
+        return wrc;
     }
+    if (rc != PYPHMM_OK) return rc;
     if (std::fflush(out.get()) != 0 || std::ferror(out.get()))
         return set_error(err, PYPHMM_E_IO, "%s: write failed: %s", out_path, std::strerror(errno));
     if (std::fclose(out.release()) != 0)

@@ -128,15 +128,17 @@ def record_file(draw) -> bytes:
     return data
 
 
-def native_file(path: str, out: str):
+def native_file(path: str, out: str, chunk_cells: int = 0):
     err, stats, rec = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
-    rc = lib.pyphmm_pairhmm_file(path.encode(), out.encode(), _native.make_options("cpu"), 0, rec, stats, ffi.NULL, err)
+    opts = _native.make_options("cpu")
+    rc = lib.pyphmm_pairhmm_file(path.encode(), out.encode(), opts, chunk_cells, rec, stats, ffi.NULL, err)
     return rc, ffi.string(err.message).decode()
 
 
 @FUZZ
-@given(record_file())
-def test_record_parser_fuzz(data):
+@given(record_file(), st.sampled_from([0, 1, 40]))
+def test_record_parser_fuzz(data, chunk_cells):
+    """chunk_cells 1 and 40 cut the file into chunks of one or a few records."""
     with tempfile.TemporaryDirectory() as d:
         path, out = os.path.join(d, "f.in"), os.path.join(d, "f.out")
         with open(path, "wb") as f:
@@ -146,7 +148,7 @@ def test_record_parser_fuzz(data):
             py_error = None
         except io.RecordError as e:
             regions, py_error = None, str(e)
-        rc, message = native_file(path, out)
+        rc, message = native_file(path, out, chunk_cells)
         event(f"native {rc}, python {'error' if py_error else 'ok'}")
         assert rc in (lib.PYPHMM_OK, lib.PYPHMM_E_INVALID, lib.PYPHMM_E_UNSUPPORTED), (rc, message)
         if rc == lib.PYPHMM_E_INVALID:  # a malformed file: the Python reader says the same

@@ -131,6 +131,57 @@ def test_a_late_malformed_record_ends_a_run_that_computed_chunks(tmp_path):
     assert rc == lib.PYPHMM_E_INVALID and f"{path}:{bad_line}: read has 4 bases but QUAL has 3" in msg, msg
 
 
+def many_parts_text(records=8000):
+    """About 2.5 MB of small records: the native reader parses it as several
+    parts of about 1 MB on several threads. Blank lines, tabs and CRLF
+    endings here and there."""
+    rng = np.random.default_rng(11)
+    lines = []
+    for k in range(records):
+        nr, nh = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+        if k % 7 == 0:
+            lines.append(" \t" if k % 2 else "")
+        lines.append(f"{nr}{chr(9) if k % 5 == 0 else ' '}{nh}")
+        for _ in range(nr):
+            m = int(rng.integers(10, 40))
+            bases = "".join(rng.choice(list("ACGT"), m))
+            qual = "".join(chr(33 + int(q)) for q in rng.integers(10, 41, m))
+            lines.append(f"{bases} {qual} {'I' * m} {'I' * m} {'+' * m}" + ("\r" if k % 11 == 0 else ""))
+        for _ in range(nh):
+            lines.append("".join(rng.choice(list("ACGT"), int(rng.integers(20, 60)))))
+    return "\n".join(lines) + "\n"
+
+
+def test_a_file_of_many_parts_gives_the_python_paths_bytes(tmp_path):
+    path = tmp_path / "big.in"
+    path.write_text(many_parts_text())
+    assert path.stat().st_size > 2 << 20
+    nat, py = both_paths(tmp_path, path)
+    assert nat == py
+    out = tmp_path / "c.out"  # and cut into chunks of about 40 records
+    rc, msg = file_call(path, out, chunk_cells=40 * 2 * 25 * 2 * 40)
+    assert rc == lib.PYPHMM_OK, msg
+    assert out.read_bytes() == py
+
+
+@pytest.mark.parametrize("chunk_cells", [0, 1])
+def test_the_first_bad_record_of_many_parts_is_reported(tmp_path, chunk_cells):
+    """Bad reads in a middle part and in the last: the run reports the
+    first, at its line, in the Python reader's words."""
+    lines = many_parts_text().split("\n")
+    reads = [k for k, line in enumerate(lines) if len(line.split()) == 5]
+    first, last = reads[len(reads) // 2], reads[-1]
+    lines[first] = "ACGT III IIII IIII ++++"
+    lines[last] = "ACGT IIII IIII IIII"
+    path = tmp_path / "bad.in"
+    path.write_text("\n".join(lines))
+    with pytest.raises(io.RecordError) as want:
+        list(io.read_records(str(path)))
+    assert f":{first + 1}: read has 4 bases but QUAL has 3" in str(want.value)
+    rc, msg = file_call(path, tmp_path / "o", chunk_cells=chunk_cells)
+    assert rc == lib.PYPHMM_E_INVALID and msg == str(want.value), msg
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 def test_a_failed_write_stops_the_parser(tmp_path):
     """Writing a chunk fails (disk full) while the next one parses: the run

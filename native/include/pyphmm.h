@@ -147,10 +147,11 @@ int pyphmm_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* ou
  * A record file (docs/RECORD_FORMAT.md) computed as pyphmm_pairhmm would,
  * results written to out_path in the results format (values as Python's
  * repr()), in chunks of up to chunk_cells cells (<= 0: a default) while the
- * next chunk is parsed. This reader takes a strict subset of the format
- * (fields split by spaces or tabs, printable ASCII, unsigned counts): text
- * outside it is PYPHMM_E_UNSUPPORTED (the Python reader, pyphmm.io, which
- * defines the format, is the one to use then); a malformed file is
+ * next chunks are parsed (on a few threads) and the previous one formatted.
+ * This reader takes a strict subset of the format (fields split by spaces
+ * or tabs, printable ASCII, unsigned counts): text outside it is
+ * PYPHMM_E_UNSUPPORTED (the Python reader, pyphmm.io, which defines the
+ * format, is the one to use then); a malformed file is
  * PYPHMM_E_INVALID with the Python reader's message naming file and line;
  * a failed read or write is PYPHMM_E_IO naming the file.
  * out_path may be partly written on failure. *records receives the number
