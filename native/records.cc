@@ -501,8 +501,9 @@ Scan scan_record(const char* p, size_t n, bool eof) {
         }
         const char* line = p + at;
         if (k < counts[0]) {
-            const char* space = static_cast<const char*>(std::memchr(line, ' ', len));
-            s.read_bases += space ? space - line : static_cast<int64_t>(len);
+            size_t e = 0;
+            while (e < len && !blank_char(line[e])) ++e;
+            s.read_bases += static_cast<int64_t>(e);
         } else {
             size_t e = len;
             while (e > 0 && (blank_char(line[e - 1]) || line[e - 1] == '\r')) --e;

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from pyphmm._pyphmm import ffi, lib
 
+import pyphmm
 from devtools.child import child_env
 from devtools.regions import generate
 from pyphmm import _native, io
@@ -180,6 +181,38 @@ def test_the_first_bad_record_of_many_parts_is_reported(tmp_path, chunk_cells):
     assert f":{first + 1}: read has 4 bases but QUAL has 3" in str(want.value)
     rc, msg = file_call(path, tmp_path / "o", chunk_cells=chunk_cells)
     assert rc == lib.PYPHMM_E_INVALID and msg == str(want.value), msg
+
+
+def test_a_record_of_more_text_than_a_chunk_is_read_line_by_line(tmp_path):
+    """A record of over 64 MB of text (deep amplicon regions come close) is
+    too large for the parsers that work on a chunk's text in memory: it is
+    read line by line, and computed like any other."""
+    reads, bases = 660_000, "ACGTACGTACGTACGTACGT"
+    haps = [bases, "ACGTACGAACGTACGTACGT"]
+    path = tmp_path / "deep.in"
+    with open(path, "w") as f:
+        f.write(f"1 1\n{GOOD}\nACGT\n{reads} 2\n")
+        f.write(f"{bases} {'I' * 20} {'I' * 20} {'I' * 20} {'+' * 20}\n" * reads)
+        f.write("\n".join(haps) + "\n1 1\nAC\tII\tII\tII\t++\nAC\n")
+    assert path.stat().st_size > 64 << 20
+    out = tmp_path / "deep.out"
+    rc, msg = file_call(path, out)
+    assert rc == lib.PYPHMM_OK, msg
+
+    def one(b, hs):
+        q = [40] * len(b)
+        read = pyphmm.Read(b, quals=q, ins=q, dels=q, gcp=[10] * len(b))
+        return pyphmm.compute_likelihoods([read], hs, backend="cpu")[0]
+
+    with open(out) as f:
+        assert f.readline() == "1 1\n" and float(f.readline()) == one("ACGT", ["ACGT"])[0]
+        assert f.readline() == f"{reads} 2\n"
+        line = " ".join(repr(float(v)) for v in one(bases, haps)) + "\n"
+        for k in range(reads):
+            got = f.readline()
+            if got != line:
+                raise AssertionError((k, got, line))
+        assert f.readline() == "1 1\n" and float(f.readline()) == one("AC", ["AC"])[0] and f.readline() == ""
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
