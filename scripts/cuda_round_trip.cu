@@ -8,7 +8,12 @@
 // memory (no copy). Prints median and p99 of the round trip and the median
 // time the enqueue calls took.
 //
-//   nvcc -O2 -arch=sm_90 scripts/cuda_round_trip.cu -o /tmp/cuda_round_trip && /tmp/cuda_round_trip
+// With a thread count (argument 1), that many host threads do the same at
+// once, each with its own stream and buffers, as GATK's threads do through
+// pyphmm: the aggregate calls per second say how far the driver's enqueue
+// work scales across the threads of one process.
+//
+//   nvcc -O2 -arch=sm_90 scripts/cuda_round_trip.cu -o /tmp/cuda_round_trip && /tmp/cuda_round_trip [THREADS]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -42,33 +48,33 @@ using Clock = std::chrono::steady_clock;
 
 double us(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e6; }
 
-}  // namespace
-
-int main() {
-    constexpr size_t kBytes = 48 << 10;
-    constexpr int kCalls = 3000;
-    CHECK(cudaSetDeviceFlags(cudaDeviceMapHost));
+// One caller's stream, buffers and completion flag.
+struct Caller {
     char *host = nullptr, *dev = nullptr;
     int *flag = nullptr, *dflag = nullptr, *mapped_in = nullptr;
-    CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host), kBytes, cudaHostAllocMapped));
-    CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flag), 64, cudaHostAllocMapped));
-    CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dflag), flag, 0));
-    CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped_in), host, 0));
-    CHECK(cudaMalloc(&dev, kBytes));
-    std::memset(host, 0, kBytes);
-    CHECK(cudaMemset(dev, 0, kBytes));
-    flag[0] = 0;
-    cudaStream_t s;
-    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    const char* names[] = {"copy 48 KiB + launch", "launch alone (input on the device)",
-                           "launch alone (input in mapped host memory)"};
+    cudaStream_t s = nullptr;
     int serial = 0;
-    for (int mode = 0; mode < 3; ++mode) {
-        std::vector<double> trip, enqueue;
-        for (int i = 0; i < kCalls; ++i) {
+    std::vector<double> trip, enqueue;
+
+    explicit Caller(size_t bytes) {
+        CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host), bytes, cudaHostAllocMapped));
+        CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flag), 64, cudaHostAllocMapped));
+        CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dflag), flag, 0));
+        CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped_in), host, 0));
+        CHECK(cudaMalloc(&dev, bytes));
+        std::memset(host, 0, bytes);
+        CHECK(cudaMemset(dev, 0, bytes));
+        flag[0] = 0;
+        CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    }
+
+    void run(int mode, int calls, size_t bytes) {
+        trip.clear();
+        enqueue.clear();
+        for (int i = 0; i < calls; ++i) {
             ++serial;
             const Clock::time_point a = Clock::now();
-            if (mode == 0) CHECK(cudaMemcpyAsync(dev, host, kBytes, cudaMemcpyHostToDevice, s));
+            if (mode == 0) CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s));
             touch<<<60, 128, 0, s>>>(mode == 2 ? mapped_in : reinterpret_cast<const int*>(dev), dflag, serial);
             CHECK(cudaGetLastError());
             const Clock::time_point b = Clock::now();
@@ -77,10 +83,38 @@ int main() {
             enqueue.push_back(us(a, b));
         }
         CHECK(cudaStreamSynchronize(s));
+    }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    constexpr size_t kBytes = 48 << 10;
+    constexpr int kCalls = 3000;
+    const int threads = argc > 1 ? std::max(1, std::atoi(argv[1])) : 1;
+    CHECK(cudaSetDeviceFlags(cudaDeviceMapHost));
+    std::vector<Caller> callers;
+    callers.reserve(threads);
+    for (int t = 0; t < threads; ++t) callers.emplace_back(kBytes);
+    const char* names[] = {"copy 48 KiB + launch", "launch alone (input on the device)",
+                           "launch alone (input in mapped host memory)"};
+    for (int mode = 0; mode < 3; ++mode) {
+        const Clock::time_point start = Clock::now();
+        std::vector<std::thread> pool;
+        for (Caller& c : callers) pool.emplace_back([&c, mode] { c.run(mode, kCalls, kBytes); });
+        for (std::thread& t : pool) t.join();
+        const double seconds = us(start, Clock::now()) * 1e-6;
+        std::vector<double> trip, enqueue;
+        for (const Caller& c : callers) {
+            trip.insert(trip.end(), c.trip.begin(), c.trip.end());
+            enqueue.insert(enqueue.end(), c.enqueue.begin(), c.enqueue.end());
+        }
         std::sort(trip.begin(), trip.end());
         std::sort(enqueue.begin(), enqueue.end());
-        std::printf("%s: round trip median %.1f us, p99 %.1f us; enqueue median %.1f us\n", names[mode],
-                    trip[kCalls / 2], trip[kCalls * 99 / 100], enqueue[kCalls / 2]);
+        const size_t n = trip.size();
+        std::printf("%s, %d thread%s: round trip median %.1f us, p99 %.1f us; enqueue median %.1f us; %.0f calls/s\n",
+                    names[mode], threads, threads == 1 ? "" : "s", trip[n / 2], trip[n * 99 / 100], enqueue[n / 2],
+                    n / seconds);
     }
     return 0;
 }
