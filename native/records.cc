@@ -523,8 +523,11 @@ constexpr size_t kPartBytes = size_t(1) << 20;
 // The first chunk is small, so that the writer's first call, which starts
 // the GPU, comes early.
 constexpr size_t kFirstChunkBytes = size_t(1) << 20;
-// Parsed input waiting for the writer (at least one chunk always may).
-constexpr size_t kMaxQueuedBytes = size_t(256) << 20;
+// Parsed input waiting for the writer (at least one chunk always may):
+// room for a file of ~100 MB to be parsed while the GPU starts. With the
+// writer's batch and the chunk being read, a slow writer (the CPU backend)
+// holds at most ~400 MB of input.
+constexpr size_t kMaxQueuedBytes = size_t(128) << 20;
 
 struct Chunk {
     std::vector<Part> parts;  // in file order
