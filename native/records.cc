@@ -788,7 +788,7 @@ int compute_and_write(const std::vector<std::unique_ptr<Chunk>>& chunks, FILE* o
 
 // The writer: a thread that computes, formats and writes the parsed chunks
 // in file order, every chunk waiting at once. While its first call starts
-// the GPU (~0.25 s) the reader parses ahead. It stops at its first failure,
+// the GPU the reader parses ahead. It stops at its first failure,
 // or when the reader cancels.
 class Writer {
   public:

@@ -54,8 +54,8 @@ int cuda_sw_align(int device, const pyphmm_sw_batch& batch, char* cigars, const 
                   int32_t* alignment_offsets, pyphmm_stats* stats, pyphmm_error* error);
 
 // Loads and initialises NVML (once; later calls return at once). The
-// driver's start takes ~0.1 s and NVML's another ~15 ms: the device probe
-// runs both at the same time.
+// device probe runs it while the CUDA driver starts, which takes longer
+// (docs/PERFORMANCE.md).
 void cuda_nvml_load();
 
 // Compute processes other than this one that use device d, from NVML
