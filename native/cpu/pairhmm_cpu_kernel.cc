@@ -281,11 +281,10 @@ struct Kernel {
 
     // Rows i (a) and i + 1 (b) in one sweep: s.M/X/Y hold row i - 1 on entry
     // and row i + 1 on return. Cell (i + 1, j) is computed right after
-    // (i, j) from registers. A
-    // row's only serial chain is Y's (a multiply and an add per column); a
-    // step here carries two independent ones, which a core with four vector
-    // pipes (Neoverse V1/V2) overlaps, and the matrices are read and written
-    // once per two rows instead of every row.
+    // (i, j) from registers. A row's only serial chain is Y's (a multiply
+    // and an add per column); a step here carries two independent ones,
+    // which a core with four vector pipes (Neoverse V1/V2) overlaps, and the
+    // matrices are read and written once per two rows instead of every row.
     PYPHMM_INLINE void sweep_row_pair(const Row& a, const Row& b, int n_max, Scratch& s) {
         vec am_diag = s.M[0].v, ax_diag = s.X[0].v, ay_diag = s.Y[0].v;  // row i - 1, column 0
         vec bm_diag{}, bx_diag{}, by_diag{};                             // row i, column 0
