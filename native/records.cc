@@ -45,6 +45,7 @@
 #include "common/errors.h"
 #include "common/repr.h"
 #include "common/thread_pool.h"
+#include "dispatch/policy.h"
 #include "pyphmm.h"
 #include "records.h"
 
@@ -538,17 +539,11 @@ struct Chunk {
     }
 };
 
-// Thread count of the options (0: every core).
-int option_threads(const pyphmm_options* options) { return options && options->threads > 0 ? options->threads : 0; }
-
 // Threads that parse. A few keep ahead of the GPU; more would take cores
 // from what runs meanwhile: the GPU driver's start (which the first chunks'
 // parsing overlaps) and the CUDA backend's packing (docs/PERFORMANCE.md).
 constexpr int kParseThreads = 4;
-int parse_threads(const pyphmm_options* options) {
-    const int t = option_threads(options);
-    return t > 0 ? std::min(t, kParseThreads) : kParseThreads;
-}
+int parse_threads(const pyphmm_options* options) { return std::min(default_threads(options), kParseThreads); }
 
 // A record the scanner found in a chunk's text: where it starts, the lines
 // before it, its sizes.
@@ -777,7 +772,7 @@ int compute_and_write(const std::vector<std::unique_ptr<Chunk>>& chunks, FILE* o
         if (rc != PYPHMM_OK) return rc;
         formatting = std::async(std::launch::async, [&, i] {
             try {
-                return format_and_write(*chunks[i], res[i], out, option_threads(options), t, &ferr);
+                return format_and_write(*chunks[i], res[i], out, default_threads(options), t, &ferr);
             } catch (const std::bad_alloc&) {
                 return set_error(&ferr, PYPHMM_E_NOMEM, "out of memory formatting results");
             }
