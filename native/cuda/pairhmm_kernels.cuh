@@ -314,15 +314,13 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         // All K elements first, then their table entries: two rounds of
         // loads in flight instead of two per row (a padding row loads
         // nothing and takes element 0's table entries, which it discards).
+        const int row0 = stripe * R + t * K - pad;  // 0-based read row of k = 0; < 0: padding
         uint32_t elem[K];
 #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const int row = stripe * R + t * K + k - pad;  // 0-based read row; < 0: padding
-            elem[k] = row >= 0 ? __ldg(rd + row) : 0u;
-        }
+        for (int k = 0; k < K; ++k) elem[k] = row0 + k >= 0 ? __ldg(rd + row0 + k) : 0u;
 #pragma unroll
         for (int k = 0; k < K; ++k) {
-            const bool padding = stripe * R + t * K + k - pad < 0;
+            const bool padding = row0 + k < 0;
             const uint32_t e = elem[k];
             const int q = (e >> 4) & 127;
             const T err = __ldg(a.tab.ph2pr + q), third = __ldg(a.tab.third + q);

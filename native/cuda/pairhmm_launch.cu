@@ -254,29 +254,33 @@ static_assert(kDoubleSweepRows > kDoubleBins[kNumDoubleBins - 1].P * kDoubleBins
               "the sweep kernel covers more rows than one stripe of the general one");
 using DoubleSweep = Kern<double, 32, kDoubleSweepK, false, Arith::kExact, Tr::kRow>;
 
-void launch_underflow_pass(const KernelArgs<double>& da, int longest_rows, int d, cudaStream_t s) {
-    if (longest_rows <= kDoubleSweepRows)
+// count: the pairs the grid covers; count_ptr (may be null): the list's
+// length on the device, when the host does not know it.
+cudaError_t launch_underflow_pass(int d, const ChunkBuffers& c, int count, const int* count_ptr, cudaStream_t s) {
+    KernelArgs<double> da = chunk_args<double>(d, c);
+    da.index = c.list;
+    da.header_count = c.header;
+    da.count = count;
+    da.count_ptr = count_ptr;
+    if (c.longest_rows <= kDoubleSweepRows)
         DoubleSweep::launch(da, std::min(groups_grid(da.count, 32), DoubleSweep::persistent_blocks(d)), s);
     else
         launch_double_bin<kNumDoubleBins - 1>(da, d, s);
+    return cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t launch_pairhmm_underflow(int d, const ChunkBuffers& c, int count, cudaStream_t s) {
-    KernelArgs<double> da = chunk_args<double>(d, c);
-    da.index = c.list;
-    da.header_count = c.header;
-    da.count = count;
-    launch_underflow_pass(da, c.longest_rows, d, s);
-    return cudaGetLastError();
+    return launch_underflow_pass(d, c, count, nullptr, s);
 }
 
 cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& bins, bool dbl, bool fast,
                                  const GapConsts& gaps, cudaStream_t s, bool* notified) {
     *notified = false;
-    KernelArgs<double> da = chunk_args<double>(d, c);
-    if (dbl) return launch_double_bins(da, bins, d, s, std::make_integer_sequence<int, kNumDoubleBins>{});
+    if (dbl)
+        return launch_double_bins(chunk_args<double>(d, c), bins, d, s,
+                                  std::make_integer_sequence<int, kNumDoubleBins>{});
 
     KernelArgs<float> fa = chunk_args<float>(d, c);
     fa.under_list = c.list;
@@ -298,12 +302,7 @@ cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& 
     if (*notified) return cudaSuccess;
     // The double pass over the float pass's underflow list (its length is
     // only known on the device: the grid covers every pair of the chunk).
-    da.count_ptr = c.counter;
-    da.index = c.list;
-    da.header_count = c.header;
-    da.count = static_cast<int>(c.num_pairs);
-    launch_underflow_pass(da, c.longest_rows, d, s);
-    return cudaGetLastError();
+    return launch_underflow_pass(d, c, static_cast<int>(c.num_pairs), c.counter, s);
 }
 
 }  // namespace cudak
