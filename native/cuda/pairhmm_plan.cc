@@ -147,16 +147,20 @@ struct PieceCursor {
     int64_t slot[kNumSlots] = {};
 };
 
-// Pass 1 for one piece: the slot of each of its reads, and its sizes (read
-// elements, haplotype bytes, pairs per slot) as a cursor relative to 0.
-PieceCursor size_piece(const pyphmm_region& g, const Piece& p, bool dbl, bool uni, const GapChoice& gaps,
-                       uint8_t* read_slot) {
+// Pass 1 for one piece: packs its reads at `relem` (packing tells whether a
+// read's transitions are uniform, which picks its slot) and returns its
+// sizes (read elements, haplotype bytes, pairs per slot) as a cursor
+// relative to 0.
+PieceCursor pack_reads(const pyphmm_region& g, const Piece& p, bool dbl, bool uni, const GapChoice& gaps,
+                       uint8_t* read_slot, uint32_t* relem) {
     PieceCursor sz;
     for (int32_t h = 0; h < g.num_haps; ++h) sz.hpos += hap_stride(g.hap_offsets[h + 1] - g.hap_offsets[h]);
     for (int32_t r = p.r0; r < p.r1; ++r) {
         const int64_t ro = g.read_offsets[r];
         const int m = static_cast<int>(g.read_offsets[r + 1] - ro);
-        const bool u = uni && uniform_transitions(g, ro, m);
+        const bool same = pack_read_elems(g.read_bases + ro, g.read_quals + ro, g.read_ins + ro, g.read_dels + ro,
+                                          g.read_gcp + ro, m, relem + sz.rpos);
+        const bool u = uni && same;
         const BinRef b = bin_of(m, dbl, u, u && gaps.matches(g, ro));
         const int s = slot_of(b.pass, b.bin);
         read_slot[r - p.r0] = static_cast<uint8_t>(s);
@@ -166,11 +170,11 @@ PieceCursor size_piece(const pyphmm_region& g, const Piece& p, bool dbl, bool un
     return sz;
 }
 
-// Pass 2 for one piece: its haplotypes (base planes, zero-padded), its reads
-// and one descriptor per (read, haplotype) into its slots. Returns the
-// longest haplotype.
+// Pass 2 for one piece: its haplotypes (base planes, zero-padded) and one
+// descriptor per (read, haplotype) into its slots. Returns the longest
+// haplotype.
 int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor cur, const uint8_t* read_slot,
-               PairDesc* desc, uint32_t* relem, uint8_t* hbytes) {
+               PairDesc* desc, uint8_t* hbytes) {
     int longest = 1;
     std::vector<uint32_t> hoff(g.num_haps), hlen(g.num_haps);
     for (int32_t h = 0; h < g.num_haps; ++h) {
@@ -185,10 +189,7 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
         longest = std::max<int>(longest, static_cast<int>(n));
     }
     for (int32_t r = p.r0; r < p.r1; ++r) {
-        const int64_t ro = g.read_offsets[r];
-        const int m = static_cast<int>(g.read_offsets[r + 1] - ro);
-        pack_read_elems(g.read_bases + ro, g.read_quals + ro, g.read_ins + ro, g.read_dels + ro, g.read_gcp + ro, m,
-                        relem + cur.rpos);
+        const int m = static_cast<int>(g.read_offsets[r + 1] - g.read_offsets[r]);
         int64_t& next = cur.slot[read_slot[r - p.r0]];
         for (int32_t h = 0; h < g.num_haps; ++h) {
             PairDesc& d = desc[next++];
@@ -205,9 +206,11 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
 
 }  // namespace
 
-// Pass 1 sizes every piece, pass 2 packs them, each in parallel over pieces
-// (whole workloads have thousands); in between, prefix sums tell each piece
-// where its data goes.
+// Pass 1 packs every piece's reads and sizes the rest, pass 2 packs the
+// haplotypes and descriptors, each in parallel over pieces (whole workloads
+// have thousands); in between, prefix sums tell each piece where its data
+// goes. (A piece's read elements start where the previous pieces' end,
+// which the read offsets tell before pass 1.)
 Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, bool dbl, bool uni,
                   const GapChoice& gaps, char* buf) {
     std::memset(buf, 0, kHeaderBytes);
@@ -215,8 +218,14 @@ Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L,
     uint32_t* relem = reinterpret_cast<uint32_t*>(buf + L.read_off);
     uint8_t* hbytes = reinterpret_cast<uint8_t*>(buf + L.hap_off);
     const int64_t np = static_cast<int64_t>(c.pieces.size());
-    std::vector<int64_t> read_first(np + 1, 0);  // the pieces' reads in read_slot
-    for (int64_t k = 0; k < np; ++k) read_first[k + 1] = read_first[k] + c.pieces[k].r1 - c.pieces[k].r0;
+    // where each piece's reads go in read_slot and in relem
+    std::vector<int64_t> read_first(np + 1, 0), elem_first(np + 1, 0);
+    for (int64_t k = 0; k < np; ++k) {
+        const Piece& p = c.pieces[k];
+        const int64_t* ro = regions[p.region].read_offsets;
+        read_first[k + 1] = read_first[k] + p.r1 - p.r0;
+        elem_first[k + 1] = elem_first[k] + ro[p.r1] - ro[p.r0];
+    }
     std::vector<uint8_t> read_slot(read_first[np]);
     std::vector<PieceCursor> cur(np);
     std::vector<int> longest(np, 1);
@@ -236,7 +245,8 @@ Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L,
         if (no_memory) throw std::bad_alloc();
     };
     each_piece([&](int64_t k) {
-        cur[k] = size_piece(regions[c.pieces[k].region], c.pieces[k], dbl, uni, gaps, read_slot.data() + read_first[k]);
+        cur[k] = pack_reads(regions[c.pieces[k].region], c.pieces[k], dbl, uni, gaps, read_slot.data() + read_first[k],
+                            relem + elem_first[k]);
     });
     Packed out;
     PieceCursor total;
@@ -258,7 +268,7 @@ Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L,
     each_piece([&](int64_t k) {
         const Piece& p = c.pieces[k];
         longest[k] = pack_piece(regions[p.region], p, p.out_first - c.out_first, cur[k],
-                                read_slot.data() + read_first[k], desc, relem, hbytes);
+                                read_slot.data() + read_first[k], desc, hbytes);
     });
     out.max_hap_len = *std::max_element(longest.begin(), longest.end());
     for (int b = 0; b < pass_bins(Pass::kFloatConst); ++b) out.const_pairs += out.bins.count_of(Pass::kFloatConst, b);

@@ -1,7 +1,7 @@
 // Checks the vectorised host packer (native/common/pack_elems.cc) against its
 // scalar loops and against the layouts written out here (read elements, base
-// planes), on random bytes of every value, every length 0..300
-// and unaligned starts. Prints
+// planes, whether a read's transitions are uniform), on random bytes of every
+// value, every length 0..300 and unaligned starts. Prints
 // "avx2 N mismatches" (or "no-avx2") and exits non-zero on any mismatch.
 #include <cstdint>
 #include <cstdio>
@@ -26,7 +26,7 @@ int main() {
     const char common[] = "ACGTNacgtn";
     long bad = 0, checked = 0;
     for (int m = 0; m <= 300; ++m) {
-        for (int start = 0; start < 3; ++start) {
+        for (int start = 0; start < 6; ++start) {
             std::vector<uint8_t> s[5];
             for (auto& v : s) {
                 v.resize(start + m);
@@ -34,10 +34,22 @@ int main() {
             }
             for (int j = 0; j < start + m; ++j)  // mostly real bases, some of every other byte
                 if (rng() % 4) s[0][j] = static_cast<uint8_t>(common[rng() % 10]);
+            if (start >= 3) {  // one transition triple (bit 7 may vary); then maybe one position differs
+                for (int f = 2; f < 5; ++f)
+                    for (auto& x : s[f]) x = static_cast<uint8_t>((45 + 10 * f) | (rng() % 2) << 7);
+                if (m > 0 && start == 4) s[2 + rng() % 3][start + rng() % m] ^= static_cast<uint8_t>(1 << rng() % 7);
+            }
+            bool want_uniform = true;
+            for (int j = 1; j < m; ++j)
+                for (int f = 2; f < 5; ++f) want_uniform &= (s[f][start + j] & 127) == (s[f][start] & 127);
             std::vector<uint32_t> fast(m + 1, 0xdeadbeef), slow(m + 1, 0xdeadbeef);
-            pack_read_elems(&s[0][start], &s[1][start], &s[2][start], &s[3][start], &s[4][start], m, fast.data());
-            pack_read_elems_scalar(&s[0][start], &s[1][start], &s[2][start], &s[3][start], &s[4][start], m,
-                                   slow.data());
+            const bool fast_uniform =
+                pack_read_elems(&s[0][start], &s[1][start], &s[2][start], &s[3][start], &s[4][start], m, fast.data());
+            const bool slow_uniform = pack_read_elems_scalar(&s[0][start], &s[1][start], &s[2][start], &s[3][start],
+                                                             &s[4][start], m, slow.data());
+            if ((fast_uniform != want_uniform || slow_uniform != want_uniform) && bad++ < 5)
+                std::printf("m=%d start=%d: uniform fast %d scalar %d want %d\n", m, start, fast_uniform, slow_uniform,
+                            want_uniform);
             std::vector<uint8_t> pf(m + 1, 0xee), ps(m + 1, 0xee);
             pack_base_planes(&s[0][start], m, pf.data());
             pack_base_planes_scalar(&s[0][start], m, ps.data());
