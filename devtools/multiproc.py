@@ -117,9 +117,10 @@ def check_inputs(shim_jar: str) -> None:
 class Phase:
     """K JVMs x T caller threads of one binding, started together."""
 
-    def __init__(self, name, impl, class_path, procs, threads, native_threads, reps, env_extra=None):
+    def __init__(self, name, impl, class_path, procs, threads, native_threads, warmup, reps, env_extra=None):
         self.name, self.impl, self.class_path = name, impl, class_path
-        self.procs, self.threads, self.native_threads, self.reps = procs, threads, native_threads, reps
+        self.procs, self.threads, self.native_threads = procs, threads, native_threads
+        self.warmup, self.reps = warmup, reps
         self.env_extra = env_extra or {}
 
 
@@ -159,7 +160,7 @@ def run_phase(cfg: dict, phase: Phase, regions_path: str, work: str) -> list:
                         str(phase.procs),
                         str(phase.threads),
                         str(phase.native_threads),
-                        str(cfg["warmup"]),
+                        str(phase.warmup),
                         str(phase.reps),
                         prefix,
                     ],
@@ -380,7 +381,16 @@ def parse_args(argv=None, doc: str = ""):
     ap.add_argument("--mps", choices=("off", "on", "both"), default="off", help="shim phase without/with MPS")
     ap.add_argument("--reps", type=_positive, default=3, help="timed passes of the shim (default 3)")
     ap.add_argument("--gkl-reps", type=_positive, default=1, help="timed passes of GKL (default 1)")
-    ap.add_argument("--warmup", type=_non_negative, default=1, help="untimed passes before the barrier (default 1)")
+    ap.add_argument(
+        "--warmup",
+        type=_non_negative,
+        default=None,
+        help=f"the shim's untimed passes before the barrier (default {GPU_WARMUP} on a GPU, where the JVM compiles "
+        "the call path only after thousands of ~100 us calls; 1 on the CPU backend)",
+    )
+    ap.add_argument(
+        "--gkl-warmup", type=_non_negative, default=1, help="GKL's untimed passes before the barrier (default 1)"
+    )
     ap.add_argument(
         "--omp-threads",
         type=_positive,
@@ -392,6 +402,19 @@ def parse_args(argv=None, doc: str = ""):
     ap.add_argument("--timeout", type=_positive, default=3600, help="seconds per phase (default 3600)")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     return ap.parse_args(argv)
+
+
+# The shim's default warm-up passes on a GPU. With one pass over a share of
+# ~100 regions, 16 JVMs under MPS still compiled the Java side of the call
+# during the timed passes (calls of 2-4 ms); 20 passes reach the steady state
+# (docs/PERFORMANCE.md, fifth session).
+GPU_WARMUP = 20
+
+
+def default_warmup(extra_env: dict) -> int:
+    """The shim's warm-up passes when --warmup is not given: GPU_WARMUP, or 1
+    where the shim JVMs run the CPU backend (calls of milliseconds)."""
+    return 1 if dict(os.environ, **extra_env).get("PYPHMM_BACKEND") == "cpu" else GPU_WARMUP
 
 
 def shim_env() -> tuple:
@@ -410,7 +433,6 @@ def run(args, work: str) -> int:
     cfg = {
         "java": java_exe(),
         "classes": harness_classes(args.classes, work),
-        "warmup": args.warmup,
         "timeout": args.timeout,
     }
     if args.regions:
@@ -423,6 +445,8 @@ def run(args, work: str) -> int:
     cells = sum(c for _, _, c in shapes)
     k, t = args.processes, args.threads
     extra, backend_note = shim_env()
+    if args.warmup is None:
+        args.warmup = default_warmup(extra)
     gkl_cp = gkl_oracle.class_path()
     version = subprocess.run([cfg["java"], "-version"], capture_output=True, text=True).stderr.splitlines()
     print(
@@ -434,8 +458,8 @@ def run(args, work: str) -> int:
         f"GKL jars {gkl_oracle.jar_dir()}; GKL_JNI {os.environ.get('GKL_JNI', '(default path)')}"
     )
     print(
-        f"shim: {backend_note}; passes: warm-up {args.warmup} (untimed, before the barrier), timed shim "
-        f"{args.reps}, GKL {args.gkl_reps}"
+        f"shim: {backend_note}; passes (untimed warm-up before the barrier / timed): shim {args.warmup} / "
+        f"{args.reps}, GKL {args.gkl_warmup} / {args.gkl_reps}"
     )
 
     phases = []  # (name, label, Phase, mps?)
@@ -445,7 +469,7 @@ def run(args, work: str) -> int:
             (
                 f"shim-mps-{mode}",
                 f"pyphmm shim, {shape}, MPS {mode}",
-                Phase(f"shim-mps-{mode}", AVX_CLASS, [args.shim_jar] + gkl_cp, k, t, 1, args.reps, extra),
+                Phase(f"shim-mps-{mode}", AVX_CLASS, [args.shim_jar] + gkl_cp, k, t, 1, args.warmup, args.reps, extra),
                 mode == "on",
             )
         )
@@ -453,7 +477,7 @@ def run(args, work: str) -> int:
         (
             "gkl-avx",
             f"GKL AVX, {shape}, 1 native thread each",
-            Phase("gkl-avx", AVX_CLASS, gkl_cp, k, t, 1, args.gkl_reps),
+            Phase("gkl-avx", AVX_CLASS, gkl_cp, k, t, 1, args.gkl_warmup, args.gkl_reps),
             False,
         )
     )
@@ -461,7 +485,7 @@ def run(args, work: str) -> int:
         (
             "gkl-omp",
             f"GKL OMP, 1 JVM x 1 thread, {args.omp_threads} native threads",
-            Phase("gkl-omp", OMP_CLASS, gkl_cp, 1, 1, args.omp_threads, args.gkl_reps),
+            Phase("gkl-omp", OMP_CLASS, gkl_cp, 1, 1, args.omp_threads, args.gkl_warmup, args.gkl_reps),
             False,
         )
     )

@@ -5,14 +5,18 @@ call sequence through pyphmm's shim on its own share of a record file; GKL
 AVX with the same shape and one GKL OMP JVM with all cores in the same run.
 
   PYTHONPATH=. python3 scripts/bench_multiproc.py --processes K [--threads T] [--regions FILE]
-        [--preset typical|small] [--count N] [--mps off|on|both] [--reps R] [--json OUT]
+        [--preset typical|small] [--count N] [--mps off|on|both] [--reps R] [--warmup W]
+        [--gkl-reps R] [--gkl-warmup W] [--json OUT]
 
 Every caller thread (java_shim/bench/BenchMultiproc.java) creates its own
 com.intel.gkl.pairhmm.IntelPairHmm, calls load(null) and initialize(args)
 itself (GKL turns flush-to-zero on for the initializing thread only), runs
---warmup passes over its share, then waits at a start barrier shared by all
-JVMs of the phase, so JVM start-up, parsing, CUDA context creation and the
-per-process calibration lie outside the timed span. It then makes one
+--warmup passes over its share (GKL: --gkl-warmup), then waits at a start
+barrier shared by all JVMs of the phase, so JVM start-up, parsing, CUDA
+context creation, the per-process calibration and the JIT compilation of
+the call path lie outside the timed span. The shim's default is 20 passes
+on a GPU: after one pass, 16 JVMs under MPS still compiled during the
+timed passes (p99 2-4 ms, 880-900 GCUPS against 1,380-1,440 after 20). It then makes one
 computeLikelihoods call per region, --reps times, and calls done(). Caller
 w of W = K x T takes regions w, w + W, w + 2W, ...
 

@@ -155,9 +155,26 @@ def test_threads_mode(tiny, classes, tmp_path):
 
 
 def test_generated_regions(harness_ready):
-    p = bench("--preset", "small", "--count", "2", "--seed", "3", "--reps", "1", "--warmup", "0")
+    p = bench("--preset", "small", "--count", "2", "--seed", "3", "--reps", "1")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "2 regions (gen_regions.py --preset small --regions 2 --seed 3)" in p.stdout
+    warmup = 1 if not os.path.exists("/dev/nvidiactl") else r"\d+"  # (the default: see test_default_warmup)
+    assert re.search(rf"passes \(untimed warm-up before the barrier / timed\): shim {warmup} / 1, GKL 1 / 1", p.stdout)
+
+
+def test_default_warmup(monkeypatch):
+    """Without --warmup the shim warms up for GPU_WARMUP passes on a GPU, one
+    pass on the CPU backend (from the environment or chosen by shim_env)."""
+    from devtools import multiproc as bench_multiproc
+
+    monkeypatch.delenv("PYPHMM_BACKEND", raising=False)
+    assert bench_multiproc.GPU_WARMUP > 1
+    assert bench_multiproc.default_warmup({}) == bench_multiproc.GPU_WARMUP
+    assert bench_multiproc.default_warmup({"PYPHMM_BACKEND": "cpu"}) == 1
+    monkeypatch.setenv("PYPHMM_BACKEND", "cpu")
+    assert bench_multiproc.default_warmup({}) == 1
+    monkeypatch.setenv("PYPHMM_BACKEND", "cuda")
+    assert bench_multiproc.default_warmup({}) == bench_multiproc.GPU_WARMUP
 
 
 def test_results_off_gkl_fail_loudly(tiny, classes, monkeypatch, capsys):
