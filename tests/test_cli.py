@@ -143,3 +143,30 @@ def test_info_json():
 def test_version():
     p = run("--version")
     assert p.returncode == 0 and pyphmm.__version__ in p.stdout
+
+
+def test_commands_load_only_what_they_need(tmp_path):
+    """A record file's run imports neither the GATK nor the MPS module (part
+    of its start-up time); --help and a mistyped command still list every
+    command, and `mps` still works."""
+    probe = (
+        "import sys; from pyphmm.cli import main; rc = main(sys.argv[1:]); "
+        "print('loaded:', sorted(m for m in ('pyphmm.gatk', 'pyphmm.mps') if m in sys.modules)); sys.exit(rc)"
+    )
+
+    def loaded(*args):
+        p = subprocess.run(
+            [sys.executable, "-c", probe, *args], capture_output=True, text=True, env=child_env(ROOT), timeout=120
+        )
+        return p, re.search(r"^loaded: (.*)$", p.stdout, re.M).group(1)
+
+    p, mods = loaded("likelihoods", sample_path(), "-o", str(tmp_path / "out.txt"), "--backend", "cpu")
+    assert p.returncode == 0 and mods == "[]", p.stdout + p.stderr
+    p, mods = loaded("info")
+    assert p.returncode == 0 and mods == "[]", p.stdout + p.stderr
+    p, mods = loaded("gatk-jar")
+    assert p.returncode == 0 and "pyphmm.gatk" in mods, p.stdout + p.stderr
+    help_text = run("--help").stdout
+    assert all(c in help_text for c in ("likelihoods", "align", "info", "gatk-jar", "gatk-libdir", "mps"))
+    p = run("bogus")
+    assert p.returncode == 2 and "'mps'" in p.stderr and "'gatk'" in p.stderr

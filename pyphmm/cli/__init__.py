@@ -100,12 +100,14 @@ def _sharing_line(inf) -> str:
     return f"{devices}; other processes on device {inf['device']} at start: {seen}; {mps}"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .. import (
-        gatk,  # GATK entry points: gatk-jar, gatk-libdir, gatk
-        mps,  # NVIDIA MPS helper: pyphmm mps start|stop|status
-    )
+# Commands defined in this package: a command line that names one of them
+# needs neither the GATK nor the MPS module (their imports are ~15 ms of a
+# record file's start-up).
+_OWN_COMMANDS = ("likelihoods", "align", "info")
 
+
+def build_parser(argv=()) -> argparse.ArgumentParser:
+    first = next((a for a in argv if not a.startswith("-")), None)
     p = argparse.ArgumentParser(prog="pyphmm", description="GATK PairHMM and Smith-Waterman, GPU and CPU.")
     p.add_argument("--version", action="version", version=f"pyphmm {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -115,8 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
     inf.add_argument("--json", action="store_true", help="machine-readable output")
     inf.add_argument("--verbose", "-v", action="store_true", help="also list the PYPHMM_* environment variables")
     inf.set_defaults(func=cmd_info)
-    gatk.add_subcommands(sub)
-    mps.add_subcommands(sub)
+    if first not in _OWN_COMMANDS:  # (also for --help and mistyped commands, which list every command)
+        from .. import (
+            gatk,  # GATK entry points: gatk-jar, gatk-libdir, gatk
+            mps,  # NVIDIA MPS helper: pyphmm mps start|stop|status
+        )
+
+        gatk.add_subcommands(sub)
+        mps.add_subcommands(sub)
     return p
 
 
@@ -126,7 +134,7 @@ def _on_sigterm(signum, frame):
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
