@@ -47,12 +47,12 @@ inline uint32_t elem(uint8_t b, uint8_t q, uint8_t i, uint8_t d, uint8_t c) {
 
 PYPHMM_AVX2 inline __m128i load16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
 
-// Planes of 16 bytes (see the file comment).
-// The byte that earns each low nibble its base.
+// The byte that earns each low nibble its base (see the file comment).
 PYPHMM_AVX2 inline __m128i base_of_nibble() {
     return _mm_setr_epi8(0, 'A', 0, 'C', 'T', 0, 0, 'G', 0, 0, 0, 0, 0, 0, 'N', 0);
 }
 
+// Planes of 16 bytes.
 PYPHMM_AVX2 inline __m128i planes16(__m128i b) {
     const __m128i want = base_of_nibble();
     const __m128i plane = _mm_setr_epi8(0, 0, 0, 1, 3, 0, 0, 2, 0, 0, 0, 0, 0, 0, 4, 0);
@@ -72,8 +72,8 @@ PYPHMM_AVX2 void base_planes_avx2(const uint8_t* src, int64_t n, uint8_t* dst) {
     }
 }
 
-// 32 base masks from 32 bytes: the tables of planes16 give the mask of the
-// byte's nibble where the byte is that nibble's base, else A's mask (1).
+// 32 base masks from 32 bytes: the mask of the byte's nibble where the byte
+// is that nibble's base (base_of_nibble), else A's mask (1).
 PYPHMM_AVX2 inline __m256i masks32(__m256i b) {
     const __m256i want = _mm256_broadcastsi128_si256(base_of_nibble());
     const __m256i mask = _mm256_broadcastsi128_si256(_mm_setr_epi8(1, 1, 1, 2, 8, 1, 1, 4, 1, 1, 1, 1, 1, 1, 15, 1));
