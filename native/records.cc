@@ -414,9 +414,10 @@ int parse_record(Lines& lr, const char* path, Part& c, bool* got, pyphmm_error* 
 // ---- finding records without parsing them ----------------------------------
 // The scanner finds where records end, so that their text can be parsed on
 // several threads. It takes blank lines and headers exactly as parse_record
-// does; for anything else (a header parse_record refuses or leaves to the
-// Python reader, a record cut short by the end of the file, a record of more
-// than kMaxChunkBytes) it answers kOther, and that record goes through
+// does (with parse_record's split_fields and parse_count); for anything
+// else (a header parse_record refuses or leaves to the Python reader, a
+// record cut short by the end of the file, a record of more than
+// kMaxChunkBytes) it answers kOther, and that record goes through
 // parse_record on the file's reader, which reports what is wrong with it (or
 // parses it after all).
 struct Scan {
@@ -442,35 +443,15 @@ bool line_at(const char* p, size_t n, bool eof, size_t* len, size_t* used) {
     return true;
 }
 
-// Spaces and tabs, and at most a '\r' at the end: a line without fields.
-bool blank_line(const char* s, size_t len) {
-    if (len > 0 && s[len - 1] == '\r') --len;
-    for (size_t i = 0; i < len; ++i)
-        if (!blank_char(s[i])) return false;
-    return true;
-}
-
-// Two counts of 1 to 9 digits separated by spaces or tabs, which may also
-// lead and trail, and at most a '\r' at the end.
-bool header_line(const char* s, size_t len, int32_t* counts) {
-    if (len > 0 && s[len - 1] == '\r') --len;
-    size_t i = 0;
-    for (int k = 0; k < 2; ++k) {
-        const size_t before = i;
-        while (i < len && blank_char(s[i])) ++i;
-        if (k == 1 && i == before) return false;
-        int64_t v = 0;
-        size_t digits = 0;
-        for (; i < len && s[i] >= '0' && s[i] <= '9' && digits <= 9; ++i, ++digits) v = v * 10 + (s[i] - '0');
-        if (digits == 0 || digits > 9) return false;
-        counts[k] = static_cast<int32_t>(v);
-    }
-    while (i < len && blank_char(s[i])) ++i;
-    return i == len;
+// The line's fields as parse_record splits them; false for a line that
+// parse_record refuses or leaves to the Python reader.
+bool scan_fields(const char* s, size_t len, std::vector<std::pair<const char*, size_t>>& f) {
+    return split_fields(s, len, f, "", 0, nullptr) == LineKind::kFields;
 }
 
 // Where the record at p ends (n bytes there; eof: nothing follows them).
-Scan scan_record(const char* p, size_t n, bool eof) {
+// f: scratch for the fields of blank lines and the header.
+Scan scan_record(const char* p, size_t n, bool eof, std::vector<std::pair<const char*, size_t>>& f) {
     Scan s;
     size_t at = 0, len = 0, used = 0;
     for (;;) {  // blank lines
@@ -483,12 +464,13 @@ Scan scan_record(const char* p, size_t n, bool eof) {
             s.kind = Scan::kMore;
             return s;
         }
-        if (!blank_line(p + at, len)) break;
+        if (!scan_fields(p + at, len, f)) return Scan{};
+        if (!f.empty()) break;
         at += used;
         ++s.lines;
     }
-    int32_t counts[2];
-    if (!header_line(p + at, len, counts)) return Scan{};
+    int32_t counts[2];  // (counts parse_record takes without the Python reader)
+    if (f.size() != 2 || parse_count(f[0], &counts[0]) != 1 || parse_count(f[1], &counts[1]) != 1) return Scan{};
     at += used;
     ++s.lines;
     s.reads = counts[0];
@@ -598,17 +580,22 @@ int parse_text(const char* text, size_t size, const std::vector<Found>& found, c
     return PYPHMM_OK;
 }
 
+int read_failed(const LineReader& lr, const char* path, pyphmm_error* err) {
+    return set_error(err, PYPHMM_E_IO, "%s: read failed: %s", path, std::strerror(lr.error_number()));
+}
+
 // Reads the next chunk (records up to chunk_cells cells or max_bytes of
 // text) into c; *end: the file has no more records.
 int read_chunk(LineReader& lr, const char* path, int64_t chunk_cells, size_t max_bytes, int threads, Chunk& c,
                bool* end, pyphmm_error* err) {
     std::vector<Found> found;
+    std::vector<std::pair<const char*, size_t>> fields;  // scan_record's scratch
     size_t at = 0;
     int64_t nlines = 0, cells = 0;
     bool other = false;
     *end = false;
     while (cells < chunk_cells && at < max_bytes) {
-        const Scan s = scan_record(lr.data() + at, lr.avail() - at, lr.at_eof());
+        const Scan s = scan_record(lr.data() + at, lr.avail() - at, lr.at_eof(), fields);
         if (s.kind == Scan::kMore) {
             lr.more();
             continue;
@@ -628,7 +615,7 @@ int read_chunk(LineReader& lr, const char* path, int64_t chunk_cells, size_t max
             break;
         }
     }
-    if (lr.error()) return set_error(err, PYPHMM_E_IO, "%s: read failed: %s", path, std::strerror(lr.error_number()));
+    if (lr.error()) return read_failed(lr, path, err);
     if (!found.empty())
         if (int rc = parse_text(lr.data(), at, found, path, threads, c, err)) return rc;
     lr.skip(at, nlines);
@@ -636,8 +623,7 @@ int read_chunk(LineReader& lr, const char* path, int64_t chunk_cells, size_t max
         Part p;
         bool got = false;
         if (int rc = parse_record(lr, path, p, &got, err)) return rc;
-        if (lr.error())
-            return set_error(err, PYPHMM_E_IO, "%s: read failed: %s", path, std::strerror(lr.error_number()));
+        if (lr.error()) return read_failed(lr, path, err);
         if (got)
             c.parts.push_back(std::move(p));
         else
