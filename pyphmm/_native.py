@@ -84,7 +84,7 @@ def stats_dict(stats) -> dict:
         "hybrid": bool(stats.hybrid),
         "hybrid_gpu_threads": stats.hybrid_gpu_threads,
         "hybrid_cpu_threads": stats.hybrid_cpu_threads,
-        # GPU work: the device, launch-constant pairs, and (timing=True) kernel
+        # GPU work: the device, launch-constant pairs, and (PYPHMM_CUDA_TIMING=1) kernel
         # and host-phase seconds
         "device": stats.device,
         "const_pairs": stats.const_pairs,

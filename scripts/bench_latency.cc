@@ -11,13 +11,14 @@
 // For each thread count the threads take interleaved shares of the regions
 // and call synchronously, after a common start; it prints per-call median
 // and p99 latency and the aggregate GCUPS (all cells / span from the start
-// to the last finish), best pass of --passes. --phases adds, single
-// threaded, the library's own split of a call (PYPHMM_FLAG_TIMING): kernel
-// time and host setup/pack/enqueue/wait/copy-out medians. --group G passes
-// G consecutive regions of a thread's share per call (what a caller with
-// G regions in flight would see; latency is then per call). Each --variant
-// sets an environment variable and reloads the library's configuration
-// before the next series (A/B of knobs in one process).
+// to the last finish), best pass of --passes. --phases adds, for each
+// thread count, the library's own split of a call (PYPHMM_FLAG_TIMING),
+// once with CUDA events (kernel time) and once without (the phases of an
+// untimed call): host setup/pack/enqueue/wait/copy-out medians. --group G
+// passes G consecutive regions of a thread's share per call (what a caller
+// with G regions in flight would see; latency is then per call). Each
+// --variant sets an environment variable and reloads the library's
+// configuration before the next series (A/B of knobs in one process).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -106,11 +107,15 @@ double pct(std::vector<double> v, double p) {
 
 struct Series {
     double gcups = 0, median_us = 0, p99_us = 0;
+    // PYPHMM_FLAG_TIMING passes: per call, the kernels' time and the host phases (us)
+    std::vector<double> kernel_us, phase_us[5];
 };
 
 // One pass: `threads` threads, interleaved shares, a common start.
 Series run_pass(const std::vector<Region>& regions, int threads, int group, const pyphmm_options& opts) {
+    const bool timed = opts.flags & PYPHMM_FLAG_TIMING;
     std::vector<std::vector<double>> lat(threads);
+    std::vector<std::vector<pyphmm_stats>> stats(threads);
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
     std::vector<Clock::time_point> done(threads);
@@ -133,12 +138,14 @@ Series run_pass(const std::vector<Region>& regions, int threads, int group, cons
                 }
                 out.resize(pairs);
                 const Clock::time_point a = Clock::now();
-                if (pyphmm_pairhmm(call.data(), static_cast<int64_t>(call.size()), out.data(), &opts, nullptr, &err) !=
-                    PYPHMM_OK) {
+                pyphmm_stats st;
+                if (pyphmm_pairhmm(call.data(), static_cast<int64_t>(call.size()), out.data(), &opts,
+                                   timed ? &st : nullptr, &err) != PYPHMM_OK) {
                     std::fprintf(stderr, "pyphmm_pairhmm: %s\n", err.message);
                     std::exit(1);
                 }
                 lat[t].push_back(std::chrono::duration<double>(Clock::now() - a).count() * 1e6);
+                if (timed) stats[t].push_back(st);
             }
             done[t] = Clock::now();
         });
@@ -153,25 +160,41 @@ Series run_pass(const std::vector<Region>& regions, int threads, int group, cons
     s.gcups = cells / std::chrono::duration<double>(end - start).count() / 1e9;
     s.median_us = pct(all, 0.5);
     s.p99_us = pct(all, 0.99);
+    for (const auto& v : stats)
+        for (const pyphmm_stats& st : v) {
+            s.kernel_us.push_back(st.kernel_seconds * 1e6);
+            for (int i = 0; i < 5; ++i) s.phase_us[i].push_back(st.phase_seconds[i] * 1e6);
+        }
     return s;
 }
 
-void phases(const std::vector<Region>& regions, pyphmm_options opts) {
+// Two more passes of `threads` threads with the library's timers on: with
+// CUDA events around the kernels (the kernels' time; the events also change
+// the calls: they wait in CUDA, not on the completion notice, and with many
+// threads the event records queue in the driver) and without
+// (PYPHMM_CUDA_TIMING_EVENTS=0: the host phases of an untimed call).
+// Prints the medians per call.
+void phases(const std::vector<Region>& regions, int threads, int group, pyphmm_options opts) {
     opts.flags |= PYPHMM_FLAG_TIMING;
-    std::vector<double> k, p[5];
-    std::vector<double> out;
-    pyphmm_error err;
-    for (const Region& g : regions) {
-        pyphmm_stats st;
-        out.resize(g.pairs);
-        if (pyphmm_pairhmm(&g.c, 1, out.data(), &opts, &st, &err) != PYPHMM_OK) return;
-        k.push_back(st.kernel_seconds * 1e6);
-        for (int i = 0; i < 5; ++i) p[i].push_back(st.phase_seconds[i] * 1e6);
+    const char* knob = "PYPHMM_CUDA_TIMING_EVENTS";
+    const char* old = std::getenv(knob);
+    const std::string saved = old ? old : "";
+    for (const char* events : {"1", "0"}) {
+        setenv(knob, events, 1);
+        pyphmm_config_reload();
+        const Series s = run_pass(regions, threads, group, opts);
+        std::printf("  threads %2d, timing on, %s: median call %.1f us", threads,
+                    events[0] == '1' ? "events   " : "no events", s.median_us);
+        if (events[0] == '1') std::printf("; kernels %.1f", pct(s.kernel_us, 0.5));
+        std::printf(" | setup %.1f pack %.1f enqueue %.1f wait %.1f copy-out %.1f (median us)\n",
+                    pct(s.phase_us[0], 0.5), pct(s.phase_us[1], 0.5), pct(s.phase_us[2], 0.5), pct(s.phase_us[3], 0.5),
+                    pct(s.phase_us[4], 0.5));
     }
-    std::printf(
-        "  phases (median us, timing on): kernels %.1f | setup %.1f pack %.1f enqueue %.1f wait %.1f "
-        "copy-out %.1f\n",
-        pct(k, 0.5), pct(p[0], 0.5), pct(p[1], 0.5), pct(p[2], 0.5), pct(p[3], 0.5), pct(p[4], 0.5));
+    if (old)
+        setenv(knob, saved.c_str(), 1);
+    else
+        unsetenv(knob);
+    pyphmm_config_reload();
 }
 
 }  // namespace
@@ -245,7 +268,8 @@ int main(int argc, char** argv) {
             std::printf("  threads %2d: aggregate %.1f GCUPS, per call median %.1f us, p99 %.1f us\n", t, best.gcups,
                         best.median_us, best.p99_us);
         }
-        if (with_phases) phases(regions, opts);
+        if (with_phases)
+            for (int t : threads) phases(regions, t, group, opts);
     }
     return 0;
 }

@@ -66,6 +66,10 @@ const Spec kSpecs[] = {
      "while spinning, or sleep"},
     {Knob::kCudaTiming, "PYPHMM_CUDA_TIMING", Type::kBool, 0, 0, 1, nullptr, "reload",
      "time GPU kernels and host phases into pyphmm_stats (costs a few us per call)"},
+    {Knob::kCudaTimingEvents, "PYPHMM_CUDA_TIMING_EVENTS", Type::kBool, 1, 0, 1, nullptr, "reload",
+     "timed GPU calls record CUDA events around their kernels (kernel_seconds); 0: host phases only, and a "
+     "small call keeps the completion notice, so its phases are those of an untimed call (with many threads "
+     "of one process, the events slow down the calls they time)"},
     {Knob::kSwGpuBudgetMb, "PYPHMM_SW_GPU_BUDGET_MB", Type::kInt, 0, 0, kBig, nullptr, "reload",
      "cap on the device memory of a GPU Smith-Waterman call, MiB (0: 60% of free memory)"},
     {Knob::kJniTrace, "PYPHMM_JNI_TRACE", Type::kInt, 0, 0, 2, nullptr, "first use",

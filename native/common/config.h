@@ -34,6 +34,7 @@ enum class Knob : int {
     kCudaNotify,         // bool
     kCudaSync,           // enum spin|yield|block
     kCudaTiming,         // bool
+    kCudaTimingEvents,   // bool
     kSwGpuBudgetMb,      // int, 0 = no cap
     kJniTrace,           // int
     kJniCopy,            // enum region|critical

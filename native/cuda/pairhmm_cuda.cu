@@ -90,7 +90,8 @@ struct CallState {
     int device;
     bool dbl;
     bool fast;
-    bool timing;
+    bool timing;            // host phases (and, with events, kernel intervals) into the stats
+    bool events;            // timing with CUDA events around the kernels (PYPHMM_CUDA_TIMING_EVENTS)
     bool uniform;           // fast float: reads with one quality triple use the kUniform/kConst passes
     cudak::GapChoice gaps;  // fast float: the kConst passes' triple
     int64_t double_pairs = 0;
@@ -98,7 +99,7 @@ struct CallState {
     cudaEvent_t first = nullptr;
     bool first_recorded = false;
     double phases[kPhases] = {};
-    std::vector<std::pair<double, double>> busy;  // kernel intervals of the chunks (timing)
+    std::vector<std::pair<double, double>> busy;  // kernel intervals of the chunks (events)
 
     void lap(Clock::time_point& t, Phase p) {
         if (!timing) return;
@@ -212,8 +213,9 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     b.scratch_stride = stride;
     b.num_pairs = c.pairs;
     b.longest_rows = cudak::longest_float_rows(packed.bins);
-    // (a thread that yields or sleeps waits in CUDA: the notice is for spinning)
-    if (mapped && !st.timing && config::on(config::Knob::kCudaNotify) && !cuda::waits_yield(st.device)) {
+    // (a thread that yields or sleeps waits in CUDA: the notice is for spinning;
+    // the events of a timed call wait in CUDA too)
+    if (mapped && !st.events && config::on(config::Knob::kCudaNotify) && !cuda::waits_yield(st.device)) {
         b.host_header = reinterpret_cast<volatile int*>(s.hout.p);
         b.host_header[1] = 0;  // (fresh pinned memory is not zeroed)
         b.done_serial = ++s.serial;
@@ -221,14 +223,14 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     }
 
     PYPHMM_CUDA_TRY(cudaMemcpyAsync(din, s.hin.p, L.in_bytes, cudaMemcpyHostToDevice, s.stream));
-    if (st.timing) {
+    if (st.events) {
         if (!st.first_recorded) PYPHMM_CUDA_TRY(cudaEventRecord(st.first, s.stream));
         st.first_recorded = true;
         PYPHMM_CUDA_TRY(cudaEventRecord(s.ev0, s.stream));
     }
     PYPHMM_CUDA_TRY(
         cudak::launch_pairhmm_chunk(st.device, b, packed.bins, st.dbl, st.fast, st.gaps.c, s.stream, &s.notified));
-    if (st.timing) PYPHMM_CUDA_TRY(cudaEventRecord(s.ev1, s.stream));
+    if (st.events) PYPHMM_CUDA_TRY(cudaEventRecord(s.ev1, s.stream));
     if (!mapped) PYPHMM_CUDA_TRY(cudaMemcpyAsync(s.hout.p, dout, L.out_bytes, cudaMemcpyDeviceToHost, s.stream));
     st.lap(t, kEnqueue);
     s.pending = true;
@@ -236,7 +238,7 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     s.bufs = b;
     s.user_out = out + c.out_first;
     s.npairs = c.pairs;
-    s.timed = st.timing;
+    s.timed = st.events;
     return cudaSuccess;
 }
 
@@ -275,6 +277,7 @@ int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, 
     st.dbl = call.double_precision;
     st.fast = fast_arith();
     st.timing = call.timing;
+    st.events = call.timing && config::on(config::Knob::kCudaTimingEvents);
     st.uniform = !st.dbl && st.fast;
     int64_t total_pairs = 0, total_cells = 0;
     for (int64_t k = 0; k < num_regions; ++k) {

@@ -104,7 +104,8 @@ typedef struct pyphmm_stats {
     /* GPU work of the call (CUDA backend) */
     int32_t device;          /* CUDA device that ran the GPU part, -1 if none */
     int64_t const_pairs;     /* pairs in the kernels with the call's quality triple as constants */
-    double kernel_seconds;   /* PYPHMM_FLAG_TIMING: time at least one kernel was running */
+    double kernel_seconds;   /* PYPHMM_FLAG_TIMING: time at least one kernel was running (0 with
+                                PYPHMM_CUDA_TIMING_EVENTS=0) */
     double phase_seconds[5]; /* PYPHMM_FLAG_TIMING: host time in setup, pack, enqueue, wait, copy-out */
 } pyphmm_stats;
 
