@@ -36,3 +36,23 @@ def native_check_exe(tmp_path):
             pytest.skip(str(e))
 
     return build
+
+
+@pytest.fixture
+def knob(monkeypatch):
+    """knob(NAME, value) sets (value) or unsets (None) one of the native
+    library's reloadable environment variables for this test. The library
+    reads its environment once, so every change is followed by a reload,
+    and the test's end restores the environment and reloads again."""
+    from pyphmm import _native
+
+    def set_knob(name, value):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+        _native.reload_config()
+
+    yield set_knob
+    monkeypatch.undo()
+    _native.reload_config()

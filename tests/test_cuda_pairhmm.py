@@ -141,18 +141,7 @@ def test_small_calls_vs_cpu(workload):
     assert worst <= TOL
 
 
-def _knob(monkeypatch, name, value):
-    """Sets (value) or unsets (None) one of the library's reloadable knobs."""
-    from pyphmm import _native
-
-    if value is None:
-        monkeypatch.delenv(name, raising=False)
-    else:
-        monkeypatch.setenv(name, value)
-    _native.reload_config()
-
-
-def test_timed_calls_with_and_without_events(monkeypatch):
+def test_timed_calls_with_and_without_events(knob):
     """PYPHMM_CUDA_TIMING=1 fills the host phases of per-region calls; with
     PYPHMM_CUDA_TIMING_EVENTS=0 there are no CUDA events (kernel_seconds 0)
     and the call keeps its completion notice. Results equal untimed ones."""
@@ -161,20 +150,16 @@ def test_timed_calls_with_and_without_events(monkeypatch):
     rng = np.random.default_rng(5)
     calls = [make_region(rng, 20, 3, (100, 151), (200, 400)) for _ in range(6)]
     untimed = [pyphmm.compute_regions([c], backend=GPU)[0] for c in calls]
-    try:
-        _knob(monkeypatch, "PYPHMM_CUDA_TIMING", "1")
-        for events in ("1", "0"):
-            _knob(monkeypatch, "PYPHMM_CUDA_TIMING_EVENTS", events)
-            for k, (call, ref) in enumerate(zip(calls, untimed)):
-                st = {}
-                out = pyphmm.compute_regions([call], backend=GPU, stats=st)[0]
-                np.testing.assert_array_equal(out, ref, err_msg=f"events={events}, call {k}")
-                phases = st["phase_seconds"]
-                assert phases["pack"] > 0 and phases["enqueue"] > 0 and phases["wait"] > 0, phases
-                assert (st["kernel_seconds"] > 0) == (events == "1"), st["kernel_seconds"]
-    finally:
-        _knob(monkeypatch, "PYPHMM_CUDA_TIMING", None)
-        _knob(monkeypatch, "PYPHMM_CUDA_TIMING_EVENTS", None)
+    knob("PYPHMM_CUDA_TIMING", "1")
+    for events in ("1", "0"):
+        knob("PYPHMM_CUDA_TIMING_EVENTS", events)
+        for k, (call, ref) in enumerate(zip(calls, untimed)):
+            st = {}
+            out = pyphmm.compute_regions([call], backend=GPU, stats=st)[0]
+            np.testing.assert_array_equal(out, ref, err_msg=f"events={events}, call {k}")
+            phases = st["phase_seconds"]
+            assert phases["pack"] > 0 and phases["enqueue"] > 0 and phases["wait"] > 0, phases
+            assert (st["kernel_seconds"] > 0) == (events == "1"), st["kernel_seconds"]
 
 
 def test_exact_arithmetic_vs_gkl_and_cpu():

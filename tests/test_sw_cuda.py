@@ -11,7 +11,7 @@ import pytest
 import pyphmm
 from devtools.oracle.gkl_sw import STRATEGIES, fold_trailing_clip
 from devtools.sw_pairs import hap_vs_ref, make_pairs, read_vs_hap
-from pyphmm import _native, sw
+from pyphmm import sw
 
 pytestmark = pytest.mark.skipif(
     not pyphmm.info()["cuda_usable"], reason=f"no usable GPU: {pyphmm.info()['cuda_status']}"
@@ -90,29 +90,18 @@ def test_gpu_long_and_edge_pairs():
             _assert_same(gpu, cpu, refs, alts)
 
 
-def test_gpu_chunking(monkeypatch):
+def test_gpu_chunking(knob):
     """A batch over many sub-chunks (budget forced down to 64 MB) and over several chunks
     (20 MB: ~1,800 pairs per chunk) still matches the CPU."""
     refs, alts = hap_vs_ref(3000, seed=9, lo=300, hi=1500)  # ~4 GB of backtrack in total
-
-    def budget(mb):  # the library reads its environment once: reload after each change
-        if mb is None:
-            monkeypatch.delenv("PYPHMM_SW_GPU_BUDGET_MB", raising=False)
-        else:
-            monkeypatch.setenv("PYPHMM_SW_GPU_BUDGET_MB", mb)
-        _native.reload_config()
-
-    try:
-        for mb in ("64", "20"):
-            budget(mb)
-            gpu, cpu = _gpu_cpu(refs, alts, params="NEW_SW_PARAMETERS", overhang="SOFTCLIP")
-            _assert_same(gpu, cpu, refs, alts)
-        budget("1")  # one pair cannot fit: CPU fallback
-        stats = {}
-        cig, off = sw.align_batch(refs[:300], alts[:300], params="NEW_SW_PARAMETERS", backend="cuda", stats=stats)
-        assert stats["fell_back"] and cig == cpu[0][:300]
-    finally:
-        budget(None)
+    for mb in ("64", "20"):
+        knob("PYPHMM_SW_GPU_BUDGET_MB", mb)
+        gpu, cpu = _gpu_cpu(refs, alts, params="NEW_SW_PARAMETERS", overhang="SOFTCLIP")
+        _assert_same(gpu, cpu, refs, alts)
+    knob("PYPHMM_SW_GPU_BUDGET_MB", "1")  # one pair cannot fit: CPU fallback
+    stats = {}
+    cig, off = sw.align_batch(refs[:300], alts[:300], params="NEW_SW_PARAMETERS", backend="cuda", stats=stats)
+    assert stats["fell_back"] and cig == cpu[0][:300]
 
 
 def test_auto_uses_gpu_for_large_batches_only():
