@@ -168,6 +168,16 @@ Series run_pass(const std::vector<Region>& regions, int threads, int group, cons
     return s;
 }
 
+// Sets (value) or unsets (nullptr) an environment variable of the library
+// and reloads its configuration.
+void set_knob(const char* name, const char* value) {
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    pyphmm_config_reload();
+}
+
 // Two more passes of `threads` threads with the library's timers on: with
 // CUDA events around the kernels (the kernels' time; the events also change
 // the calls: they wait in CUDA, not on the completion notice, and with many
@@ -178,10 +188,9 @@ void phases(const std::vector<Region>& regions, int threads, int group, pyphmm_o
     opts.flags |= PYPHMM_FLAG_TIMING;
     const char* knob = "PYPHMM_CUDA_TIMING_EVENTS";
     const char* old = std::getenv(knob);
-    const std::string saved = old ? old : "";
+    const std::string saved = old ? old : "";  // (setenv may free the string getenv returned)
     for (const char* events : {"1", "0"}) {
-        setenv(knob, events, 1);
-        pyphmm_config_reload();
+        set_knob(knob, events);
         const Series s = run_pass(regions, threads, group, opts);
         std::printf("  threads %2d, timing on, %s: median call %.1f us", threads,
                     events[0] == '1' ? "events   " : "no events", s.median_us);
@@ -190,11 +199,7 @@ void phases(const std::vector<Region>& regions, int threads, int group, pyphmm_o
                     pct(s.phase_us[0], 0.5), pct(s.phase_us[1], 0.5), pct(s.phase_us[2], 0.5), pct(s.phase_us[3], 0.5),
                     pct(s.phase_us[4], 0.5));
     }
-    if (old)
-        setenv(knob, saved.c_str(), 1);
-    else
-        unsetenv(knob);
-    pyphmm_config_reload();
+    set_knob(knob, old ? saved.c_str() : nullptr);
 }
 
 }  // namespace
@@ -252,8 +257,7 @@ int main(int argc, char** argv) {
     for (const std::string& v : variants) {
         if (!v.empty()) {
             const size_t eq = v.find('=');
-            setenv(v.substr(0, eq).c_str(), v.substr(eq + 1).c_str(), 1);
-            pyphmm_config_reload();
+            set_knob(v.substr(0, eq).c_str(), v.substr(eq + 1).c_str());
         }
         std::printf("variant %s\n", v.empty() ? "(defaults)" : v.c_str());
         run_pass(regions, 1, group, opts);  // warm-up: pools and pinned buffers grow
