@@ -370,6 +370,32 @@ def test_no_inf_for_extreme_underflow():
     assert np.max(np.abs(v - c)) <= TOL
 
 
+def test_uniform_reads_join_the_per_row_pass():
+    """A small call with per-base gap values and uniform reads runs them all
+    in the per-row pass, one launch (and its completion notice) instead of
+    two: the uniform reads' results equal, bit for bit, those of a call of
+    the uniform reads alone (the uniform pass)."""
+    rng = np.random.default_rng(12)
+    rb, hb = make_region(rng, 24, 3, (90, 151), (200, 350))
+    ins, dels, gcp = rb.ins.copy(), rb.dels.copy(), rb.gcp.copy()
+    # reads 0-15 uniform, read 0's triple outside the constant kernels' range
+    # (so no read takes them), reads 16-23 keep their per-base values
+    triples = [(10, 40, 10)] + [(int(rng.integers(20, 60)), int(rng.integers(20, 60)), 8) for _ in range(15)]
+    for r, (i, d, g) in enumerate(triples):
+        lo, hi = rb.offsets[r], rb.offsets[r + 1]
+        ins[lo:hi], dels[lo:hi], gcp[lo:hi] = i, d, g
+    mixed = ReadBatch(rb.bases, rb.quals, ins, dels, gcp, rb.offsets)
+    end = rb.offsets[16]
+    alone = ReadBatch(rb.bases[:end], rb.quals[:end], ins[:end], dels[:end], gcp[:end], rb.offsets[:17])
+    st_mixed, st_alone = {}, {}
+    got = pyphmm.compute_regions([(mixed, hb)], backend=GPU, stats=st_mixed)[0]
+    ref = pyphmm.compute_regions([(alone, hb)], backend=GPU, stats=st_alone)[0]
+    assert st_mixed["const_pairs"] == st_alone["const_pairs"] == 0
+    np.testing.assert_array_equal(got[:16], ref)
+    cpu = pyphmm.compute_regions([(mixed, hb)], backend="cpu")[0]
+    assert np.abs(got - cpu).max() <= TOL
+
+
 # ----------------------------------------------------------------- threads
 def test_threads_match_serial():
     rng = np.random.default_rng(21)

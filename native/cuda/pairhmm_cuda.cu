@@ -188,14 +188,15 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     PYPHMM_CUDA_TRY(s.hin.reserve(L.in_bytes));
     PYPHMM_CUDA_TRY(s.hout.reserve(L.out_bytes));
     PYPHMM_CUDA_TRY(s.din.reserve(L.dev_in_bytes));
+    // Small chunks (per-region calls) have the kernels write their results
+    // straight into the pinned host buffer: one copy fewer to wait for. Their
+    // uniform reads join the per-row ones (one launch fewer).
+    const bool mapped = c.pairs <= config::get(config::Knob::kCudaMappedOut);
     Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
-    const cudak::Packed packed = cudak::pack_chunk(regions, c, L, st.dbl, st.uniform, st.gaps, s.hin.p);
+    const cudak::Packed packed = cudak::pack_chunk(regions, c, L, st.dbl, st.uniform, mapped, st.gaps, s.hin.p);
     st.lap(t, kPack);
     st.const_pairs += packed.const_pairs;
 
-    // Small chunks (per-region calls) have the kernels write their results
-    // straight into the pinned host buffer: one copy fewer to wait for.
-    const bool mapped = c.pairs <= config::get(config::Knob::kCudaMappedOut);
     if (!mapped) PYPHMM_CUDA_TRY(s.dout.reserve(L.out_bytes));
     char* din = static_cast<char*>(s.din.p);
     char* dout = mapped ? s.hout.dev : static_cast<char*>(s.dout.p);

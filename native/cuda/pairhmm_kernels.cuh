@@ -86,7 +86,7 @@ struct KernelArgs {
     T* scratch;         // striped: 3 * scratch_stride values per group
     int scratch_stride;
     GapConsts gc;  // Tr::kConst launches
-    // Completion notice of a fused launch that is a call's only kernel (see
+    // Completion notice of a fused launch that is a chunk's last kernel (see
     // notify_host): when non-null, the launch's last block writes the
     // underflow count to host_header[0], then done_serial to host_header[1].
     int* blocks_done;  // device counter, 0 between launches

@@ -227,19 +227,19 @@ KernelArgs<T> chunk_args(int d, const ChunkBuffers& c) {
     return a;
 }
 
-// The one float pass a chunk needs if all its pairs are in fused bins of
-// that pass, else -1.
-int single_fused_pass(const BinRanges& bins) {
-    int found = -1;
-    for (int p = 0; p < kNumPasses; ++p) {
-        const Pass pass = static_cast<Pass>(p);
-        for (int b = 0; b < pass_bins(pass); ++b) {
-            if (!bins.count_of(pass, b)) continue;
-            if (pass == Pass::kDouble || b >= kNumFusedBins || (found >= 0 && found != p)) return -1;
-            found = p;
-        }
-    }
-    return found;
+// The float pass whose fused launch can tell the host that the chunk is
+// done: the chunk's last float pass, if its pairs include fused bins (its
+// fused launch is then the chunk's last kernel: launch_float_pass enqueues
+// a pass's standalone bins first, the passes in order); else -1.
+int notice_pass(const BinRanges& bins) {
+    int last = -1;
+    for (int p = 0; p < kNumPasses; ++p)
+        for (int b = 0; b < pass_bins(static_cast<Pass>(p)); ++b)
+            if (bins.count_of(static_cast<Pass>(p), b)) last = p;
+    if (last < 0 || static_cast<Pass>(last) == Pass::kDouble) return -1;
+    for (int b = 0; b < kNumFusedBins; ++b)
+        if (bins.count_of(static_cast<Pass>(last), b)) return last;
+    return -1;
 }
 
 // The double pass over the float pass's underflow list (da.index). When
@@ -286,18 +286,24 @@ cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& 
     fa.under_list = c.list;
     fa.under_count = c.counter;
     fa.gc = gaps;
-    if (c.host_header && single_fused_pass(bins) >= 0) {
-        fa.host_header = c.host_header;
-        fa.done_serial = c.done_serial;
-        fa.blocks_done = c.blocks_done;
-        *notified = true;
-    }
+    // Only the last kernel notifies: the stream runs the passes in order.
+    const int notifier = c.host_header ? notice_pass(bins) : -1;
+    *notified = notifier >= 0;
+    auto notice = [&](Tr tr) {
+        KernelArgs<float> a = fa;
+        if (static_cast<int>(float_pass(tr)) == notifier) {
+            a.host_header = c.host_header;
+            a.done_serial = c.done_serial;
+            a.blocks_done = c.blocks_done;
+        }
+        return a;
+    };
     if (fast) {
-        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kRow>(fa, bins, d, s)));
-        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kUniform>(fa, bins, d, s)));
-        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kConst>(fa, bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kRow>(notice(Tr::kRow), bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kUniform>(notice(Tr::kUniform), bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kConst>(notice(Tr::kConst), bins, d, s)));
     } else {
-        PYPHMM_CUDA_TRY((launch_float_pass<false, Tr::kRow>(fa, bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<false, Tr::kRow>(notice(Tr::kRow), bins, d, s)));
     }
     if (*notified) return cudaSuccess;
     // The double pass over the float pass's underflow list (its length is

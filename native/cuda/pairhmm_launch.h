@@ -41,10 +41,11 @@ size_t pairhmm_scratch_bytes(int d, int stride, bool fast);
 // Enqueues one chunk's kernels on stream s of device d: the float passes
 // (fast or exact arithmetic) then the double pass over the pairs whose
 // float sum underflowed, or every bin in double.
-// When c.host_header is set and the chunk's pairs need one fused launch
-// (one float pass, reads of fused bins), that launch is the only kernel:
-// it notifies the host through c.host_header, the double pass is left to
-// launch_pairhmm_underflow, and *notified is set.
+// When c.host_header is set and the chunk's last kernel is a fused launch
+// (its last float pass has reads of fused bins), that launch notifies the
+// host through c.host_header once it and the kernels before it in the
+// stream are done, the double pass is left to launch_pairhmm_underflow,
+// and *notified is set.
 cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& bins, bool dbl, bool fast,
                                  const GapConsts& gaps, cudaStream_t s, bool* notified);
 

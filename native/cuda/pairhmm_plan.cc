@@ -204,6 +204,28 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
     return longest;
 }
 
+// Moves the kUniform reads of a chunk to the kRow pass, bin for bin, when
+// the chunk has kRow pairs (pack_chunk's merge_uniform); between pass 1
+// (sizes per piece) and the prefix sums.
+void merge_uniform_into_rows(std::vector<PieceCursor>& sizes, std::vector<uint8_t>& read_slot) {
+    constexpr int row = slot_of(Pass::kFloatRow, 0), uni = slot_of(Pass::kFloatUniform, 0);
+    constexpr int bins = pass_bins(Pass::kFloatUniform);
+    int64_t row_pairs = 0, uni_pairs = 0;
+    for (const PieceCursor& pc : sizes)
+        for (int b = 0; b < kNumFloatBins; ++b) {
+            row_pairs += pc.slot[row + b];
+            if (b < bins) uni_pairs += pc.slot[uni + b];
+        }
+    if (!row_pairs || !uni_pairs) return;
+    for (PieceCursor& pc : sizes)
+        for (int b = 0; b < bins; ++b) {
+            pc.slot[row + b] += pc.slot[uni + b];
+            pc.slot[uni + b] = 0;
+        }
+    for (uint8_t& s : read_slot)
+        if (s >= uni && s < uni + bins) s = static_cast<uint8_t>(s - uni + row);
+}
+
 }  // namespace
 
 // Pass 1 packs every piece's reads and sizes the rest, pass 2 packs the
@@ -211,7 +233,7 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
 // have thousands); in between, prefix sums tell each piece where its data
 // goes. (A piece's read elements start where the previous pieces' end,
 // which the read offsets tell before pass 1.)
-Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, bool dbl, bool uni,
+Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, bool dbl, bool uni, bool merge_uniform,
                   const GapChoice& gaps, char* buf) {
     std::memset(buf, 0, kHeaderBytes);
     PairDesc* desc = reinterpret_cast<PairDesc*>(buf + L.desc_off);
@@ -248,6 +270,7 @@ Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L,
         cur[k] = pack_reads(regions[c.pieces[k].region], c.pieces[k], dbl, uni, gaps, read_slot.data() + read_first[k],
                             relem + elem_first[k]);
     });
+    if (merge_uniform) merge_uniform_into_rows(cur, read_slot);
     Packed out;
     PieceCursor total;
     for (PieceCursor& pc : cur) {  // sizes -> starts (per slot: relative to the slot's start)

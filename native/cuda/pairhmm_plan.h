@@ -95,9 +95,13 @@ struct Packed {
 
 // Fills buf (layout_of(c).in_bytes bytes) with the chunk. `uniform` lets
 // reads with one quality triple use the kUniform/kConst passes (fast float
-// calls only). Parallel over pieces for whole workloads.
+// calls only). `merge_uniform` (small chunks, whose launches cost more than
+// their kernels gain): if the chunk has kRow pairs, its kUniform reads join
+// them, one launch fewer with the same results (the kRow kernels compute
+// each row's transitions from the same triple, in the same bin).
+// Parallel over pieces for whole workloads.
 Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, bool dbl, bool uniform,
-                  const GapChoice& gaps, char* buf);
+                  bool merge_uniform, const GapChoice& gaps, char* buf);
 
 }  // namespace cudak
 }  // namespace pyphmm

@@ -131,7 +131,7 @@ void check_chunks(const Shapes& s, int64_t min_chunks) {
 }
 
 // A small call packed for real: decode the buffer and compare with the input.
-void check_pack(bool dbl) {
+void check_pack(bool dbl, bool merge) {
     std::mt19937_64 rng(7);
     const char* acgt = "ACGTN";
     std::vector<std::vector<uint8_t>> bases(6), quals(6), ins(6), dels(6), gcp(6), haps(6);
@@ -169,7 +169,7 @@ void check_pack(bool dbl) {
     const Layout L = layout_of(c);
     std::vector<char> buf(L.in_bytes + 64, '\x5a');
     const GapChoice gaps = dbl ? GapChoice{} : choose_gaps(regions.data(), static_cast<int64_t>(regions.size()));
-    const Packed packed = pack_chunk(regions.data(), c, L, dbl, !dbl, gaps, buf.data());
+    const Packed packed = pack_chunk(regions.data(), c, L, dbl, !dbl, merge, gaps, buf.data());
     const PairDesc* desc = reinterpret_cast<const PairDesc*>(buf.data() + L.desc_off);
     const uint32_t* elems = reinterpret_cast<const uint32_t*>(buf.data() + L.read_off);
     const uint8_t* planes = reinterpret_cast<const uint8_t*>(buf.data() + L.hap_off);
@@ -182,7 +182,7 @@ void check_pack(bool dbl) {
         for (int r = 0; r < regions[k].num_reads; ++r)
             for (int h = 0; h < regions[k].num_haps; ++h) where.push_back({k, r, h});
     std::set<int> seen;
-    int64_t const_pairs = 0;
+    int64_t const_pairs = 0, merged = 0;
     for (int s = 0; s < kNumSlots; ++s) {
         for (int64_t i = packed.bins.start[s]; i < packed.bins.start[s] + packed.bins.count[s]; ++i) {
             const PairDesc& d = desc[i];
@@ -194,7 +194,11 @@ void check_pack(bool dbl) {
             const int64_t r0 = g.read_offsets[w.r], h0 = g.hap_offsets[w.h];
             CHECK(d.m == g.read_offsets[w.r + 1] - r0 && d.n == g.hap_offsets[w.h + 1] - h0, "pair %d sizes", d.out);
             const bool uni = !dbl && uniform_transitions(g, r0, d.m);
-            const BinRef b = bin_of(d.m, dbl, uni, uni && gaps.matches(g, r0));
+            BinRef b = bin_of(d.m, dbl, uni, uni && gaps.matches(g, r0));
+            if (merge && b.pass == Pass::kFloatUniform) {  // (every chunk here has per-row reads)
+                b.pass = Pass::kFloatRow;
+                ++merged;
+            }
             CHECK(slot_of(b.pass, b.bin) == s, "pair %d in slot %d, expected %d", d.out, s, slot_of(b.pass, b.bin));
             const_pairs += b.pass == Pass::kFloatConst;
             std::vector<uint32_t> want(d.m);
@@ -212,6 +216,9 @@ void check_pack(bool dbl) {
     CHECK(const_pairs == packed.const_pairs, "const pairs %lld, counted %lld", (long long)packed.const_pairs,
           (long long)const_pairs);
     CHECK(dbl || const_pairs > 0, "the uniform 45/45/10 reads take the constant pass");
+    CHECK(!merge || dbl || merged > 0, "the uniform 40/40/10 reads join the per-row pass");
+    for (int b = 0; merge && b < pass_bins(Pass::kFloatUniform); ++b)
+        CHECK(packed.bins.count_of(Pass::kFloatUniform, b) == 0, "merged: no uniform pairs in bin %d", b);
     int zero = 0;
     CHECK(!std::memcmp(buf.data(), &zero, sizeof(zero)), "header zeroed (the double pass's counter)");
 }
@@ -225,8 +232,10 @@ int main() {
     check_chunks(Shapes(300, rng, 60, 8), 1);
     // Large enough to cut: chunks by cells (total / 6) and regions split by the pair limit.
     check_chunks(Shapes(2000, rng, 500, 40), 6);
-    check_pack(false);
-    check_pack(true);
+    for (bool merge : {false, true}) {
+        check_pack(false, merge);
+        check_pack(true, merge);
+    }
     if (g_failures) {
         std::printf("%d failures\n", g_failures);
         return 1;
