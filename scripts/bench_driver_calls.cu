@@ -1,0 +1,184 @@
+// What a per-region GPU call's driver calls cost when T threads of one
+// process make them, without pyphmm: a synthetic stand-in for the library's
+// call (docs/PERFORMANCE.md uses it to tell the driver's share of a call
+// under many threads from the library's).
+//
+//   nvcc -O2 -std=c++17 -arch=sm_90 scripts/bench_driver_calls.cu -o /tmp/bench_driver_calls
+//   /tmp/bench_driver_calls THREADS KERNEL_US [--iters N] [--no-copy] [--yield] [--blocks B] [--smem BYTES]
+//
+// Each thread has its own stream, a pinned mapped input of 46 KB (a typical
+// GATK region packed) and a device buffer; per iteration it enqueues the
+// host-to-device copy (unless --no-copy), launches B blocks of 128 threads
+// (default 60, a typical region's latency launch) that spin for KERNEL_US
+// and whose last block writes a serial to mapped host memory, then spins
+// (--yield: yields) until it sees the serial, as pyphmm's completion notice
+// does. Prints calls per second over all threads (after a common start) and
+// the median time in the copy call, the launch call and the wait.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kInputBytes = 46 << 10;
+
+#define CHECK_CUDA(expr)                                                                    \
+    do {                                                                                    \
+        const cudaError_t e_ = (expr);                                                      \
+        if (e_ != cudaSuccess) {                                                            \
+            std::fprintf(stderr, "%s: %s (%s)\n", #expr, cudaGetErrorString(e_), __FILE__); \
+            std::exit(1);                                                                   \
+        }                                                                                   \
+    } while (0)
+
+__global__ void busy_kernel(const int* in, volatile int* host_flag, int serial, long long cycles, int* blocks_done) {
+    const long long t0 = clock64();
+    int acc = in[threadIdx.x];
+    while (clock64() - t0 < cycles) acc += 1;
+    if (acc == -1) host_flag[2] = acc;  // (keeps the loop)
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0 && atomicAdd(blocks_done, 1) == static_cast<int>(gridDim.x) - 1) {
+        *blocks_done = 0;
+        __threadfence_system();
+        host_flag[0] = serial;
+    }
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+double us(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e6; }
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+struct Options {
+    int threads = 1, iters = 2000, blocks = 60, smem = 0;
+    double kernel_us = 30;
+    bool copy = true, yield = false;
+};
+
+struct Medians {
+    double copy = 0, launch = 0, wait = 0, call = 0;
+};
+
+// One caller thread: its own stream and buffers, then `iters` calls.
+void caller(const Options& o, long long cycles, std::atomic<int>& ready, std::atomic<bool>& go, Medians& out) {
+    cudaStream_t s;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    char *h = nullptr, *d = nullptr;
+    int *flag = nullptr, *dflag = nullptr, *blocks_done = nullptr;
+    CHECK_CUDA(cudaHostAlloc(&h, kInputBytes, cudaHostAllocMapped));
+    std::memset(h, 0, kInputBytes);
+    CHECK_CUDA(cudaHostAlloc(&flag, 64, cudaHostAllocMapped));
+    CHECK_CUDA(cudaHostGetDevicePointer(&dflag, flag, 0));
+    CHECK_CUDA(cudaMalloc(&d, kInputBytes));
+    CHECK_CUDA(cudaMalloc(&blocks_done, sizeof(int)));
+    CHECK_CUDA(cudaMemset(blocks_done, 0, sizeof(int)));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    std::vector<double> copy, launch, wait, call;
+    volatile int* notice = flag;
+    ready.fetch_add(1);
+    while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+    for (int i = 1; i <= o.iters; ++i) {
+        notice[0] = 0;
+        const Clock::time_point t0 = Clock::now();
+        if (o.copy) CHECK_CUDA(cudaMemcpyAsync(d, h, kInputBytes, cudaMemcpyHostToDevice, s));
+        const Clock::time_point t1 = Clock::now();
+        busy_kernel<<<o.blocks, 128, o.smem, s>>>(reinterpret_cast<const int*>(d), dflag, i, cycles, blocks_done);
+        CHECK_CUDA(cudaGetLastError());
+        const Clock::time_point t2 = Clock::now();
+        while (notice[0] != i) {
+            if (o.yield)
+                std::this_thread::yield();
+            else
+                cpu_relax();
+        }
+        const Clock::time_point t3 = Clock::now();
+        copy.push_back(us(t0, t1));
+        launch.push_back(us(t1, t2));
+        wait.push_back(us(t2, t3));
+        call.push_back(us(t0, t3));
+    }
+    out = {median(copy), median(launch), median(wait), median(call)};
+}
+
+bool parse(int argc, char** argv, Options& o) {
+    if (argc < 3) return false;
+    o.threads = std::atoi(argv[1]);
+    o.kernel_us = std::atof(argv[2]);
+    for (int i = 3; i < argc; ++i) {
+        const char* a = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (!std::strcmp(a, "--iters") && has_value)
+            o.iters = std::atoi(argv[++i]);
+        else if (!std::strcmp(a, "--blocks") && has_value)
+            o.blocks = std::atoi(argv[++i]);
+        else if (!std::strcmp(a, "--smem") && has_value)
+            o.smem = std::atoi(argv[++i]);
+        else if (!std::strcmp(a, "--no-copy"))
+            o.copy = false;
+        else if (!std::strcmp(a, "--yield"))
+            o.yield = true;
+        else
+            return false;
+    }
+    return o.threads > 0 && o.iters > 0 && o.blocks > 0 && o.smem >= 0 && o.kernel_us >= 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    if (!parse(argc, argv, o)) {
+        std::fprintf(stderr,
+                     "usage: %s THREADS KERNEL_US [--iters N] [--no-copy] [--yield] [--blocks B] [--smem BYTES]\n",
+                     argv[0]);
+        return 2;
+    }
+    CHECK_CUDA(cudaSetDeviceFlags(cudaDeviceScheduleSpin | cudaDeviceMapHost));
+    CHECK_CUDA(cudaFree(nullptr));
+    CHECK_CUDA(cudaFuncSetAttribute(busy_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, o.smem));
+    int khz = 0;
+    CHECK_CUDA(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+    const long long cycles = static_cast<long long>(o.kernel_us * khz / 1000.0);
+    std::vector<Medians> med(o.threads);
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < o.threads; ++t) pool.emplace_back([&, t] { caller(o, cycles, ready, go, med[t]); });
+    while (ready.load() < o.threads) std::this_thread::yield();
+    const Clock::time_point start = Clock::now();
+    go.store(true, std::memory_order_release);
+    for (std::thread& th : pool) th.join();
+    const double span = us(start, Clock::now());
+    auto mid = [&](double Medians::*f) {
+        std::vector<double> v;
+        for (const Medians& m : med) v.push_back(m.*f);
+        return median(v);
+    };
+    std::printf(
+        "threads %2d, kernel %.0f us, %d blocks, smem %d%s%s: %.0f calls/s | median copy %.1f launch %.1f wait %.1f "
+        "call %.1f us\n",
+        o.threads, o.kernel_us, o.blocks, o.smem, o.copy ? "" : ", no copy", o.yield ? ", yield" : "",
+        o.threads * o.iters / (span * 1e-6), mid(&Medians::copy), mid(&Medians::launch), mid(&Medians::wait),
+        mid(&Medians::call));
+    return 0;
+}
