@@ -25,6 +25,13 @@
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define SPIN_PAUSE() _mm_pause()  // as the library's spinning waits
+#else
+#define SPIN_PAUSE() std::this_thread::yield()
+#endif
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -51,14 +58,6 @@ __global__ void busy_kernel(const int* in, volatile int* host_flag, int serial, 
         __threadfence_system();
         host_flag[0] = serial;
     }
-}
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
 }
 
 double us(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e6; }
@@ -109,7 +108,7 @@ void caller(const Options& o, long long cycles, std::atomic<int>& ready, std::at
             if (o.yield)
                 std::this_thread::yield();
             else
-                cpu_relax();
+                SPIN_PAUSE();
         }
         const Clock::time_point t3 = Clock::now();
         copy.push_back(us(t0, t1));
