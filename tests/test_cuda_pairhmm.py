@@ -396,6 +396,26 @@ def test_uniform_reads_join_the_per_row_pass():
     assert np.abs(got - cpu).max() <= TOL
 
 
+def test_two_pass_call_notified_with_underflow():
+    """A per-region call whose reads need two float passes (the call's
+    constant triple, then per-row values) has its last launch tell the host
+    it is done; pairs that underflow float are then redone in double. Every
+    pair agrees with the CPU backend, and both passes and the double pass
+    ran."""
+    rng = np.random.default_rng(17)
+    gatk = _with_triple(make_region(rng, 6, 3, (120, 151), (200, 300)), (45, 45, 10))
+    under = make_region(rng, 6, 3, (200, 250), (400, 600), mismatch=0.1, qual=(30, 50))  # per-row, underflows
+    rb = [r for r, _ in (gatk, under)]
+    lens = np.concatenate([np.diff(r.offsets) for r in rb])
+    offsets = np.concatenate([[0], np.cumsum(lens)])
+    fields = [np.concatenate([getattr(r, f) for r in rb]) for f in ("bases", "quals", "ins", "dels", "gcp")]
+    region = (ReadBatch(*fields, offsets), under[1])  # the 45/45/10 reads first: theirs is the call's triple
+    diff, st, _, _ = compare([region])
+    assert diff <= TOL
+    if GPU == "cuda":
+        assert st["const_pairs"] == 6 * 3 and st["double_pairs"] > 0, st
+
+
 # ----------------------------------------------------------------- threads
 def test_threads_match_serial():
     rng = np.random.default_rng(21)
