@@ -385,8 +385,7 @@ def test_uniform_reads_join_the_per_row_pass():
         lo, hi = rb.offsets[r], rb.offsets[r + 1]
         ins[lo:hi], dels[lo:hi], gcp[lo:hi] = i, d, g
     mixed = ReadBatch(rb.bases, rb.quals, ins, dels, gcp, rb.offsets)
-    end = rb.offsets[16]
-    alone = ReadBatch(rb.bases[:end], rb.quals[:end], ins[:end], dels[:end], gcp[:end], rb.offsets[:17])
+    alone = ReadBatch.from_reads(list(mixed)[:16])
     st_mixed, st_alone = {}, {}
     got = pyphmm.compute_regions([(mixed, hb)], backend=GPU, stats=st_mixed)[0]
     ref = pyphmm.compute_regions([(alone, hb)], backend=GPU, stats=st_alone)[0]
@@ -405,11 +404,8 @@ def test_two_pass_call_notified_with_underflow():
     rng = np.random.default_rng(17)
     gatk = _with_triple(make_region(rng, 6, 3, (120, 151), (200, 300)), (45, 45, 10))
     under = make_region(rng, 6, 3, (200, 250), (400, 600), mismatch=0.1, qual=(30, 50))  # per-row, underflows
-    rb = [r for r, _ in (gatk, under)]
-    lens = np.concatenate([np.diff(r.offsets) for r in rb])
-    offsets = np.concatenate([[0], np.cumsum(lens)])
-    fields = [np.concatenate([getattr(r, f) for r in rb]) for f in ("bases", "quals", "ins", "dels", "gcp")]
-    region = (ReadBatch(*fields, offsets), under[1])  # the 45/45/10 reads first: theirs is the call's triple
+    # the 45/45/10 reads first: theirs is the call's triple
+    region = (ReadBatch.from_reads([*gatk[0], *under[0]]), under[1])
     diff, st, _, _ = compare([region])
     assert diff <= TOL
     if GPU == "cuda":
