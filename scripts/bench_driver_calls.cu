@@ -5,6 +5,7 @@
 //
 //   nvcc -O2 -std=c++17 -arch=sm_90 scripts/bench_driver_calls.cu -o /tmp/bench_driver_calls
 //   /tmp/bench_driver_calls THREADS KERNEL_US [--iters N] [--no-copy] [--yield] [--blocks B] [--smem BYTES]
+//       [--param-bytes 4096|16384|32000]
 //
 // Each thread has its own stream, a pinned mapped input of 46 KB (a typical
 // GATK region packed) and a device buffer; per iteration it enqueues the
@@ -12,7 +13,8 @@
 // (default 60, a typical region's latency launch) that spin for KERNEL_US
 // and whose last block writes a serial to mapped host memory, then spins
 // (--yield: yields) until it sees the serial, as pyphmm's completion notice
-// does. Prints calls per second over all threads (after a common start) and
+// does. --param-bytes sends the input as the kernel's parameters instead
+// of a copy (each block reads its share of them). Prints calls per second over all threads (after a common start) and
 // the median time in the copy call, the launch call and the wait.
 #include <cuda_runtime.h>
 
@@ -60,6 +62,40 @@ __global__ void busy_kernel(const int* in, volatile int* host_flag, int serial, 
     }
 }
 
+// The input as kernel parameters (at most 32,764 bytes since CUDA 12.1).
+template <int N>
+struct Params {
+    int w[N / 4];
+};
+
+template <int N>
+__global__ void param_kernel(const __grid_constant__ Params<N> p, volatile int* host_flag, int serial, long long cycles,
+                             int* blocks_done) {
+    const long long t0 = clock64();
+    constexpr int kWords = N / 4;
+    const int share = (kWords + gridDim.x - 1) / gridDim.x;
+    int acc = 0;
+    for (int i = blockIdx.x * share + threadIdx.x; i < min(kWords, (blockIdx.x + 1) * share); i += blockDim.x)
+        acc += p.w[i];
+    while (clock64() - t0 < cycles) acc += 1;
+    if (acc == -1) host_flag[2] = acc;  // (keeps the loop)
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x == 0 && atomicAdd(blocks_done, 1) == static_cast<int>(gridDim.x) - 1) {
+        *blocks_done = 0;
+        __threadfence_system();
+        host_flag[0] = serial;
+    }
+}
+
+template <int N>
+void launch_params(const char* h, int blocks, cudaStream_t s, int* dflag, int serial, long long cycles,
+                   int* blocks_done) {
+    Params<N> p;
+    std::memcpy(p.w, h, sizeof(p.w));
+    param_kernel<N><<<blocks, 128, 0, s>>>(p, dflag, serial, cycles, blocks_done);
+}
+
 double us(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count() * 1e6; }
 
 double median(std::vector<double> v) {
@@ -69,7 +105,7 @@ double median(std::vector<double> v) {
 }
 
 struct Options {
-    int threads = 1, iters = 2000, blocks = 60, smem = 0;
+    int threads = 1, iters = 2000, blocks = 60, smem = 0, param_bytes = 0;
     double kernel_us = 30;
     bool copy = true, yield = false;
 };
@@ -99,9 +135,16 @@ void caller(const Options& o, long long cycles, std::atomic<int>& ready, std::at
     for (int i = 1; i <= o.iters; ++i) {
         notice[0] = 0;
         const Clock::time_point t0 = Clock::now();
-        if (o.copy) CHECK_CUDA(cudaMemcpyAsync(d, h, kInputBytes, cudaMemcpyHostToDevice, s));
+        if (o.copy && !o.param_bytes) CHECK_CUDA(cudaMemcpyAsync(d, h, kInputBytes, cudaMemcpyHostToDevice, s));
         const Clock::time_point t1 = Clock::now();
-        busy_kernel<<<o.blocks, 128, o.smem, s>>>(reinterpret_cast<const int*>(d), dflag, i, cycles, blocks_done);
+        if (o.param_bytes == 4096)
+            launch_params<4096>(h, o.blocks, s, dflag, i, cycles, blocks_done);
+        else if (o.param_bytes == 16384)
+            launch_params<16384>(h, o.blocks, s, dflag, i, cycles, blocks_done);
+        else if (o.param_bytes == 32000)
+            launch_params<32000>(h, o.blocks, s, dflag, i, cycles, blocks_done);
+        else
+            busy_kernel<<<o.blocks, 128, o.smem, s>>>(reinterpret_cast<const int*>(d), dflag, i, cycles, blocks_done);
         CHECK_CUDA(cudaGetLastError());
         const Clock::time_point t2 = Clock::now();
         while (notice[0] != i) {
@@ -132,6 +175,8 @@ bool parse(int argc, char** argv, Options& o) {
             o.blocks = std::atoi(argv[++i]);
         else if (!std::strcmp(a, "--smem") && has_value)
             o.smem = std::atoi(argv[++i]);
+        else if (!std::strcmp(a, "--param-bytes") && has_value)
+            o.param_bytes = std::atoi(argv[++i]);
         else if (!std::strcmp(a, "--no-copy"))
             o.copy = false;
         else if (!std::strcmp(a, "--yield"))
@@ -139,7 +184,9 @@ bool parse(int argc, char** argv, Options& o) {
         else
             return false;
     }
-    return o.threads > 0 && o.iters > 0 && o.blocks > 0 && o.smem >= 0 && o.kernel_us >= 0;
+    const bool params_ok =
+        o.param_bytes == 0 || o.param_bytes == 4096 || o.param_bytes == 16384 || o.param_bytes == 32000;
+    return o.threads > 0 && o.iters > 0 && o.blocks > 0 && o.smem >= 0 && o.kernel_us >= 0 && params_ok;
 }
 
 }  // namespace
@@ -148,7 +195,8 @@ int main(int argc, char** argv) {
     Options o;
     if (!parse(argc, argv, o)) {
         std::fprintf(stderr,
-                     "usage: %s THREADS KERNEL_US [--iters N] [--no-copy] [--yield] [--blocks B] [--smem BYTES]\n",
+                     "usage: %s THREADS KERNEL_US [--iters N] [--no-copy] [--yield] [--blocks B] [--smem BYTES] "
+                     "[--param-bytes 4096|16384|32000]\n",
                      argv[0]);
         return 2;
     }
@@ -174,10 +222,11 @@ int main(int argc, char** argv) {
         return median(v);
     };
     std::printf(
-        "threads %2d, kernel %.0f us, %d blocks, smem %d%s%s: %.0f calls/s | median copy %.1f launch %.1f wait %.1f "
+        "threads %2d, kernel %.0f us, %d blocks, smem %d, params %d%s%s: %.0f calls/s | median copy %.1f launch %.1f "
+        "wait %.1f "
         "call %.1f us\n",
-        o.threads, o.kernel_us, o.blocks, o.smem, o.copy ? "" : ", no copy", o.yield ? ", yield" : "",
-        o.threads * o.iters / (span * 1e-6), mid(&Medians::copy), mid(&Medians::launch), mid(&Medians::wait),
-        mid(&Medians::call));
+        o.threads, o.kernel_us, o.blocks, o.smem, o.param_bytes, o.copy && !o.param_bytes ? "" : ", no copy",
+        o.yield ? ", yield" : "", o.threads * o.iters / (span * 1e-6), mid(&Medians::copy), mid(&Medians::launch),
+        mid(&Medians::wait), mid(&Medians::call));
     return 0;
 }

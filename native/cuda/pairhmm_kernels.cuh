@@ -123,6 +123,18 @@ __device__ __forceinline__ T shfl_up(unsigned mask, T v, int width) {
     return __shfl_up_sync(mask, v, 1, width);
 }
 
+// v, as a value the compiler cannot recompute: without it, nvcc re-derives
+// a pair's loop-invariant division in every block of steps (a dozen
+// instructions, with a call) rather than keep one register.
+__device__ __forceinline__ float opaque(float v) {
+    asm("" : "+f"(v));
+    return v;
+}
+__device__ __forceinline__ double opaque(double v) {
+    asm("" : "+d"(v));
+    return v;
+}
+
 template <typename T>
 __device__ __forceinline__ T tdiv(T a, T b);
 template <>
@@ -224,6 +236,9 @@ __host__ __device__ constexpr int etab_warp_float4s() {
     return kPlanes * etab_chunks<K>() * 32;
 }
 
+// Byte b of a haplotype word (one byte permute).
+__device__ __forceinline__ uint32_t byte_at(uint32_t word, int b) { return __byte_perm(word, 0u, 0x4440u + b); }
+
 // A haplotype byte's base mask (A=1 C=2 G=4 T=8 N=15), for the kernels
 // without tables.
 __device__ __forceinline__ uint32_t mask_of(uint32_t plane) { return (0xF8421u >> (4u * plane)) & 0xfu; }
@@ -284,7 +299,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
     const int m = d.m, n = d.n;
     const int nstripes = STRIPED ? (m + R - 1) / R : 1;
     const int pad = nstripes * R - m;
-    const T ic_n = tdiv<T>(a.tab.ic, static_cast<T>(n));
+    const T ic_n = opaque(tdiv<T>(a.tab.ic, static_cast<T>(n)));
     const uint32_t* hap4 = reinterpret_cast<const uint32_t*>(a.haps + d.hoff);
     const uint32_t* rd = a.reads + d.roff;
     const int ss = a.scratch_stride;
@@ -394,7 +409,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         uint32_t next_word = __ldg(hap4), after_next = __ldg(hap4 + 1);
         T evA[K], evB[K];  // PF: the emissions of this step and the next (alternating)
         if constexpr (PF) {
-            if (t == 0) h = next_word & 0xffu;  // step 0's base (the other lanes have not started)
+            if (t == 0) h = byte_at(next_word, 0);  // step 0's base (the other lanes have not started)
             etab_load<K>(etab, wl, h, evA);
         }
 
@@ -404,10 +419,10 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
     {                                                                                                               \
         h = shfl_up(gmask, h, P);                                                                                   \
         if constexpr (PF) { /* the next step's base and emissions */                                                \
-            if (t == 0) h = (B) < 3 ? (word >> (8 * ((B) + 1))) & 0xffu : next_word & 0xffu;                        \
+            if (t == 0) h = (B) < 3 ? byte_at(word, (B) + 1) : byte_at(next_word, 0);                               \
             etab_load<K>(etab, wl, h, EVN);                                                                         \
         } else if (t == 0) {                                                                                        \
-            h = ETAB ? (word >> (8 * (B))) & 0xffu : mask_of((word >> (8 * (B))) & 0xffu);                          \
+            h = ETAB ? byte_at(word, B) : mask_of(byte_at(word, B));                                                \
         }                                                                                                           \
         const int j = s0 + (B)-t + 1;                                                                               \
         const bool in_hap = static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act);                            \
@@ -426,7 +441,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
             else                                                                                                    \
                 lane_step<T, K, AR, ETAB>(mm, gm, mx, my, cc, em, ex, ev, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, \
                                           NM, NX, NY);                                                              \
-            if (t == P - 1 && (!ETAB || in_hap)) {                                                                  \
+            if (t == P - 1 && (!(CHECK) || in_hap)) {                                                               \
                 if (last_stripe) {                                                                                  \
                     sum_m += NM[K - 1];                                                                             \
                     sum_x += NX[K - 1];                                                                             \
@@ -445,17 +460,17 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
     }
 
         // STEPS. Blocks of 4 steps in which every lane of every group of the
-        // warp has started (lane t at column s-t+1 >= 1) and, without emission
-        // tables, none has passed its haplotype's end (column <= n) run with
-        // no per-step checks. The kernels with emission tables check nothing
-        // per cell at all: a lane that has not started computes its step
+        // warp has started (lane t at column s-t+1 >= 1) and no lane has
+        // passed its haplotype's end (column <= n) run with no per-step
+        // checks. With emission tables only the last lane's column counts
+        // (the result sum): a lane that has not started computes its step
         // with emissions 0, which reproduces column 0 exactly (M = 0*(...),
         // X = mx*0 + cc*0, Y = my*0 + cc*Y: 0 in read rows, and IC/n in
         // padding rows where cc = 1), and a lane past the end computes
-        // columns that no cell of the haplotype reads; only the result sum
-        // looks at the column.
+        // columns that no cell of the haplotype reads. (n_min: the shortest
+        // haplotype of the warp's valid groups.)
         const int fast_lo = (P - 1 + 3) & ~3;
-        const int fast_hi = ETAB ? INT_MAX : n_min - 4;
+        const int fast_hi = ETAB ? n_min + P - 5 : n_min - 4;  // last lane at column s0 - P + 5 <= n_min
         for (int s0 = 0; s0 < steps; s0 += 4) {
             const uint32_t word = next_word;
             next_word = after_next;
@@ -554,7 +569,7 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
         const PairDesc d = a.pairs[pi];
         const int n_act = valid ? d.n : 0;
         const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
-        const int n_min = __reduce_min_sync(0xffffffffu, n_act);
+        const int n_min = __reduce_min_sync(0xffffffffu, valid ? d.n : INT_MAX);
         bool redo = false;
         const T sum =
             forward_pair<T, P, K, STRIPED, AR, TR, ETAB, PF>(a, d, n_act, n_min, steps, t, scratch, etab, redo);
