@@ -57,9 +57,7 @@ struct Slot {
     int64_t npairs = 0;
     bool timed = false;
     int device = 0;
-    bool notified = false;     // its kernel notifies through hout's header
-    int serial = 0;            // the notice this slot's last chunk waits for
-    cudak::ChunkBuffers bufs;  // (for the deferred double pass)
+    cudak::ChunkBuffers bufs;  // (watched: for the deferred double pass)
 };
 
 struct Context {
@@ -135,29 +133,41 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until the slot's kernel publishes its serial in mapped memory,
-// asking the stream now and then so that a failed launch ends the wait.
-cudaError_t wait_notice(const Slot& s) {
-    const volatile int* header = reinterpret_cast<const volatile int*>(s.hout.p);
-    for (unsigned spins = 1; header[1] != s.serial; ++spins) {
-        cpu_relax();
-        if (spins % 4096 == 0) {
-            const cudaError_t e = cudaStreamQuery(s.stream);
-            if (e == cudaSuccess && header[1] != s.serial) return cudaErrorLaunchFailure;  // idle, no notice
-            if (e != cudaSuccess && e != cudaErrorNotReady) return e;
+// A watched chunk's result slots in the pinned buffer (see kPendingMark).
+volatile uint64_t* result_slots(const Slot& s) {
+    return reinterpret_cast<volatile uint64_t*>(s.hout.p + cudak::kHeaderBytes);
+}
+
+// Spins until no result slot of the chunk is pending, asking the stream now
+// and then so that a failed launch ends the wait; counts the pairs left to
+// the double pass.
+cudaError_t wait_results(const Slot& s, int* redo) {
+    volatile uint64_t* slot = result_slots(s);
+    *redo = 0;
+    unsigned spins = 0;
+    for (int64_t i = 0; i < s.npairs; ++i) {
+        while (slot[i] == cudak::kPendingMark) {
+            cpu_relax();
+            if (++spins % 4096 == 0) {
+                const cudaError_t e = cudaStreamQuery(s.stream);
+                // (a finished kernel's writes are visible: idle with a slot pending is a failure)
+                if (e == cudaSuccess && slot[i] == cudak::kPendingMark) return cudaErrorLaunchFailure;
+                if (e != cudaSuccess && e != cudaErrorNotReady) return e;
+            }
         }
+        *redo += slot[i] == cudak::kRedoMark;
     }
     std::atomic_thread_fence(std::memory_order_acquire);
     return cudaSuccess;
 }
 
-// Waits for a notified chunk; recomputes its underflowed pairs in double
+// Waits for a watched chunk; recomputes its underflowed pairs in double
 // when there are any (a second, rare round trip).
-cudaError_t wait_notified(Slot& s) {
-    PYPHMM_CUDA_TRY(wait_notice(s));
-    const int underflows = reinterpret_cast<const volatile int*>(s.hout.p)[0];
-    if (underflows == 0) return cudaSuccess;
-    PYPHMM_CUDA_TRY(cudak::launch_pairhmm_underflow(s.device, s.bufs, underflows, s.stream));
+cudaError_t wait_watched(Slot& s) {
+    int redo = 0;
+    PYPHMM_CUDA_TRY(wait_results(s, &redo));
+    if (redo == 0) return cudaSuccess;
+    PYPHMM_CUDA_TRY(cudak::launch_pairhmm_underflow(s.device, s.bufs, redo, s.stream));
     return cudaStreamSynchronize(s.stream);
 }
 
@@ -166,7 +176,7 @@ cudaError_t finish_slot(Slot& s, CallState& st) {
     if (!s.pending) return cudaSuccess;
     s.pending = false;
     Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
-    PYPHMM_CUDA_TRY(s.notified ? wait_notified(s) : cudaStreamSynchronize(s.stream));
+    PYPHMM_CUDA_TRY(s.bufs.watched ? wait_watched(s) : cudaStreamSynchronize(s.stream));
     st.lap(t, kWait);
     int32_t count = 0;
     std::memcpy(&count, s.hout.p, sizeof(count));
@@ -214,13 +224,14 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     b.scratch_stride = stride;
     b.num_pairs = c.pairs;
     b.longest_rows = cudak::longest_float_rows(packed.bins);
-    // (a thread that yields or sleeps waits in CUDA: the notice is for spinning;
-    // the events of a timed call wait in CUDA too)
-    if (mapped && !st.events && config::on(config::Knob::kCudaNotify) && !cuda::waits_yield(st.device)) {
-        b.host_header = reinterpret_cast<volatile int*>(s.hout.p);
-        b.host_header[1] = 0;  // (fresh pinned memory is not zeroed)
-        b.done_serial = ++s.serial;
-        b.blocks_done = reinterpret_cast<int*>(din + sizeof(int));  // zeroed by the input's header
+    // A spinning thread watches a small float chunk's results (a thread that
+    // yields or sleeps waits in CUDA; the events of a timed call wait in CUDA too).
+    b.watched =
+        mapped && !st.dbl && !st.events && config::on(config::Knob::kCudaNotify) && !cuda::waits_yield(st.device);
+    if (b.watched) {
+        std::memset(s.hout.p, 0, cudak::kHeaderBytes);  // the double pass's count, if none runs
+        uint64_t* slot = reinterpret_cast<uint64_t*>(s.hout.p + cudak::kHeaderBytes);
+        std::fill(slot, slot + c.pairs, cudak::kPendingMark);  // (stored before the launch call)
     }
 
     PYPHMM_CUDA_TRY(cudaMemcpyAsync(din, s.hin.p, L.in_bytes, cudaMemcpyHostToDevice, s.stream));
@@ -229,8 +240,7 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
         st.first_recorded = true;
         PYPHMM_CUDA_TRY(cudaEventRecord(s.ev0, s.stream));
     }
-    PYPHMM_CUDA_TRY(
-        cudak::launch_pairhmm_chunk(st.device, b, packed.bins, st.dbl, st.fast, st.gaps.c, s.stream, &s.notified));
+    PYPHMM_CUDA_TRY(cudak::launch_pairhmm_chunk(st.device, b, packed.bins, st.dbl, st.fast, st.gaps.c, s.stream));
     if (st.events) PYPHMM_CUDA_TRY(cudaEventRecord(s.ev1, s.stream));
     if (!mapped) PYPHMM_CUDA_TRY(cudaMemcpyAsync(s.hout.p, dout, L.out_bytes, cudaMemcpyDeviceToHost, s.stream));
     st.lap(t, kEnqueue);

@@ -86,12 +86,6 @@ struct KernelArgs {
     T* scratch;         // striped: 3 * scratch_stride values per group
     int scratch_stride;
     GapConsts gc;  // Tr::kConst launches
-    // Completion notice of a fused launch that is a chunk's last kernel (see
-    // notify_host): when non-null, the launch's last block writes the
-    // underflow count to host_header[0], then done_serial to host_header[1].
-    int* blocks_done;  // device counter, 0 between launches
-    volatile int* host_header;
-    int done_serial;
 };
 
 template <typename T, bool FMA>
@@ -528,8 +522,10 @@ __device__ __forceinline__ void store_result<float>(const KernelArgs<float>& a, 
                                                     bool redo) {
     // GKL's underflow guard: redo this pair in double. (Also for a sum that is
     // not finite, which valid input cannot give: never return inf or NaN.)
+    // The slot gets kRedoMark until then (see kPendingMark).
     if (!(sum >= 1e-28f && sum <= 3.4028235e38f) || redo) {
         a.under_list[atomicAdd(a.under_count, 1)] = pi;
+        a.out[d.out] = __longlong_as_double(static_cast<long long>(kRedoMark));
         return;
     }
     // log10 of the float sum, correctly rounded to float (through double, so
@@ -614,23 +610,6 @@ struct FusedPlan {
     int count[kNumFusedBins];
 };
 
-// Tells a host that spins on mapped memory that the launch is complete,
-// without a stream synchronisation: every thread fences its results to
-// system scope, the block's last thread to arrive counts the block, and the
-// launch's last block publishes the underflow count, then the serial. The
-// host reads the results after it sees the serial.
-__device__ __forceinline__ void notify_host(const KernelArgs<float>& a) {
-    __threadfence_system();
-    __syncthreads();
-    if (threadIdx.x != 0) return;
-    if (atomicAdd(a.blocks_done, 1) != static_cast<int>(gridDim.x) - 1) return;
-    __threadfence();
-    *a.blocks_done = 0;
-    a.host_header[0] = *reinterpret_cast<volatile int*>(a.under_count);
-    __threadfence_system();
-    a.host_header[1] = a.done_serial;
-}
-
 // Runs plan code `code`: fused bin b (code b) with the table's P, K and
 // arithmetic, or the latency variant with K rows per lane (code
 // kLatencyBin + K). A switch (one jump table) keeps the kernel's register
@@ -660,18 +639,42 @@ __device__ __forceinline__ void run_fused(int code, const KernelArgs<float>& a, 
     // clang-format on
 }
 
+// This block's entry of the plan, read at constant offsets only. A kernel's
+// parameters reach the SM's constant cache cold with every launch; a lookup
+// indexed by a loaded value would wait for one miss after another, while
+// these reads (and the kernel's touch of its arguments) issue together.
+struct FusedEntry {
+    int code, first, count, block, nblocks;
+};
+__device__ __forceinline__ FusedEntry fused_entry(const FusedPlan& plan) {
+    const int b = blockIdx.x;
+    FusedEntry e{plan.bin[0], plan.first[0], plan.count[0], 0, 0};
+    int start = 0, end = plan.block_start[1];
+#pragma unroll
+    for (int i = 1; i < kNumFusedBins; ++i) {
+        if (i < plan.nb && b >= plan.block_start[i]) {
+            e.code = plan.bin[i];
+            e.first = plan.first[i];
+            e.count = plan.count[i];
+            start = plan.block_start[i];
+            end = plan.block_start[i + 1];
+        }
+    }
+    e.block = b - start;
+    e.nblocks = end - start;
+    return e;
+}
+
 template <bool FAST, Tr TR, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (min_blocks<TR, kMaxFusedK>()))
     pairhmm_fused_kernel(KernelArgs<float> a, FusedPlan plan) {
     __shared__ float4 etab[(BLOCK / 32) * etab_warp_float4s<kMaxFusedK>()];  // the largest K of these bins
-    int i = 0;
-    while (i + 1 < plan.nb && static_cast<int>(blockIdx.x) >= plan.block_start[i + 1]) ++i;
-    a.first = plan.first[i];
-    a.count = plan.count[i];
-    const int block = blockIdx.x - plan.block_start[i];
-    const int nblocks = plan.block_start[i + 1] - plan.block_start[i];
-    run_fused<FAST, TR, BLOCK>(plan.bin[i], a, block, nblocks, etab);
-    if (a.host_header) notify_host(a);
+    // The arguments the bins read first, one from each 64-byte line (see fused_entry).
+    asm volatile("" ::"l"(a.pairs), "l"(a.tab.mm), "f"(a.gc.pw[1]), "f"(a.gc.xs[kConstBlock - 1]));
+    const FusedEntry e = fused_entry(plan);
+    a.first = e.first;
+    a.count = e.count;
+    run_fused<FAST, TR, BLOCK>(e.code, a, e.block, e.nblocks, etab);
 }
 
 }  // namespace cudak

@@ -227,21 +227,6 @@ KernelArgs<T> chunk_args(int d, const ChunkBuffers& c) {
     return a;
 }
 
-// The float pass whose fused launch can tell the host that the chunk is
-// done: the chunk's last float pass, if its pairs include fused bins (its
-// fused launch is then the chunk's last kernel: launch_float_pass enqueues
-// a pass's standalone bins first, the passes in order); else -1.
-int notice_pass(const BinRanges& bins) {
-    int last = -1;
-    for (int p = 0; p < kNumPasses; ++p)
-        for (int b = 0; b < pass_bins(static_cast<Pass>(p)); ++b)
-            if (bins.count_of(static_cast<Pass>(p), b)) last = p;
-    if (last < 0 || static_cast<Pass>(last) == Pass::kDouble) return -1;
-    for (int b = 0; b < kNumFusedBins; ++b)
-        if (bins.count_of(static_cast<Pass>(last), b)) return last;
-    return -1;
-}
-
 // The double pass over the float pass's underflow list (da.index). When
 // every read of the chunk has at most kDoubleSweepRows rows it runs
 // unstriped, one sweep of 32 lanes x kDoubleSweepK rows: for GATK's 150 bp
@@ -276,8 +261,7 @@ cudaError_t launch_pairhmm_underflow(int d, const ChunkBuffers& c, int count, cu
 }
 
 cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& bins, bool dbl, bool fast,
-                                 const GapConsts& gaps, cudaStream_t s, bool* notified) {
-    *notified = false;
+                                 const GapConsts& gaps, cudaStream_t s) {
     if (dbl)
         return launch_double_bins(chunk_args<double>(d, c), bins, d, s,
                                   std::make_integer_sequence<int, kNumDoubleBins>{});
@@ -286,26 +270,14 @@ cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& 
     fa.under_list = c.list;
     fa.under_count = c.counter;
     fa.gc = gaps;
-    // Only the last kernel notifies: the stream runs the passes in order.
-    const int notifier = c.host_header ? notice_pass(bins) : -1;
-    *notified = notifier >= 0;
-    auto notice = [&](Tr tr) {
-        KernelArgs<float> a = fa;
-        if (static_cast<int>(float_pass(tr)) == notifier) {
-            a.host_header = c.host_header;
-            a.done_serial = c.done_serial;
-            a.blocks_done = c.blocks_done;
-        }
-        return a;
-    };
     if (fast) {
-        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kRow>(notice(Tr::kRow), bins, d, s)));
-        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kUniform>(notice(Tr::kUniform), bins, d, s)));
-        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kConst>(notice(Tr::kConst), bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kRow>(fa, bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kUniform>(fa, bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<true, Tr::kConst>(fa, bins, d, s)));
     } else {
-        PYPHMM_CUDA_TRY((launch_float_pass<false, Tr::kRow>(notice(Tr::kRow), bins, d, s)));
+        PYPHMM_CUDA_TRY((launch_float_pass<false, Tr::kRow>(fa, bins, d, s)));
     }
-    if (*notified) return cudaSuccess;
+    if (c.watched) return cudaSuccess;
     // The double pass over the float pass's underflow list (its length is
     // only known on the device: the grid covers every pair of the chunk).
     return launch_underflow_pass(d, c, static_cast<int>(c.num_pairs), c.counter, s);

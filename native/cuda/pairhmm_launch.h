@@ -24,11 +24,9 @@ struct ChunkBuffers {
     int scratch_stride;  // pairhmm_scratch_stride
     int64_t num_pairs;
     int longest_rows = kUnbounded;  // longest_float_rows of the chunk: picks the double pass's kernel
-    // Optional completion notice (see notify_host in pairhmm_kernels.cuh):
-    // mapped host memory the last kernel writes (underflow count, serial).
-    volatile int* host_header = nullptr;
-    int done_serial = 0;
-    int* blocks_done = nullptr;  // device int, 0 before the launch
+    // The host watches the results (mapped host memory, see kPendingMark)
+    // and launches the double pass itself, only when a pair needs it.
+    bool watched = false;
 };
 
 // Uploads the PairHMM tables to the current device (device d), once.
@@ -39,17 +37,12 @@ int pairhmm_scratch_stride(int max_hap_len);
 size_t pairhmm_scratch_bytes(int d, int stride, bool fast);
 
 // Enqueues one chunk's kernels on stream s of device d: the float passes
-// (fast or exact arithmetic) then the double pass over the pairs whose
-// float sum underflowed, or every bin in double.
-// When c.host_header is set and the chunk's last kernel is a fused launch
-// (its last float pass has reads of fused bins), that launch notifies the
-// host through c.host_header once it and the kernels before it in the
-// stream are done, the double pass is left to launch_pairhmm_underflow,
-// and *notified is set.
+// (fast or exact arithmetic) then, unless c.watched, the double pass over
+// the pairs whose float sum underflowed; or every bin in double.
 cudaError_t launch_pairhmm_chunk(int d, const ChunkBuffers& c, const BinRanges& bins, bool dbl, bool fast,
-                                 const GapConsts& gaps, cudaStream_t s, bool* notified);
+                                 const GapConsts& gaps, cudaStream_t s);
 
-// The double pass over `count` underflowed pairs of a notified chunk.
+// The double pass over `count` underflowed pairs of a watched chunk.
 cudaError_t launch_pairhmm_underflow(int d, const ChunkBuffers& c, int count, cudaStream_t s);
 
 }  // namespace cudak

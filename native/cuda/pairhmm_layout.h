@@ -60,6 +60,17 @@ struct GapConsts {
     float xs[kConstBlock];       // mx * cc^-i
 };
 
+// Result slots that the host watches (a small chunk whose results go
+// straight to mapped host memory): the host fills them with kPendingMark
+// before the launch, and the float kernels write every pair's slot exactly
+// once, with its result or, for a pair left to the double pass,
+// kRedoMark. Both are NaNs, which no result is; each slot is one aligned
+// 8-byte store, which reaches host memory whole, so the host knows the
+// chunk is done when no slot is pending, with no fence or counter on the
+// device.
+constexpr uint64_t kPendingMark = 0x7ff8000000000001ull;
+constexpr uint64_t kRedoMark = 0x7ff8000000000002ull;
+
 // How a kernel gets a pair's transition constants.
 enum class Tr : int {
     kRow = 0,      // per read row, from the tables
