@@ -13,9 +13,10 @@
 // (default 60, a typical region's latency launch) that spin for KERNEL_US
 // and whose last block writes a serial to mapped host memory, then spins
 // (--yield: yields) until it sees the serial, as pyphmm's completion notice
-// does. --param-bytes sends the input as the kernel's parameters instead
-// of a copy (each block reads its share of them). Prints calls per second over all threads (after a common start) and
-// the median time in the copy call, the launch call and the wait.
+// did before pyphmm watched result slots. --param-bytes sends the input as
+// the kernel's parameters instead of a copy (each block reads its share of
+// them). Prints calls per second over all threads (after a common start)
+// and the median time in the copy call, the launch call and the wait.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -223,8 +224,7 @@ int main(int argc, char** argv) {
     };
     std::printf(
         "threads %2d, kernel %.0f us, %d blocks, smem %d, params %d%s%s: %.0f calls/s | median copy %.1f launch %.1f "
-        "wait %.1f "
-        "call %.1f us\n",
+        "wait %.1f call %.1f us\n",
         o.threads, o.kernel_us, o.blocks, o.smem, o.param_bytes, o.copy && !o.param_bytes ? "" : ", no copy",
         o.yield ? ", yield" : "", o.threads * o.iters / (span * 1e-6), mid(&Medians::copy), mid(&Medians::launch),
         mid(&Medians::wait), mid(&Medians::call));

@@ -180,7 +180,7 @@ void set_knob(const char* name, const char* value) {
 
 // Two more passes of `threads` threads with the library's timers on: with
 // CUDA events around the kernels (the kernels' time; the events also change
-// the calls: they wait in CUDA, not on the completion notice, and with many
+// the calls: they wait in CUDA instead of watching their results, and with many
 // threads the event records queue in the driver) and without
 // (PYPHMM_CUDA_TIMING_EVENTS=0: the host phases of an untimed call).
 // Prints the medians per call.

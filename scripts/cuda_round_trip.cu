@@ -2,10 +2,10 @@
 // before any of its own work. Times, per iteration, the host-to-device copy
 // of a per-region input (48 KiB from pinned memory), the launch of a kernel
 // of a typical region's grid (60 blocks x 128 threads) that reads it, and the
-// host spinning until the kernel's flag lands in mapped memory (pyphmm's
-// completion notice). Three variants: copy + launch; launch alone (input
-// already on the device); launch alone reading the input from mapped host
-// memory (no copy). Prints median and p99 of the round trip and the median
+// host spinning until the kernel's flag lands in mapped memory (as pyphmm
+// waited for a completion notice before it watched result slots). Three
+// variants: copy + launch; launch alone (input already on the device);
+// launch alone reading the input from mapped host memory (no copy). Prints median and p99 of the round trip and the median
 // time the enqueue calls took.
 //
 // With a thread count (argument 1), that many host threads do the same at

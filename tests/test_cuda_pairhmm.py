@@ -144,7 +144,7 @@ def test_small_calls_vs_cpu(workload):
 def test_timed_calls_with_and_without_events(knob):
     """PYPHMM_CUDA_TIMING=1 fills the host phases of per-region calls; with
     PYPHMM_CUDA_TIMING_EVENTS=0 there are no CUDA events (kernel_seconds 0)
-    and the call keeps its completion notice. Results equal untimed ones."""
+    and the call keeps watching its results. Results equal untimed ones."""
     if GPU != "cuda":
         pytest.skip("GPU only")
     rng = np.random.default_rng(5)
@@ -372,9 +372,9 @@ def test_no_inf_for_extreme_underflow():
 
 def test_uniform_reads_join_the_per_row_pass():
     """A small call with per-base gap values and uniform reads runs them all
-    in the per-row pass, one launch (and its completion notice) instead of
-    two: the uniform reads' results equal, bit for bit, those of a call of
-    the uniform reads alone (the uniform pass)."""
+    in the per-row pass, one launch instead of two: the uniform reads'
+    results equal, bit for bit, those of a call of the uniform reads alone
+    (the uniform pass)."""
     rng = np.random.default_rng(12)
     rb, hb = make_region(rng, 24, 3, (90, 151), (200, 350))
     ins, dels, gcp = rb.ins.copy(), rb.dels.copy(), rb.gcp.copy()
@@ -395,12 +395,12 @@ def test_uniform_reads_join_the_per_row_pass():
     assert np.abs(got - cpu).max() <= TOL
 
 
-def test_two_pass_call_notified_with_underflow():
+def test_two_pass_call_watched_with_underflow():
     """A per-region call whose reads need two float passes (the call's
-    constant triple, then per-row values) has its last launch tell the host
-    it is done; pairs that underflow float are then redone in double. Every
-    pair agrees with the CPU backend, and both passes and the double pass
-    ran."""
+    constant triple, then per-row values) is watched through its result
+    slots, which both launches write; pairs that underflow float are then
+    redone in double. Every pair agrees with the CPU backend, and both
+    passes and the double pass ran."""
     rng = np.random.default_rng(17)
     gatk = _with_triple(make_region(rng, 6, 3, (120, 151), (200, 300)), (45, 45, 10))
     under = make_region(rng, 6, 3, (200, 250), (400, 600), mismatch=0.1, qual=(30, 50))  # per-row, underflows

@@ -59,8 +59,8 @@ const Spec kSpecs[] = {
     {Knob::kCudaMappedOut, "PYPHMM_CUDA_MAPPED_OUT", Type::kInt, 4096, 0, kBig, nullptr, "first use",
      "GPU chunks of at most this many pairs write results straight to host memory"},
     {Knob::kCudaNotify, "PYPHMM_CUDA_NOTIFY", Type::kBool, 1, 0, 1, nullptr, "reload",
-     "small GPU calls: the kernel tells the waiting host it is done through host memory, and the double "
-     "pass is launched only when a pair underflowed"},
+     "small GPU calls: the waiting thread watches the results arrive in host memory instead of synchronising "
+     "the stream, and launches the double pass only when a pair underflowed"},
     {Knob::kCudaSync, "PYPHMM_CUDA_SYNC", Type::kEnum, kSyncSpin, 0, 0, "spin|yield|block", "first use",
      "how a thread waits for the GPU: spin (the fastest, also for many processes under MPS), yield the CPU "
      "while spinning, or sleep"},
@@ -68,7 +68,7 @@ const Spec kSpecs[] = {
      "time GPU kernels and host phases into pyphmm_stats (costs a few us per call)"},
     {Knob::kCudaTimingEvents, "PYPHMM_CUDA_TIMING_EVENTS", Type::kBool, 1, 0, 1, nullptr, "reload",
      "timed GPU calls record CUDA events around their kernels (kernel_seconds); 0: host phases only, and a "
-     "small call keeps the completion notice, so its phases are those of an untimed call (with many threads "
+     "small call keeps watching its results, so its phases are those of an untimed call (with many threads "
      "of one process, the events slow down the calls they time)"},
     {Knob::kSwGpuBudgetMb, "PYPHMM_SW_GPU_BUDGET_MB", Type::kInt, 0, 0, kBig, nullptr, "reload",
      "cap on the device memory of a GPU Smith-Waterman call, MiB (0: 60% of free memory)"},
