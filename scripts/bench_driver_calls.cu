@@ -49,9 +49,10 @@ constexpr size_t kInputBytes = 46 << 10;
         }                                                                                   \
     } while (0)
 
-__global__ void busy_kernel(const int* in, volatile int* host_flag, int serial, long long cycles, int* blocks_done) {
-    const long long t0 = clock64();
-    int acc = in[threadIdx.x];
+// Spins until `cycles` have passed since t0, then the launch's last block
+// writes the serial to mapped host memory.
+__device__ void spin_and_notify(long long t0, long long cycles, int acc, volatile int* host_flag, int serial,
+                                int* blocks_done) {
     while (clock64() - t0 < cycles) acc += 1;
     if (acc == -1) host_flag[2] = acc;  // (keeps the loop)
     __threadfence_system();
@@ -61,6 +62,11 @@ __global__ void busy_kernel(const int* in, volatile int* host_flag, int serial, 
         __threadfence_system();
         host_flag[0] = serial;
     }
+}
+
+__global__ void busy_kernel(const int* in, volatile int* host_flag, int serial, long long cycles, int* blocks_done) {
+    const long long t0 = clock64();
+    spin_and_notify(t0, cycles, in[threadIdx.x], host_flag, serial, blocks_done);
 }
 
 // The input as kernel parameters (at most 32,764 bytes since CUDA 12.1).
@@ -78,15 +84,7 @@ __global__ void param_kernel(const __grid_constant__ Params<N> p, volatile int* 
     int acc = 0;
     for (int i = blockIdx.x * share + threadIdx.x; i < min(kWords, (blockIdx.x + 1) * share); i += blockDim.x)
         acc += p.w[i];
-    while (clock64() - t0 < cycles) acc += 1;
-    if (acc == -1) host_flag[2] = acc;  // (keeps the loop)
-    __threadfence_system();
-    __syncthreads();
-    if (threadIdx.x == 0 && atomicAdd(blocks_done, 1) == static_cast<int>(gridDim.x) - 1) {
-        *blocks_done = 0;
-        __threadfence_system();
-        host_flag[0] = serial;
-    }
+    spin_and_notify(t0, cycles, acc, host_flag, serial, blocks_done);
 }
 
 template <int N>
