@@ -669,7 +669,8 @@ template <bool FAST, Tr TR, int BLOCK>
 __global__ void __launch_bounds__(BLOCK, (min_blocks<TR, kMaxFusedK>()))
     pairhmm_fused_kernel(KernelArgs<float> a, FusedPlan plan) {
     __shared__ float4 etab[(BLOCK / 32) * etab_warp_float4s<kMaxFusedK>()];  // the largest K of these bins
-    // The arguments the bins read first, one from each 64-byte line (see fused_entry).
+    // Some of the arguments the bins read first, spread over the parameter
+    // block, so that their misses overlap those of the plan (see fused_entry).
     asm volatile("" ::"l"(a.pairs), "l"(a.tab.mm), "f"(a.gc.pw[1]), "f"(a.gc.xs[kConstBlock - 1]));
     const FusedEntry e = fused_entry(plan);
     a.first = e.first;
