@@ -10,9 +10,10 @@
 //
 // For each thread count the threads take interleaved shares of the regions
 // and call synchronously, after a common start; it prints per-call median
-// and p99 latency and the aggregate GCUPS (all cells / span from the start
-// to the last finish), best pass of --passes. --phases adds, for each
-// thread count, the library's own split of a call (PYPHMM_FLAG_TIMING),
+// and p99 latency, the aggregate GCUPS (all cells / span from the start to
+// the last finish) and the CPU cores the process kept busy meanwhile (its
+// user + system time / the span), best pass of --passes. --phases adds, for
+// each thread count, the library's own split of a call (PYPHMM_FLAG_TIMING),
 // once with CUDA events (kernel time) and once without (the phases of an
 // untimed call): host setup/pack/enqueue/wait/copy-out medians. --group G
 // passes G consecutive regions of a thread's share per call (what a caller
@@ -30,6 +31,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include "pyphmm.h"
 
@@ -99,6 +102,13 @@ bool read_records(const char* path, std::vector<Region>& out) {
     return !out.empty();
 }
 
+// The process's CPU time so far (user + system), seconds.
+double cpu_seconds() {
+    rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 double pct(std::vector<double> v, double p) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
@@ -107,6 +117,7 @@ double pct(std::vector<double> v, double p) {
 
 struct Series {
     double gcups = 0, median_us = 0, p99_us = 0;
+    double cpu_cores = 0;  // the process's CPU time (user + system) over the span
     // PYPHMM_FLAG_TIMING passes: per call, the kernels' time and the host phases (us)
     std::vector<double> kernel_us, phase_us[5];
 };
@@ -150,14 +161,18 @@ Series run_pass(const std::vector<Region>& regions, int threads, int group, cons
             done[t] = Clock::now();
         });
     while (ready.load() < threads) std::this_thread::yield();
+    const double cpu0 = cpu_seconds();
     const Clock::time_point start = Clock::now();
     go.store(true, std::memory_order_release);
     for (auto& th : pool) th.join();
     const Clock::time_point end = *std::max_element(done.begin(), done.end());
+    const double cpu1 = cpu_seconds();
     std::vector<double> all;
     for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
     Series s;
-    s.gcups = cells / std::chrono::duration<double>(end - start).count() / 1e9;
+    const double span = std::chrono::duration<double>(end - start).count();
+    s.gcups = cells / span / 1e9;
+    s.cpu_cores = (cpu1 - cpu0) / span;
     s.median_us = pct(all, 0.5);
     s.p99_us = pct(all, 0.99);
     for (const auto& v : stats)
@@ -269,8 +284,8 @@ int main(int argc, char** argv) {
                 if (s.gcups > best.gcups) best = s;
             }
             if (group > 1) std::printf("  %d regions per call:", group);
-            std::printf("  threads %2d: aggregate %.1f GCUPS, per call median %.1f us, p99 %.1f us\n", t, best.gcups,
-                        best.median_us, best.p99_us);
+            std::printf("  threads %2d: aggregate %.1f GCUPS, per call median %.1f us, p99 %.1f us; CPU %.1f cores\n",
+                        t, best.gcups, best.median_us, best.p99_us, best.cpu_cores);
         }
         if (with_phases)
             for (int t : threads) phases(regions, t, group, opts);
