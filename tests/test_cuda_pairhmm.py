@@ -162,6 +162,28 @@ def test_timed_calls_with_and_without_events(knob):
             assert (st["kernel_seconds"] > 0) == (events == "1"), st["kernel_seconds"]
 
 
+def test_napping_waits_give_the_same_results(knob):
+    """PYPHMM_CUDA_NAP: a thread watching a small call's results first sleeps
+    through part of the wait it learned from its earlier calls. Results are
+    those of a thread that spins throughout, for regions of other sizes than
+    the ones it learned from and for a call with a pair redone in double."""
+    if GPU != "cuda":
+        pytest.skip("GPU only")
+    rng = np.random.default_rng(8)
+    calls = [make_region(rng, 30, 4, (100, 151), (200, 400)) for _ in range(6)]
+    calls += [make_region(rng, 5, 2, (20, 40), (30, 60)) for _ in range(3)]  # short waits after long ones
+    calls.append(make_region(rng, 6, 3, (200, 250), (400, 600), mismatch=0.1, qual=(30, 50)))  # underflows
+    knob("PYPHMM_CUDA_NAP", "0")
+    spinning = [pyphmm.compute_regions([c], backend=GPU)[0] for c in calls]
+    knob("PYPHMM_CUDA_NAP", "90")
+    for rep in range(3):
+        for k, (call, ref) in enumerate(zip(calls, spinning)):
+            st = {}
+            out = pyphmm.compute_regions([call], backend=GPU, stats=st)[0]
+            np.testing.assert_array_equal(out, ref, err_msg=f"pass {rep}, call {k}")
+    assert st["double_pairs"] > 0, "the last call must exercise the double pass"
+
+
 def test_exact_arithmetic_vs_gkl_and_cpu():
     """PYPHMM_CUDA_ARITH=exact (GKL's operation order, no FMA) meets the same
     contract as the default fast arithmetic: GKL's values and the CPU's."""

@@ -32,6 +32,7 @@ enum class Knob : int {
     kCudaConstGaps,      // bool
     kCudaMappedOut,      // int
     kCudaNotify,         // bool
+    kCudaNap,            // int percent
     kCudaSync,           // enum spin|yield|block
     kCudaTiming,         // bool
     kCudaTimingEvents,   // bool

@@ -18,6 +18,10 @@
 // Threads: contexts (two slots each) live in a per-device pool; each call
 // borrows one, so concurrent callers never share streams or buffers.
 #include <cuda_runtime.h>
+#include <time.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -58,6 +62,7 @@ struct Slot {
     bool timed = false;
     int device = 0;
     cudak::ChunkBuffers bufs;  // (watched: for the deferred double pass)
+    int max_hap_len = 1;       // (watched: the size of its wait, see NapModel)
 };
 
 struct Context {
@@ -140,8 +145,8 @@ volatile uint64_t* result_slots(const Slot& s) {
 
 // Spins until no result slot of the chunk is pending, asking the stream now
 // and then so that a failed launch ends the wait; counts the pairs left to
-// the double pass.
-cudaError_t wait_results(const Slot& s, int* redo) {
+// the double pass. *spun: whether any slot was still pending.
+cudaError_t wait_results(const Slot& s, int* redo, bool* spun) {
     volatile uint64_t* slot = result_slots(s);
     *redo = 0;
     unsigned spins = 0;
@@ -157,15 +162,71 @@ cudaError_t wait_results(const Slot& s, int* redo) {
         }
         *redo += slot[i] == cudak::kRedoMark;
     }
+    *spun = spins > 0;
     std::atomic_thread_fence(std::memory_order_acquire);
     return cudaSuccess;
+}
+
+// Napping (PYPHMM_CUDA_NAP). A thread that watches a small chunk's results
+// would spin on its core for the whole GPU time. With many GATK threads or
+// processes per core, that spinning takes the cores that their other work
+// and the JVMs' own threads need, so the thread first sleeps through part of
+// the wait it expects and spins only for the rest. The expectation is
+// learned per thread, in microseconds per unit of work: a unit is a step of
+// the latency kernels (a chunk's longest haplotype sets their step count),
+// and kNapFixedUnits stand for the launch and a pair's setup.
+struct NapModel {
+    double us_per_unit = 0;  // 0 until this thread has waited once
+    bool slack_set = false;
+};
+thread_local NapModel t_nap;
+constexpr int kNapFixedUnits = 64;
+constexpr double kNapMarginUs = 4;  // woken this long before the expected end
+constexpr double kNapMinUs = 8;     // a shorter nap frees less than its two context switches cost
+
+double nap_units(const Slot& s) { return s.max_hap_len + kNapFixedUnits; }
+
+// Sleeps for the napped share of the expected wait; true if it slept.
+bool nap(const Slot& s) {
+    const int64_t percent = config::get(config::Knob::kCudaNap);
+    if (percent <= 0 || t_nap.us_per_unit <= 0) return false;
+    const double us = percent / 100.0 * t_nap.us_per_unit * nap_units(s) - kNapMarginUs;
+    if (us < kNapMinUs) return false;
+#if defined(__linux__)
+    if (!t_nap.slack_set) {  // the default timer slack (50 us) would oversleep every nap
+        prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+        t_nap.slack_set = true;
+    }
+#endif
+    const timespec ts{0, static_cast<long>(us * 1e3)};
+    nanosleep(&ts, nullptr);  // (a signal ends it early: the spin does the rest)
+    return true;
+}
+
+// Learns from a wait of `us` microseconds. When the results were all there
+// on waking, the wait was at most that long: the estimate drops to it at
+// once (an oversleeping thread would otherwise learn its own naps);
+// otherwise it moves an eighth of the way.
+void learn_wait(const Slot& s, double us, bool done_on_waking) {
+    const double observed = us / nap_units(s);
+    double& est = t_nap.us_per_unit;
+    if (est <= 0)
+        est = observed;
+    else if (done_on_waking)
+        est = std::min(est, observed);
+    else
+        est += (observed - est) / 8;
 }
 
 // Waits for a watched chunk; recomputes its underflowed pairs in double
 // when there are any (a second, rare round trip).
 cudaError_t wait_watched(Slot& s) {
+    const Clock::time_point t0 = Clock::now();
+    const bool napped = nap(s);
     int redo = 0;
-    PYPHMM_CUDA_TRY(wait_results(s, &redo));
+    bool spun = false;
+    PYPHMM_CUDA_TRY(wait_results(s, &redo, &spun));
+    learn_wait(s, std::chrono::duration<double, std::micro>(Clock::now() - t0).count(), napped && !spun);
     if (redo == 0) return cudaSuccess;
     PYPHMM_CUDA_TRY(cudak::launch_pairhmm_underflow(s.device, s.bufs, redo, s.stream));
     return cudaStreamSynchronize(s.stream);
@@ -249,6 +310,7 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     s.bufs = b;
     s.user_out = out + c.out_first;
     s.npairs = c.pairs;
+    s.max_hap_len = packed.max_hap_len;
     s.timed = st.events;
     return cudaSuccess;
 }
