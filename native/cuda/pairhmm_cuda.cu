@@ -183,6 +183,7 @@ thread_local NapModel t_nap;
 constexpr int kNapFixedUnits = 64;
 constexpr double kNapMarginUs = 4;  // woken this long before the expected end
 constexpr double kNapMinUs = 8;     // a shorter nap frees less than its two context switches cost
+constexpr double kNapMaxUs = 2000;  // (a stall learned from one long wait costs at most this once)
 
 double nap_units(const Slot& s) { return s.max_hap_len + kNapFixedUnits; }
 
@@ -190,7 +191,7 @@ double nap_units(const Slot& s) { return s.max_hap_len + kNapFixedUnits; }
 bool nap(const Slot& s) {
     const int64_t percent = config::get(config::Knob::kCudaNap);
     if (percent <= 0 || t_nap.us_per_unit <= 0) return false;
-    const double us = percent / 100.0 * t_nap.us_per_unit * nap_units(s) - kNapMarginUs;
+    const double us = std::min(percent / 100.0 * t_nap.us_per_unit * nap_units(s) - kNapMarginUs, kNapMaxUs);
     if (us < kNapMinUs) return false;
 #if defined(__linux__)
     if (!t_nap.slack_set) {  // the default timer slack (50 us) would oversleep every nap
