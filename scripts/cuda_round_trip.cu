@@ -5,8 +5,9 @@
 // host spinning until the kernel's flag lands in mapped memory (as pyphmm
 // waited for a completion notice before it watched result slots). Three
 // variants: copy + launch; launch alone (input already on the device);
-// launch alone reading the input from mapped host memory (no copy). Prints median and p99 of the round trip and the median
-// time the enqueue calls took.
+// launch alone reading the input from mapped host memory (no copy). Prints
+// median and p99 of the round trip and the median time the enqueue calls
+// took.
 //
 // With a thread count (argument 1), that many host threads do the same at
 // once, each with its own stream and buffers, as GATK's threads do through
