@@ -137,6 +137,11 @@ def test_info_json():
             d.pop("calibration"), d.pop("gpu_min_cells")
     # Seen by each process at its start: the child sees this test process on the GPU.
     assert data.pop("gpu_other_processes") >= mine.pop("gpu_other_processes")
+    if mine["usable_devices"] > 1:  # the child may choose another GPU than the one this process holds
+        for d in (data, mine):
+            device = d.pop("device")
+            assert 0 <= device < d["usable_devices"]
+            assert d.pop("cuda_status").startswith(f"CUDA device {device}: {d.pop('device_name')} ")
     assert data == mine
 
 
