@@ -5,7 +5,7 @@
 //
 //   nvcc -O2 -std=c++17 -arch=sm_90 scripts/bench_driver_calls.cu -o /tmp/bench_driver_calls
 //   /tmp/bench_driver_calls THREADS KERNEL_US [--iters N] [--no-copy] [--yield] [--blocks B] [--smem BYTES]
-//       [--param-bytes 4096|16384|32000]
+//       [--param-bytes 4096|16384|32000] [--graph]
 //
 // Each thread has its own stream, a pinned mapped input of 46 KB (a typical
 // GATK region packed) and a device buffer; per iteration it enqueues the
@@ -15,7 +15,9 @@
 // (--yield: yields) until it sees the serial, as pyphmm's completion notice
 // did before pyphmm watched result slots. --param-bytes sends the input as
 // the kernel's parameters instead of a copy (each block reads its share of
-// them). Prints calls per second over all threads (after a common start)
+// them). --graph makes the copy and the launch one CUDA graph per thread,
+// built once and launched per call (the serial then travels in the copied
+// input). Prints calls per second over all threads (after a common start)
 // and the median time in the copy call, the launch call and the wait.
 #include <cuda_runtime.h>
 
@@ -70,6 +72,13 @@ __global__ void busy_kernel(const int* in, volatile int* host_flag, int serial, 
 }
 
 // The input as kernel parameters (at most 32,764 bytes since CUDA 12.1).
+// The kernel of --graph: the graph's nodes never change, so the serial
+// arrives as the input's first word.
+__global__ void graph_kernel(const int* in, volatile int* host_flag, long long cycles, int* blocks_done) {
+    const long long t0 = clock64();
+    spin_and_notify(t0, cycles, in[threadIdx.x + 1], host_flag, in[0], blocks_done);
+}
+
 template <int N>
 struct Params {
     int w[N / 4];
@@ -106,12 +115,32 @@ double median(std::vector<double> v) {
 struct Options {
     int threads = 1, iters = 2000, blocks = 60, smem = 0, param_bytes = 0;
     double kernel_us = 30;
-    bool copy = true, yield = false;
+    bool copy = true, yield = false, graph = false;
 };
 
 struct Medians {
     double copy = 0, launch = 0, wait = 0, call = 0;
 };
+
+// --graph: this thread's copy + launch as one instantiated graph.
+cudaGraphExec_t make_graph(const Options& o, char* d, const char* h, int* dflag, long long cycles, int* blocks_done) {
+    cudaGraph_t g;
+    cudaGraphNode_t copy, kernel;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    CHECK_CUDA(cudaGraphAddMemcpyNode1D(&copy, g, nullptr, 0, d, h, kInputBytes, cudaMemcpyHostToDevice));
+    const int* in = reinterpret_cast<const int*>(d);
+    void* args[] = {&in, &dflag, &cycles, &blocks_done};
+    cudaKernelNodeParams kp{};
+    kp.func = reinterpret_cast<void*>(graph_kernel);
+    kp.gridDim = dim3(o.blocks);
+    kp.blockDim = dim3(128);
+    kp.kernelParams = args;
+    CHECK_CUDA(cudaGraphAddKernelNode(&kernel, g, &copy, 1, &kp));
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    return exec;
+}
 
 // One caller thread: its own stream and buffers, then `iters` calls.
 void caller(const Options& o, long long cycles, std::atomic<int>& ready, std::atomic<bool>& go, Medians& out) {
@@ -126,6 +155,8 @@ void caller(const Options& o, long long cycles, std::atomic<int>& ready, std::at
     CHECK_CUDA(cudaMalloc(&d, kInputBytes));
     CHECK_CUDA(cudaMalloc(&blocks_done, sizeof(int)));
     CHECK_CUDA(cudaMemset(blocks_done, 0, sizeof(int)));
+    cudaGraphExec_t graph = o.graph ? make_graph(o, d, h, dflag, cycles, blocks_done) : nullptr;
+    if (graph) CHECK_CUDA(cudaGraphUpload(graph, s));
     CHECK_CUDA(cudaStreamSynchronize(s));
     std::vector<double> copy, launch, wait, call;
     volatile int* notice = flag;
@@ -134,9 +165,13 @@ void caller(const Options& o, long long cycles, std::atomic<int>& ready, std::at
     for (int i = 1; i <= o.iters; ++i) {
         notice[0] = 0;
         const Clock::time_point t0 = Clock::now();
-        if (o.copy && !o.param_bytes) CHECK_CUDA(cudaMemcpyAsync(d, h, kInputBytes, cudaMemcpyHostToDevice, s));
+        if (graph) std::memcpy(h, &i, sizeof(i));  // (the previous call's copy has run)
+        if (o.copy && !o.param_bytes && !graph)
+            CHECK_CUDA(cudaMemcpyAsync(d, h, kInputBytes, cudaMemcpyHostToDevice, s));
         const Clock::time_point t1 = Clock::now();
-        if (o.param_bytes == 4096)
+        if (graph)
+            CHECK_CUDA(cudaGraphLaunch(graph, s));
+        else if (o.param_bytes == 4096)
             launch_params<4096>(h, o.blocks, s, dflag, i, cycles, blocks_done);
         else if (o.param_bytes == 16384)
             launch_params<16384>(h, o.blocks, s, dflag, i, cycles, blocks_done);
@@ -178,6 +213,8 @@ bool parse(int argc, char** argv, Options& o) {
             o.param_bytes = std::atoi(argv[++i]);
         else if (!std::strcmp(a, "--no-copy"))
             o.copy = false;
+        else if (!std::strcmp(a, "--graph"))
+            o.graph = true;
         else if (!std::strcmp(a, "--yield"))
             o.yield = true;
         else
@@ -185,7 +222,8 @@ bool parse(int argc, char** argv, Options& o) {
     }
     const bool params_ok =
         o.param_bytes == 0 || o.param_bytes == 4096 || o.param_bytes == 16384 || o.param_bytes == 32000;
-    return o.threads > 0 && o.iters > 0 && o.blocks > 0 && o.smem >= 0 && o.kernel_us >= 0 && params_ok;
+    return o.threads > 0 && o.iters > 0 && o.blocks > 0 && o.smem >= 0 && o.kernel_us >= 0 && params_ok &&
+           !(o.graph && (o.param_bytes || !o.copy || o.smem));
 }
 
 }  // namespace
@@ -195,7 +233,7 @@ int main(int argc, char** argv) {
     if (!parse(argc, argv, o)) {
         std::fprintf(stderr,
                      "usage: %s THREADS KERNEL_US [--iters N] [--no-copy] [--yield] [--blocks B] [--smem BYTES] "
-                     "[--param-bytes 4096|16384|32000]\n",
+                     "[--param-bytes 4096|16384|32000] [--graph]\n",
                      argv[0]);
         return 2;
     }
@@ -221,10 +259,10 @@ int main(int argc, char** argv) {
         return median(v);
     };
     std::printf(
-        "threads %2d, kernel %.0f us, %d blocks, smem %d, params %d%s%s: %.0f calls/s | median copy %.1f launch %.1f "
+        "threads %2d, kernel %.0f us, %d blocks, smem %d, params %d%s%s%s: %.0f calls/s | median copy %.1f launch %.1f "
         "wait %.1f call %.1f us\n",
         o.threads, o.kernel_us, o.blocks, o.smem, o.param_bytes, o.copy && !o.param_bytes ? "" : ", no copy",
-        o.yield ? ", yield" : "", o.threads * o.iters / (span * 1e-6), mid(&Medians::copy), mid(&Medians::launch),
-        mid(&Medians::wait), mid(&Medians::call));
+        o.yield ? ", yield" : "", o.graph ? ", graph" : "", o.threads * o.iters / (span * 1e-6), mid(&Medians::copy),
+        mid(&Medians::launch), mid(&Medians::wait), mid(&Medians::call));
     return 0;
 }
