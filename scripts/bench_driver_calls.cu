@@ -71,7 +71,6 @@ __global__ void busy_kernel(const int* in, volatile int* host_flag, int serial, 
     spin_and_notify(t0, cycles, in[threadIdx.x], host_flag, serial, blocks_done);
 }
 
-// The input as kernel parameters (at most 32,764 bytes since CUDA 12.1).
 // The kernel of --graph: the graph's nodes never change, so the serial
 // arrives as the input's first word.
 __global__ void graph_kernel(const int* in, volatile int* host_flag, long long cycles, int* blocks_done) {
@@ -79,6 +78,7 @@ __global__ void graph_kernel(const int* in, volatile int* host_flag, long long c
     spin_and_notify(t0, cycles, in[threadIdx.x + 1], host_flag, in[0], blocks_done);
 }
 
+// The input as kernel parameters (at most 32,764 bytes since CUDA 12.1).
 template <int N>
 struct Params {
     int w[N / 4];
