@@ -137,6 +137,7 @@ def info() -> dict:
         "gpu_other_processes": i.gpu_other_processes,
         "mps": bool(i.mps),
         "mps_pipe_dir": s(i.mps_pipe_dir) or None,
+        "cuda_nap_percent": i.cuda_nap_percent,
         "jni_compiled": bool(i.jni_compiled),
         "library": library_path(),
     }

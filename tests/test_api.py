@@ -224,7 +224,7 @@ def test_info_keys():
     }
     assert expected <= set(inf)
     assert inf["version"] == pyphmm.__version__
-    assert inf["abi_version"] == 3
+    assert inf["abi_version"] == 4
     assert "cpu" in inf["backends"]
     assert inf["cpu_threads"] >= 1 and inf["cpu_kernel"]
     assert ("cuda" in inf["backends"]) == inf["cuda_usable"]

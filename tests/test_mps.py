@@ -7,16 +7,19 @@ exit 0 when a daemon answers, non-zero when none does."""
 
 import json
 import os
+import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
 import pytest
 
-from devtools.child import child_env
+from devtools.child import child_env, run_cli
 from pyphmm import mps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -271,3 +274,58 @@ def test_private_daemon_quits_on_signal(fake_control, sig):
     while os.path.exists(pipe) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists(pipe)
+
+
+@pytest.fixture
+def mps_stand_in():
+    """A pipe directory with a listening control socket, and a process named
+    nvidia-cuda-mps-server: what the library looks for to know that MPS
+    serves a process. Yields (pipe_dir, start_server)."""
+    pipe = tempfile.mkdtemp(prefix="pyphmm-t-", dir="/tmp")  # (a socket path is limited to ~100 bytes)
+    control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    control.bind(os.path.join(pipe, "control"))
+    control.listen(1)
+    servers = []
+
+    def start_server():
+        servers.append(subprocess.Popen(["nvidia-cuda-mps-server", "600"], executable=shutil.which("sleep")))
+
+    try:
+        yield pipe, start_server
+    finally:
+        for s in servers:
+            s.kill()
+            s.wait()
+        control.close()
+        shutil.rmtree(pipe)
+
+
+@pytest.mark.parametrize(
+    "control, server, nap, mps_seen, naps",
+    [
+        (True, True, None, True, 60),  # MPS serves the process: its waits nap by default
+        (True, True, "0", True, 0),  # the knob overrides both ways
+        (True, False, None, False, 0),  # a control daemon without a server serves no one
+        (False, False, "30", False, 30),
+        (False, False, None, False, 0),
+    ],
+)
+def test_library_sees_mps_and_naps_under_it(mps_stand_in, monkeypatch, control, server, nap, mps_seen, naps):
+    """The native library's view (pyphmm info, through a stand-in GPU): an
+    MPS server that serves the process, and the nap that follows from it
+    unless PYPHMM_CUDA_NAP says otherwise."""
+    pipe, start_server = mps_stand_in
+    if server:
+        start_server()
+    env = {"PYPHMM_TEST_FAKE_GPU": "1", "CUDA_MPS_PIPE_DIRECTORY": pipe if control else pipe + "-none"}
+    monkeypatch.delenv("PYPHMM_CUDA_NAP", raising=False)
+    if nap is not None:
+        env["PYPHMM_CUDA_NAP"] = nap
+    p = run_cli("info", "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    inf = json.loads(p.stdout)
+    assert (inf["mps"], inf["cuda_nap_percent"]) == (mps_seen, naps), inf
+    assert inf["mps_pipe_dir"] == env["CUDA_MPS_PIPE_DIRECTORY"]
+    text = run_cli("info", env=env).stdout
+    waits = f"a waiting thread naps {naps}% of the wait" if naps else "a waiting thread spins"
+    assert waits in text and ("MPS serves this process" in text) == mps_seen, text

@@ -61,9 +61,10 @@ const Spec kSpecs[] = {
     {Knob::kCudaNotify, "PYPHMM_CUDA_NOTIFY", Type::kBool, 1, 0, 1, nullptr, "reload",
      "small GPU calls: the waiting thread watches the results arrive in host memory instead of synchronising "
      "the stream, and launches the double pass only when a pair underflowed"},
-    {Knob::kCudaNap, "PYPHMM_CUDA_NAP", Type::kInt, 0, 0, 90, nullptr, "reload",
+    {Knob::kCudaNap, "PYPHMM_CUDA_NAP", Type::kInt, -1, 0, 90, nullptr, "reload",
      "small GPU calls: percent of the wait a thread expects (learned from its earlier calls) that it sleeps "
-     "before it watches the results, so that its core serves other threads meanwhile (0: spin throughout)"},
+     "before it watches the results, so that its core serves other threads meanwhile (0: spin throughout; "
+     "unset: 60 in a process that an MPS server serves, else 0)"},
     {Knob::kCudaSync, "PYPHMM_CUDA_SYNC", Type::kEnum, kSyncSpin, 0, 0, "spin|yield|block", "first use",
      "how a thread waits for the GPU: spin (the fastest, also for many processes under MPS), yield the CPU "
      "while spinning, or sleep"},

@@ -32,7 +32,7 @@ enum class Knob : int {
     kCudaConstGaps,      // bool
     kCudaMappedOut,      // int
     kCudaNotify,         // bool
-    kCudaNap,            // int percent
+    kCudaNap,            // int percent, -1 = by MPS (gpu.h)
     kCudaSync,           // enum spin|yield|block
     kCudaTiming,         // bool
     kCudaTimingEvents,   // bool

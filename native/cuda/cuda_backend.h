@@ -40,6 +40,7 @@ int cuda_device_init(int device, pyphmm_error* error);
 struct GpuCallOptions {
     bool double_precision = false;
     bool timing = false;  // fill the stats' kernel and host-phase times
+    int nap_percent = 0;  // share of a small call's expected wait its thread sleeps (dispatch/gpu.h)
 };
 
 // Same contract as cpu_pairhmm, on device `device` (initialised). Returns

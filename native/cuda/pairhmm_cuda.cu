@@ -97,6 +97,7 @@ struct CallState {
     bool events;            // timing with CUDA events around the kernels (PYPHMM_CUDA_TIMING_EVENTS)
     bool uniform;           // fast float: reads with one quality triple use the kUniform/kConst passes
     cudak::GapChoice gaps;  // fast float: the kConst passes' triple
+    int nap_percent;        // of a watched chunk's expected wait
     int64_t double_pairs = 0;
     int64_t const_pairs = 0;
     cudaEvent_t first = nullptr;
@@ -138,16 +139,15 @@ inline void cpu_relax() {
 #endif
 }
 
-// A watched chunk's result slots in the pinned buffer (see kPendingMark).
-volatile uint64_t* result_slots(const Slot& s) {
-    return reinterpret_cast<volatile uint64_t*>(s.hout.p + cudak::kHeaderBytes);
-}
+// A chunk's results in the pinned buffer, after its header; a watched
+// chunk's are slots that the GPU fills (see kPendingMark).
+uint64_t* result_slots(const Slot& s) { return reinterpret_cast<uint64_t*>(s.hout.p + cudak::kHeaderBytes); }
 
 // Spins until no result slot of the chunk is pending, asking the stream now
 // and then so that a failed launch ends the wait; counts the pairs left to
 // the double pass. *spun: whether any slot was still pending.
 cudaError_t wait_results(const Slot& s, int* redo, bool* spun) {
-    volatile uint64_t* slot = result_slots(s);
+    const volatile uint64_t* slot = result_slots(s);  // (the GPU writes them)
     *redo = 0;
     unsigned spins = 0;
     for (int64_t i = 0; i < s.npairs; ++i) {
@@ -167,7 +167,7 @@ cudaError_t wait_results(const Slot& s, int* redo, bool* spun) {
     return cudaSuccess;
 }
 
-// Napping (PYPHMM_CUDA_NAP). A thread that watches a small chunk's results
+// Napping (GpuCallOptions::nap_percent). A thread that watches a small chunk's results
 // would spin on its core for the whole GPU time. With many GATK threads or
 // processes per core, that spinning takes the cores that their other work
 // and the JVMs' own threads need, so the thread first sleeps through part of
@@ -187,9 +187,8 @@ constexpr double kNapMaxUs = 2000;  // (a stall learned from one long wait costs
 
 double nap_units(const Slot& s) { return s.max_hap_len + kNapFixedUnits; }
 
-// Sleeps for the napped share of the expected wait; true if it slept.
-bool nap(const Slot& s) {
-    const int64_t percent = config::get(config::Knob::kCudaNap);
+// Sleeps for `percent` of the expected wait; true if it slept.
+bool nap(const Slot& s, int percent) {
     if (percent <= 0 || t_nap.us_per_unit <= 0) return false;
     const double us = std::min(percent / 100.0 * t_nap.us_per_unit * nap_units(s) - kNapMarginUs, kNapMaxUs);
     if (us < kNapMinUs) return false;
@@ -221,9 +220,9 @@ void learn_wait(const Slot& s, double us, bool done_on_waking) {
 
 // Waits for a watched chunk; recomputes its underflowed pairs in double
 // when there are any (a second, rare round trip).
-cudaError_t wait_watched(Slot& s) {
+cudaError_t wait_watched(Slot& s, int nap_percent) {
     const Clock::time_point t0 = Clock::now();
-    const bool napped = nap(s);
+    const bool napped = nap(s, nap_percent);
     int redo = 0;
     bool spun = false;
     PYPHMM_CUDA_TRY(wait_results(s, &redo, &spun));
@@ -238,12 +237,12 @@ cudaError_t finish_slot(Slot& s, CallState& st) {
     if (!s.pending) return cudaSuccess;
     s.pending = false;
     Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
-    PYPHMM_CUDA_TRY(s.bufs.watched ? wait_watched(s) : cudaStreamSynchronize(s.stream));
+    PYPHMM_CUDA_TRY(s.bufs.watched ? wait_watched(s, st.nap_percent) : cudaStreamSynchronize(s.stream));
     st.lap(t, kWait);
     int32_t count = 0;
     std::memcpy(&count, s.hout.p, sizeof(count));
     st.double_pairs += st.dbl ? s.npairs : count;
-    std::memcpy(s.user_out, s.hout.p + cudak::kHeaderBytes, s.npairs * sizeof(double));
+    std::memcpy(s.user_out, result_slots(s), s.npairs * sizeof(double));
     st.lap(t, kCopyOut);
     if (s.timed) {  // this chunk's kernels as an interval since the call's first kernel
         float a = 0, b = 0;
@@ -292,7 +291,7 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
         mapped && !st.dbl && !st.events && config::on(config::Knob::kCudaNotify) && !cuda::waits_yield(st.device);
     if (b.watched) {
         std::memset(s.hout.p, 0, cudak::kHeaderBytes);  // the double pass's count, if none runs
-        uint64_t* slot = reinterpret_cast<uint64_t*>(s.hout.p + cudak::kHeaderBytes);
+        uint64_t* slot = result_slots(s);
         std::fill(slot, slot + c.pairs, cudak::kPendingMark);  // (stored before the launch call)
     }
 
@@ -351,6 +350,7 @@ int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, 
     st.dbl = call.double_precision;
     st.fast = fast_arith();
     st.timing = call.timing;
+    st.nap_percent = call.nap_percent;
     st.events = call.timing && config::on(config::Knob::kCudaTimingEvents);
     st.uniform = !st.dbl && st.fast;
     int64_t total_pairs = 0, total_cells = 0;

@@ -88,6 +88,7 @@ void probe_fake(GpuState& g, int count) {
     std::vector<std::string> ids;
     for (int i = 0; i < count; ++i) ids.push_back("fake:" + std::to_string(i));
     choose(g, ids, loads);
+    g.mps = cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));  // (what a real device's process would see)
     std::snprintf(g.name, sizeof(g.name), "fake GPU %d (CPU stand-in)", g.preferred);
     std::snprintf(g.status, sizeof(g.status), "%s", g.name);
 }
@@ -211,6 +212,12 @@ const GpuState& gpu_state() {
     return state;
 }
 
+int nap_percent(const GpuState& g) {
+    constexpr int kMpsNapPercent = 60;  // the share measured with 16-32 JVMs (docs/PERFORMANCE.md)
+    const int64_t set = config::get(Knob::kCudaNap);
+    return set >= 0 ? static_cast<int>(set) : g.mps ? kMpsNapPercent : 0;
+}
+
 int check_device_request(int32_t device, pyphmm_error* err) {
     if (device == PYPHMM_DEVICE_AUTO) return PYPHMM_OK;
     if (device < 0) return set_error(err, PYPHMM_E_INVALID, "options.device %d is neither a device nor AUTO", device);
@@ -238,8 +245,10 @@ int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, 
     recheck_sharing(g);
     if (inject_failure(err)) return err ? err->code : PYPHMM_E_INTERNAL;
     Lease lease(device);
+    GpuCallOptions napping = call;
+    napping.nap_percent = nap_percent(g);
     const int rc = g.fake ? fake_pairhmm(regions, num_regions, out, call, stats)
-                          : cuda_pairhmm(lease.ordinal(), regions, num_regions, out, call, stats, err);
+                          : cuda_pairhmm(lease.ordinal(), regions, num_regions, out, napping, stats, err);
     if (stats && rc == PYPHMM_OK) {
         stats->backend_used = PYPHMM_BACKEND_CUDA;
         stats->device = lease.ordinal();

@@ -33,6 +33,14 @@ const GpuState& gpu_state();
 inline bool gpu_usable() { return gpu_state().usable; }
 inline bool gpu_is_fake() { return gpu_state().fake; }
 
+// The percent of a small call's expected wait that its thread sleeps
+// before it watches the results (PYPHMM_CUDA_NAP). Unset: napping in a
+// process that MPS serves, where GATK runs as many processes as cores and
+// a spinning waiter takes a core that another process's work needs
+// (docs/PERFORMANCE.md); spinning otherwise, as it answers a lone caller
+// soonest.
+int nap_percent(const GpuState& g);
+
 // Checks a call's options.device (PYPHMM_DEVICE_AUTO or an ordinal).
 int check_device_request(int32_t device, pyphmm_error* error);
 

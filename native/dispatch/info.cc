@@ -37,6 +37,7 @@ void fill_gpu(pyphmm_info* info) {
     info->mps = gpu.mps;
     info->gpu_other_processes = gpu.other_processes;
     std::snprintf(info->mps_pipe_dir, sizeof(info->mps_pipe_dir), "%s", gpu.mps_dir);
+    info->cuda_nap_percent = gpu.usable ? nap_percent(gpu) : 0;
 }
 
 }  // namespace

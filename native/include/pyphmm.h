@@ -33,7 +33,8 @@ extern "C" {
 
 /* CDEF-BEGIN */
 
-#define PYPHMM_ABI_VERSION 3 /* 3: options.device honoured + flags, stats GPU timing, info GPU sharing, config */
+/* 3: options.device honoured + flags, stats GPU timing, info GPU sharing, config; 4: info.cuda_nap_percent */
+#define PYPHMM_ABI_VERSION 4
 
 /* ---- status codes ------------------------------------------------------ */
 #define PYPHMM_OK            0
@@ -253,6 +254,8 @@ typedef struct pyphmm_info {
     char mps_pipe_dir[256];      /* MPS pipe directory in use (or the default one) */
     int32_t backend;             /* what a call asks for once PYPHMM_BACKEND has overridden AUTO:
                                    PYPHMM_BACKEND_AUTO, _CPU or _CUDA */
+    int32_t cuda_nap_percent;    /* share of a per-region GPU call's expected wait that its thread
+                                   sleeps before it spins (PYPHMM_CUDA_NAP; unset: 60 under MPS, else 0) */
 } pyphmm_info;
 
 /* Where info.gpu_min_cells comes from. */

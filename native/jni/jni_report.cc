@@ -80,11 +80,15 @@ std::string gpu_sharing(const pyphmm_info& i) {
     std::string s = i.usable_devices > 1 && !i.device_pinned
                         ? printf_string("calls spread over %d GPUs", i.usable_devices)
                         : std::string("one GPU");
-    if (i.mps) return s + "; MPS serves this process";
-    if (i.gpu_other_processes > 0)
-        return s + printf_string("; no MPS, %d other process%s on the GPU at start", i.gpu_other_processes,
-                                 i.gpu_other_processes == 1 ? "" : "es");
-    return s + "; no MPS";
+    if (i.mps)
+        s += "; MPS serves this process";
+    else if (i.gpu_other_processes > 0)
+        s += printf_string("; no MPS, %d other process%s on the GPU at start", i.gpu_other_processes,
+                           i.gpu_other_processes == 1 ? "" : "es");
+    else
+        s += "; no MPS";
+    if (i.cuda_nap_percent > 0) s += printf_string("; waits nap %d%%", i.cuda_nap_percent);
+    return s;
 }
 
 // The file this code was loaded from: on the library-directory path a

@@ -97,7 +97,9 @@ def _sharing_line(inf) -> str:
     else:
         mps = "no MPS" + ("" if others <= 0 else "; start it with `pyphmm mps start` for many processes per GPU")
     seen = "unknown" if others < 0 else str(others)
-    return f"{devices}; other processes on device {inf['device']} at start: {seen}; {mps}"
+    nap = inf["cuda_nap_percent"]
+    waits = f"a waiting thread naps {nap}% of the wait" if nap else "a waiting thread spins"
+    return f"{devices}; other processes on device {inf['device']} at start: {seen}; {mps}; {waits}"
 
 
 # Commands defined in this package: a command line that names one of them
