@@ -168,14 +168,15 @@ __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], co
 }
 
 // lane_step of the Tr::kConst kernels (float, fused arithmetic, emission
-// tables): X held as X' = X * cc^-(k % kConstBlock) (see GapConsts); the
-// lane above's last row (k == 0's diagonal and up values) has r = (K-1) % B.
-template <int K, Arith AR>
+// tables): X held as X' = X * cc^-(k % B) in blocks of B rows (see
+// GapConsts); the lane above's last row (k == 0's diagonal and up values)
+// has r = (K-1) % B.
+template <int K, int B, Arith AR>
 __device__ __forceinline__ void lane_step_const(const GapConsts& g, const float (&cc)[K], const float (&ev)[K],
                                                 float dM, float dX, float dY, float uM, float uX, const float (&oM)[K],
                                                 const float (&oX)[K], const float (&oY)[K], float (&nM)[K],
                                                 float (&nX)[K], float (&nY)[K]) {
-    constexpr int B = kConstBlock;
+    static_assert(B >= 1 && B <= kMaxConstBlock, "GapConsts holds kMaxConstBlock powers");
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         const float pm = k == 0 ? dM : oM[k - 1], px = k == 0 ? dX : oX[k - 1], py = k == 0 ? dY : oY[k - 1];
@@ -277,8 +278,9 @@ __device__ __forceinline__ void etab_load(const float4* tab, int wl, uint32_t pl
 // fetched during the step before, so the shuffle of the base and the shared
 // memory load are off the step's critical path (K more registers). A lane
 // alone on its scheduler (a call too small to fill the GPU) otherwise waits
-// for them every step.
-template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, bool ETAB, bool PF>
+// for them every step. CB: the Tr::kConst kernels' block of rows (see
+// const_block in pairhmm_layout.h).
+template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, bool ETAB, bool PF, int CB>
 __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min, int steps,
                                           int t, T* scratch, float4* etab, bool& unfactorable) {
     static_assert(!ETAB || (!STRIPED && sizeof(T) == 4), "emission tables: float kernels without stripes");
@@ -431,7 +433,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
                 _Pragma("unroll") for (int k_ = 0; k_ < K; ++k_) ev[k_] = T(0);                                     \
             }                                                                                                       \
             if constexpr (CONST)                                                                                    \
-                lane_step_const<K, AR>(a.gc, cc, ev, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, NY);                   \
+                lane_step_const<K, CB, AR>(a.gc, cc, ev, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, NY);               \
             else                                                                                                    \
                 lane_step<T, K, AR, ETAB>(mm, gm, mx, my, cc, em, ex, ev, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, \
                                           NM, NX, NY);                                                              \
@@ -510,7 +512,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         const unsigned group = P == 32 ? 0xffffffffu : ((1u << P) - 1u) << ((threadIdx.x & 31) & ~(P - 1));
         unfactorable = (lanes & group) != 0u;
     }
-    if constexpr (CONST) return __fmaf_rn(sum_x, a.gc.pw[(K - 1) % kConstBlock], sum_m);  // sum_x: X' of row K-1
+    if constexpr (CONST) return __fmaf_rn(sum_x, a.gc.pw[(K - 1) % CB], sum_m);  // sum_x: X' of row K-1
     return sum_m + sum_x;
 }
 
@@ -544,7 +546,7 @@ __device__ __forceinline__ void store_result<double>(const KernelArgs<double>& a
 // listed ones), `nblocks` blocks of which this is block `block`. Groups of a
 // warp take consecutive pairs and run the warp's longest step count, so all
 // shuffles are full-warp and converged.
-template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, int BLOCK, bool PF = false>
+template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, int BLOCK, bool PF = false, int CB = kConstBlock>
 __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int nblocks, float4* etab_block) {
     constexpr bool ETAB = !STRIPED && sizeof(T) == 4;
     float4* etab = ETAB ? etab_block + (threadIdx.x >> 5) * etab_warp_float4s<K>() : nullptr;
@@ -568,7 +570,7 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
         const int n_min = __reduce_min_sync(0xffffffffu, valid ? d.n : INT_MAX);
         bool redo = false;
         const T sum =
-            forward_pair<T, P, K, STRIPED, AR, TR, ETAB, PF>(a, d, n_act, n_min, steps, t, scratch, etab, redo);
+            forward_pair<T, P, K, STRIPED, AR, TR, ETAB, PF, CB>(a, d, n_act, n_min, steps, t, scratch, etab, redo);
         if (valid && t == P - 1) store_result<T>(a, pi, d, sum, redo);
     }
 }
@@ -612,7 +614,8 @@ struct FusedPlan {
 
 // Runs plan code `code`: fused bin b (code b) with the table's P, K and
 // arithmetic, or the latency variant with K rows per lane (code
-// kLatencyBin + K). A switch (one jump table) keeps the kernel's register
+// kLatencyBin + K; in the kConst kernels each lane is one block, as
+// const_block assumes). A switch (one jump table) keeps the kernel's register
 // allocation as low as hand-written cases: an if-chain over the codes costs
 // registers in the kConst kernels, which run at the 128-register cap.
 template <bool FAST, Tr TR, int BLOCK>
@@ -621,12 +624,12 @@ __device__ __forceinline__ void run_fused(int code, const KernelArgs<float>& a, 
 #define PYPHMM_FUSED(b)                                                                                        \
     case b:                                                                                                    \
         run_bin<float, kFloatBins[b].P, kFloatBins[b].K, false, float_arith(FAST, kFloatBins[b].max_rows), TR, \
-                BLOCK>(a, block, nblocks, etab);                                                               \
+                BLOCK, false, const_block(b)>(a, block, nblocks, etab);                                        \
         break;
 #define PYPHMM_LATENCY(K)                                                                                           \
     case kLatencyBin + K:                                                                                           \
-        run_bin<float, 32, K, false, float_arith(FAST, kFloatBins[0].max_rows), TR, BLOCK, true>(a, block, nblocks, \
-                                                                                                 etab);             \
+        run_bin<float, 32, K, false, float_arith(FAST, kFloatBins[0].max_rows), TR, BLOCK, true, K>(a, block,       \
+                                                                                                    nblocks, etab); \
         break;
     static_assert(kNumFusedBins == 7 && kMaxLatencyK == 5, "one case per fused bin and latency K below");
     switch (code) {
@@ -671,7 +674,7 @@ __global__ void __launch_bounds__(BLOCK, (min_blocks<TR, kMaxFusedK>()))
     __shared__ float4 etab[(BLOCK / 32) * etab_warp_float4s<kMaxFusedK>()];  // the largest K of these bins
     // Some of the arguments the bins read first, spread over the parameter
     // block, so that their misses overlap those of the plan (see fused_entry).
-    asm volatile("" ::"l"(a.pairs), "l"(a.tab.mm), "f"(a.gc.pw[1]), "f"(a.gc.xs[kConstBlock - 1]));
+    asm volatile("" ::"l"(a.pairs), "l"(a.tab.mm), "f"(a.gc.pw[1]), "f"(a.gc.xs[kMaxConstBlock - 1]));
     const FusedEntry e = fused_entry(plan);
     a.first = e.first;
     a.count = e.count;

@@ -134,8 +134,8 @@ void launch_standalone(KernelArgs<float> a, Pass pass, const BinRanges& bins, in
 // (GATK's per-region calls mostly) is latency-bound: its time is one pair's
 // steps x rows per lane, so its bins then run their latency variants. (Which
 // variant runs depends on the call alone, so a call's results never depend
-// on what else runs: the launch-constant kernels round slightly differently
-// at different rows per lane.)
+// on what else runs: the launch-constant kernels of reads up to 96 rows
+// round slightly differently in the two variants; see const_block.)
 template <bool FAST, Tr TR>
 cudaError_t launch_float_pass(const KernelArgs<float>& a, const BinRanges& bins, int d, cudaStream_t s) {
     static_assert(TR != Tr::kConst || FAST, "constant transitions: fast arithmetic only");

@@ -45,19 +45,21 @@ constexpr int kHapPad = 48;
 // FFMA per cell instead of FMUL + FFMA (a block's first row keeps the
 // two). M reads X back through pw[r] folded into an FFMA it already had.
 // cc is small (0.1 at GATK's gap-continuation quality 10), so X' grows by
-// up to cc^-(kConstBlock-1); the host takes a triple only while
-// mx * cc^-(kConstBlock-1) / gm <= kMaxConstGrowth, which keeps X' below
+// up to cc^-(B-1) in blocks of B rows; the host takes a triple only while
+// mx * cc^-(kMaxConstBlock-1) / gm <= kMaxConstGrowth, which keeps X' below
 // 2^126 (every value of the matrices is at most INITIAL_CONSTANT = 2^120,
-// and X <= mx/gm * max M).
+// and X <= mx/gm * max M). Blocks are kConstBlock rows, except in the bins
+// of const_block (below), which are at most kMaxConstBlock.
 constexpr int kConstBlock = 4;
+constexpr int kMaxConstBlock = 5;
 constexpr double kMaxConstGrowth = 64.0;
 struct GapConsts {
     float mx, my, cc, gm;
-    float mm;                    // match-to-match
-    float mmg;                   // mm / gm (factored arithmetic)
-    float pw[kConstBlock + 1];   // cc^i
-    float gpw[kConstBlock + 1];  // gm * cc^i (GKL-order arithmetic)
-    float xs[kConstBlock];       // mx * cc^-i
+    float mm;                       // match-to-match
+    float mmg;                      // mm / gm (factored arithmetic)
+    float pw[kMaxConstBlock + 1];   // cc^i
+    float gpw[kMaxConstBlock + 1];  // gm * cc^i (GKL-order arithmetic)
+    float xs[kMaxConstBlock];       // mx * cc^-i
 };
 
 // Result slots that the host watches (a small chunk whose results go
@@ -122,6 +124,34 @@ constexpr int kNumLatencyBins = 6;
 constexpr int kFactoredMaxRows = 160;
 
 constexpr int latency_k(int bin) { return (kFloatBins[bin].max_rows + 31) / 32; }
+
+// Rows of a block in bin `bin`'s Tr::kConst kernels (see GapConsts; a
+// block's first row costs an instruction more). A bin whose latency variant
+// has at least kConstBlock rows a lane, a number that divides the rows a
+// lane of its throughput variant, takes blocks of that many rows: each
+// latency lane is one block (GATK's 150 bp reads: 5 rows a lane, one block
+// start a step instead of two; the throughput kernel's 10 rows two instead
+// of three). Both variants pad the read alike, so they then start blocks on
+// the same rows and compute every cell with the same operations: a region's
+// results do not depend on which variant its call runs (the other passes'
+// cells never depend on the rows a lane).
+PYPHMM_CONSTEXPR_HD constexpr int const_block(int bin) {
+    // (latency_k, spelled out: this one is evaluated in device code)
+    return bin < kNumLatencyBins && (kFloatBins[bin].max_rows + 31) / 32 >= kConstBlock &&
+                   kFloatBins[bin].K % ((kFloatBins[bin].max_rows + 31) / 32) == 0
+               ? (kFloatBins[bin].max_rows + 31) / 32
+               : kConstBlock;
+}
+constexpr bool const_blocks_fit() {
+    int most = kConstBlock;
+    for (int b = 0; b < kNumLatencyBins; ++b) {
+        if (const_block(b) != latency_k(b)) continue;                              // (its variants round differently)
+        if (kFloatBins[b].P * kFloatBins[b].K != 32 * latency_k(b)) return false;  // padded alike
+        most = const_block(b) > most ? const_block(b) : most;
+    }
+    return most == kMaxConstBlock;  // (the host's growth check assumes the largest block)
+}
+static_assert(const_blocks_fit(), "const_block: variants padded alike, kMaxConstBlock the largest block");
 
 constexpr bool bins_consistent(const BinSpec* b, int n) {
     for (int i = 0; i < n; ++i) {

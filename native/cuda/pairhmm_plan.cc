@@ -51,14 +51,14 @@ GapChoice make_gap_choice(int ins, int del, int gcp) {
     c.gm = tr.gm;
     c.mm = tr.mm;
     // (see GapConsts) X' <= IC * mx * cc^-(B-1) / gm must stay below 2^126.
-    const double cc = c.cc, B = kConstBlock;
+    const double cc = c.cc, B = kMaxConstBlock;
     if (!(c.gm > 0.0f) || !(cc > 0.0) || c.mx * std::pow(cc, -(B - 1)) / c.gm > kMaxConstGrowth) return g;
     c.mmg = c.mm / c.gm;
-    for (int i = 0; i <= kConstBlock; ++i) {
+    for (int i = 0; i <= kMaxConstBlock; ++i) {
         c.pw[i] = static_cast<float>(std::pow(cc, i));
         c.gpw[i] = static_cast<float>(static_cast<double>(c.gm) * std::pow(cc, i));
     }
-    for (int i = 0; i < kConstBlock; ++i) c.xs[i] = static_cast<float>(c.mx * std::pow(cc, -i));
+    for (int i = 0; i < kMaxConstBlock; ++i) c.xs[i] = static_cast<float>(c.mx * std::pow(cc, -i));
     g.on = true;
     return g;
 }

@@ -61,11 +61,12 @@ void check_gaps() {
     CHECK(g.on, "GATK's default triple must be accepted");
     CHECK(g.c.mx == t.ph2pr[45] && g.c.my == t.ph2pr[45] && g.c.cc == t.ph2pr[10], "constants from the tables");
     CHECK(g.c.gm == 1.0f - t.ph2pr[10] && g.c.mm == t.match_to_match[mm_index(45, 45)], "gm and mm");
-    for (int i = 0; i < kConstBlock; ++i)
+    for (int i = 0; i < kMaxConstBlock; ++i)
         CHECK(std::fabs(g.c.xs[i] - g.c.mx * std::pow(g.c.cc, -i)) <= 1e-6 * g.c.xs[i], "xs[%d]", i);
-    // mx * cc^-3 / gm: 11 for (20, 70, 10), 111 for (10, 45, 10) (over the bound of 64)
-    CHECK(make_gap_choice(20, 70, 10).on, "(20,70,10) is within the bound");
-    CHECK(!make_gap_choice(10, 45, 10).on, "(10,45,10) would overflow X'");
+    // mx * cc^-4 / gm (blocks of up to 5 rows): 11 for (30, 70, 10), 111 for (20, 70, 10), over the bound of 64
+    CHECK(make_gap_choice(30, 70, 10).on, "(30,70,10) is within the bound");
+    CHECK(!make_gap_choice(20, 70, 10).on, "(20,70,10) would overflow X'");
+    CHECK(make_gap_choice(4, 45, 5).on, "(4,45,5): 58");
     CHECK(!make_gap_choice(45, 45, 0).on, "gm == 0 cannot be a constant triple");
 }
 
