@@ -136,11 +136,8 @@ constexpr int latency_k(int bin) { return (kFloatBins[bin].max_rows + 31) / 32; 
 // results do not depend on which variant its call runs (the other passes'
 // cells never depend on the rows a lane).
 PYPHMM_CONSTEXPR_HD constexpr int const_block(int bin) {
-    // (latency_k, spelled out: this one is evaluated in device code)
-    return bin < kNumLatencyBins && (kFloatBins[bin].max_rows + 31) / 32 >= kConstBlock &&
-                   kFloatBins[bin].K % ((kFloatBins[bin].max_rows + 31) / 32) == 0
-               ? (kFloatBins[bin].max_rows + 31) / 32
-               : kConstBlock;
+    const int k = (kFloatBins[bin].max_rows + 31) / 32;  // latency_k (host only), here in device code
+    return bin < kNumLatencyBins && k >= kConstBlock && kFloatBins[bin].K % k == 0 ? k : kConstBlock;
 }
 constexpr bool const_blocks_fit() {
     int most = kConstBlock;
