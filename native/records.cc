@@ -640,12 +640,43 @@ struct Totals {
     const char* out_path = "";                                  // for messages
 };
 
-// The results of a part's records in the results format.
-void format_part(const Part& p, const double* res, std::string& text) {
+// Records [first, last) of a part, whose results start at res.
+struct FormatTask {
+    const Part* part;
+    size_t first, last;
+    const double* res;
+    int64_t pairs;
+};
+
+// A chunk's records in tasks of about kFormatPairs results (parts are
+// parsed as ~1 MB of text each, too few to keep every thread formatting).
+constexpr int64_t kFormatPairs = 4096;
+std::vector<FormatTask> format_tasks(const Chunk& c, const double* res) {
+    std::vector<FormatTask> tasks;
+    for (const Part& p : c.parts) {
+        FormatTask t{&p, 0, 0, res, 0};
+        for (size_t k = 0; k < p.records(); ++k) {
+            const int64_t n = static_cast<int64_t>(p.num_reads[k]) * p.num_haps[k];
+            t.last = k + 1;
+            t.pairs += n;
+            res += n;
+            if (t.pairs >= kFormatPairs || t.last == p.records()) {
+                tasks.push_back(t);
+                t = FormatTask{&p, t.last, t.last, res, 0};
+            }
+        }
+    }
+    return tasks;
+}
+
+// A task's records and results in the results format.
+void format_records(const FormatTask& task, std::string& text) {
+    const Part& p = *task.part;
+    const double* res = task.res;
     text.clear();
-    text.reserve(static_cast<size_t>(p.pairs) * 20 + p.records() * 16);
+    text.reserve(static_cast<size_t>(task.pairs) * 20 + (task.last - task.first) * 16);
     char num[48];
-    for (size_t k = 0; k < p.records(); ++k) {
+    for (size_t k = task.first; k < task.last; ++k) {
         text += std::to_string(p.num_reads[k]);
         text += ' ';
         text += std::to_string(p.num_haps[k]);
@@ -705,17 +736,12 @@ int compute_chunk(const Chunk& c, const pyphmm_options* options, std::vector<dou
 // to out.
 int format_and_write(const Chunk& c, const std::vector<double>& res, FILE* out, int threads, Totals& t,
                      pyphmm_error* err) {
-    std::vector<std::string> text(c.parts.size());
-    std::vector<const double*> first;
-    const double* r = res.data();
-    for (const Part& p : c.parts) {
-        first.push_back(r);
-        r += p.pairs;
-    }
+    const std::vector<FormatTask> tasks = format_tasks(c, res.data());
+    std::vector<std::string> text(tasks.size());
     std::atomic<bool> no_memory{false};
-    parallel_for(static_cast<int64_t>(c.parts.size()), threads, [&](int64_t i) {
+    parallel_for(static_cast<int64_t>(tasks.size()), threads, [&](int64_t i) {
         try {
-            format_part(c.parts[i], first[i], text[i]);
+            format_records(tasks[i], text[i]);
         } catch (const std::bad_alloc&) {
             no_memory = true;
         }

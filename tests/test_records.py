@@ -154,6 +154,9 @@ def many_parts_text(records=8000):
 
 
 def test_a_file_of_many_parts_gives_the_python_paths_bytes(tmp_path):
+    """Its parts hold 4,000-10,000 results each, which the writer formats
+    as tasks of whole records of about 4,096 results (kFormatPairs in
+    native/records.cc), two or three a part."""
     path = tmp_path / "big.in"
     path.write_text(many_parts_text())
     assert path.stat().st_size > 2 << 20
