@@ -36,6 +36,9 @@ const Spec kSpecs[] = {
      "pin every call to this CUDA device ordinal (after CUDA_VISIBLE_DEVICES); unset: spread over the GPUs"},
     {Knob::kGpuMinCells, "PYPHMM_GPU_MIN_CELLS", Type::kInt, -1, 0, kBig, nullptr, "first use",
      "cells from which an auto PairHMM call goes to the GPU (unset: calibrated at first use)"},
+    {Knob::kGpuRetryMs, "PYPHMM_GPU_RETRY_MS", Type::kInt, 5000, 0, kBig, nullptr, "reload",
+     "a process whose GPU had no room for it (an MPS server at its client limit, an exclusive-process GPU in "
+     "use) computes on the CPU and tries the GPU again this often, ms (0: never)"},
     {Knob::kHybrid, "PYPHMM_HYBRID", Type::kBool, 0, 0, 1, nullptr, "reload",
      "let GPU and CPU threads share whole-workload calls when the CPU's predicted share pays"},
     {Knob::kHybridMinCpuShare, "PYPHMM_HYBRID_MIN_CPU_SHARE", Type::kInt, 5, 0, 100, nullptr, "reload",
@@ -86,6 +89,8 @@ const Spec kSpecs[] = {
      "tests: make GPU calls fail (alternate: the 2nd, 4th, ... call)"},
     {Knob::kTestGpuLoad, "PYPHMM_TEST_GPU_LOAD", Type::kString, 0, 0, 0, nullptr, "first use",
      "tests: other processes on each fake device, comma-separated (e.g. 3,0)"},
+    {Knob::kTestGpuFull, "PYPHMM_TEST_GPU_FULL", Type::kString, 0, 0, 0, nullptr, "first use",
+     "tests: how many starts of each fake device fail for want of room, comma-separated (e.g. 2,0)"},
 };
 static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == static_cast<size_t>(Knob::kCount), "one spec per knob");
 

@@ -20,6 +20,7 @@ enum class Knob : int {
     kBackend,            // enum auto|cpu|cuda
     kDevice,             // int, -1 = automatic
     kGpuMinCells,        // int, -1 = calibrate
+    kGpuRetryMs,         // int, 0 = never
     kHybrid,             // bool
     kHybridMinCpuShare,  // int percent
     kHybridGpuThreads,   // int
@@ -42,6 +43,7 @@ enum class Knob : int {
     kTestFakeGpu,        // int: fake devices (0 = the real backend)
     kTestGpuFailure,     // enum never|always|alternate
     kTestGpuLoad,        // string: per-device busy counts for the fake devices
+    kTestGpuFull,        // string: per-device failed starts for the fake devices
     kCount
 };
 

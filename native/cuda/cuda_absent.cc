@@ -17,7 +17,8 @@ const CudaProbe& cuda_probe() {
     return probe;
 }
 
-int cuda_device_init(int, pyphmm_error* error) {
+int cuda_device_init(int, pyphmm_error* error, bool* full) {
+    if (full) *full = false;
     return set_error(error, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", cuda_probe().status);
 }
 

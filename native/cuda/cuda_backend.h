@@ -33,8 +33,11 @@ struct CudaProbe {
 const CudaProbe& cuda_probe();
 
 // Creates device d's context and checks that this build has a kernel image
-// for it, once per process (later calls return the first answer).
-int cuda_device_init(int device, pyphmm_error* error);
+// for it, once per process: later calls return the first answer, unless the
+// device had no room for this process (*full, when full is given: an MPS
+// server at its client limit, an exclusive-process GPU in use, its memory
+// taken). Then the next call tries again.
+int cuda_device_init(int device, pyphmm_error* error, bool* full = nullptr);
 
 // How a GPU PairHMM call runs.
 struct GpuCallOptions {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -87,8 +88,11 @@ bool mps_control_present(char* pipe_dir, size_t capacity) {
     return stat(control.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
+// A device's context: made once; a start that failed because the device was
+// full (device_full) is tried again by the next use_device.
 struct DeviceInit {
-    std::once_flag once;
+    std::mutex mutex;
+    std::atomic<bool> settled{false};  // result is final
     cudaError_t result = cudaErrorNotReady;
     bool yield = false;
 };
@@ -125,24 +129,48 @@ int cuda_status(pyphmm_error* err, cudaError_t e, const char* what) {
                      cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
+// Whether a device's start failed because it had no room for this process
+// (an MPS server at its client limit, an exclusive-process GPU in use, its
+// memory taken): worth trying again later, unlike a missing kernel image.
+bool device_full(cudaError_t e) {
+    return e == cudaErrorDevicesUnavailable || e == cudaErrorMpsMaxClientsReached ||
+           e == cudaErrorMpsMaxConnectionsReached || e == cudaErrorMpsServerNotReady || e == cudaErrorMemoryAllocation;
+}
+
+namespace {
+
+// Device d's context with this process's flags, and a kernel image for it.
+cudaError_t start_device(int d, bool* yield) {
+    cudaFuncAttributes attr;
+    cudaError_t e = cudaSetDevice(d);
+    if (e == cudaSuccess) e = cudaSetDeviceFlags(sync_flags(yield) | cudaDeviceMapHost);
+    if (e == cudaErrorSetOnActiveProcess) {  // another library made the context first: keep its flags
+        cudaGetLastError();
+        e = cudaSuccess;
+    }
+    if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, image_probe_kernel);
+    if (e != cudaSuccess) cudaGetLastError();
+    return e;
+}
+
+}  // namespace
+
 cudaError_t use_device(int d) {
     if (d < 0 || d >= cuda_probe().device_count || !cuda_probe().device[d].eligible) return cudaErrorInvalidDevice;
     DeviceInit& init = g_init[d];
-    std::call_once(init.once, [&] {
-        cudaFuncAttributes attr;
-        cudaError_t e = cudaSetDevice(d);
-        if (e == cudaSuccess) e = cudaSetDeviceFlags(sync_flags(&init.yield) | cudaDeviceMapHost);
-        if (e == cudaErrorSetOnActiveProcess) {  // another library made the context first: keep its flags
-            cudaGetLastError();
-            e = cudaSuccess;
+    cudaError_t e;
+    if (init.settled.load(std::memory_order_acquire)) {
+        e = init.result;
+    } else {
+        std::lock_guard<std::mutex> lock(init.mutex);
+        if (!init.settled.load(std::memory_order_relaxed)) {
+            init.result = start_device(d, &init.yield);
+            init.settled.store(!device_full(init.result), std::memory_order_release);
         }
-        if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
-        if (e == cudaSuccess) e = cudaFuncGetAttributes(&attr, image_probe_kernel);
-        if (e != cudaSuccess) cudaGetLastError();
-        init.result = e;
-    });
-    if (init.result != cudaSuccess) return init.result;
-    return cudaSetDevice(d);
+        e = init.result;
+    }
+    return e != cudaSuccess ? e : cudaSetDevice(d);
 }
 
 int sm_count(int d) { return cuda_probe().device[d].sms; }
@@ -191,8 +219,9 @@ PinnedBuffer::~PinnedBuffer() {
 
 }  // namespace cuda
 
-int cuda_device_init(int device, pyphmm_error* err) {
+int cuda_device_init(int device, pyphmm_error* err, bool* full) {
     const cudaError_t e = cuda::use_device(device);
+    if (full) *full = cuda::device_full(e);
     if (e == cudaSuccess) return PYPHMM_OK;
     if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction)
         return set_error(err, PYPHMM_E_UNAVAILABLE, "no kernel image in this build for CUDA device %d (%s)", device,
@@ -277,7 +306,9 @@ int cuda_other_processes(int device, bool mps_clients) {
         else
             ++others;
     }
-    const bool have_context = device >= 0 && device < kMaxCudaDevices && g_init[device].result == cudaSuccess;
+    const bool have_context = device >= 0 && device < kMaxCudaDevices &&
+                              g_init[device].settled.load(std::memory_order_acquire) &&
+                              g_init[device].result == cudaSuccess;
     if (!self_seen && have_context && others > 0) --others;
     return others;
 }

@@ -33,8 +33,10 @@ namespace cuda {
 int cuda_status(pyphmm_error* err, cudaError_t e, const char* what);
 
 // Makes device d current and initialises it once (context, a kernel image
-// for its architecture). Returns the first attempt's result every time.
+// for its architecture). The first attempt's result is final, unless the
+// device was full (device_full): the next call then tries again.
 cudaError_t use_device(int d);
+bool device_full(cudaError_t e);
 
 // Streaming multiprocessors of device d (after use_device).
 int sm_count(int d);

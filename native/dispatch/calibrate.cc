@@ -1,4 +1,5 @@
-// Per-call GPU threshold: measured once per process at first use.
+// Per-call GPU threshold: measured once per process at first use (and once
+// more if the GPU was full then and has room later).
 //
 // The GPU pays off for a call of c cells once its fixed cost (packing, two
 // copies, launches, one synchronisation) is smaller than what the CPU needs
@@ -14,6 +15,7 @@
 // linearly. Cost: a few milliseconds, once, after a warm-up GPU call that
 // the first real call would pay anyway.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -96,6 +98,7 @@ Calibration measure() {
     Calibration c;
     c.cpu_threads = available_cores();
     if (!gpu_usable()) return c;
+    c.gpu_seen = true;
     const Probe tiny(1, 1, 20, 40);
     std::vector<Probe> probes;
     for (int reads = 1; reads <= 32; reads *= 2) probes.emplace_back(reads, 2, 151, 300);
@@ -154,11 +157,19 @@ int64_t env_threshold() { return config::get(config::Knob::kGpuMinCells); }
 
 }  // namespace
 
+// Measured once; again once if the first measurement found no usable GPU
+// and one is usable now (a full GPU that had room later, gpu.h).
 const Calibration& calibration() {
-    static std::once_flag once;
-    static Calibration c;
-    std::call_once(once, [] { c = measure(); });
-    return c;
+    static std::mutex mutex;
+    static std::atomic<const Calibration*> current{nullptr};
+    const Calibration* c = current.load(std::memory_order_acquire);
+    if (c && (c->gpu_seen || !gpu_usable())) return *c;
+    std::lock_guard<std::mutex> lock(mutex);
+    c = current.load(std::memory_order_relaxed);
+    if (c && (c->gpu_seen || !gpu_usable())) return *c;
+    c = new Calibration(measure());  // (at most two, kept: callers hold references)
+    current.store(c, std::memory_order_release);
+    return *c;
 }
 
 int64_t fixed_gpu_min_cells() { return env_threshold() >= 0 ? env_threshold() : kDefaultGpuMinCells; }

@@ -8,6 +8,7 @@ namespace pyphmm {
 // The micro-benchmark's results.
 struct Calibration {
     bool ran = false;       // a usable GPU answered every timed call
+    bool gpu_seen = false;  // a GPU was usable when it was measured
     double gpu_call_s = 0;  // fixed cost of one GPU call
     double gpu_rate = 0;    // GPU cells/s beyond that cost
     double cpu_rate = 0;    // CPU cells/s at cpu_threads threads

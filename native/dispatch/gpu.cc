@@ -1,6 +1,7 @@
 // The GPU facade (see gpu.h).
 #include "dispatch/gpu.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -28,19 +29,20 @@ std::atomic<int> g_inflight[kMaxCudaDevices];
 Clock::time_point g_chosen_at;
 std::atomic<bool> g_hinted{false};
 
-// The fake devices' "other processes": PYPHMM_TEST_GPU_LOAD=a,b,...
-std::vector<int> fake_loads(int count) {
-    std::vector<int> loads(count, 0);
-    const std::string spec = config::get_string(Knob::kTestGpuLoad);
+// A comma-separated count per fake device (PYPHMM_TEST_GPU_LOAD: other
+// processes on each; PYPHMM_TEST_GPU_FULL: starts that fail for want of room).
+std::vector<int> fake_counts(Knob knob, int count) {
+    std::vector<int> counts(count, 0);
+    const std::string spec = config::get_string(knob);
     size_t pos = 0;
     for (int d = 0; d < count && pos <= spec.size(); ++d) {
         const size_t comma = spec.find(',', pos);
         const std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-        if (!item.empty()) loads[d] = std::atoi(item.c_str());
+        if (!item.empty()) counts[d] = std::atoi(item.c_str());
         if (comma == std::string::npos) break;
         pos = comma + 1;
     }
-    return loads;
+    return counts;
 }
 
 void hint_if_shared(const GpuState& g, int others) {
@@ -52,8 +54,25 @@ void hint_if_shared(const GpuState& g, int others) {
                  others, others == 1 ? "" : "es", others == 1 ? "s" : "", g.ordinal[g.preferred], g.name);
 }
 
-// The preferred device among the candidates (ids: stable names, others:
-// NVML's other processes on each), recorded in the host's registry.
+// Stable names of the candidate devices (PCI bus ids, which
+// CUDA_VISIBLE_DEVICES does not renumber) and the other processes on each
+// (-1 unknown; under MPS the server's clients).
+std::vector<std::string> device_ids(const GpuState& g) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < g.count; ++i) {
+        const char* bus = g.fake ? "" : cuda_probe().device[g.ordinal[i]].pci_bus_id;
+        ids.push_back(bus[0] ? bus : (g.fake ? "fake:" : "cuda:") + std::to_string(g.ordinal[i]));
+    }
+    return ids;
+}
+std::vector<int> device_loads(const GpuState& g) {
+    if (g.fake) return fake_counts(Knob::kTestGpuLoad, g.count);
+    std::vector<int> others;
+    for (int i = 0; i < g.count; ++i) others.push_back(cuda_other_processes(g.ordinal[i], g.mps));
+    return others;
+}
+
+// The preferred device among the candidates, recorded in the host's registry.
 void choose(GpuState& g, const std::vector<std::string>& ids, const std::vector<int>& others) {
     const int64_t pin = config::get(Knob::kDevice);
     int pinned = -1;
@@ -72,25 +91,106 @@ void choose(GpuState& g, const std::vector<std::string>& ids, const std::vector<
     g.other_processes = others[g.preferred];
 }
 
+// Starts candidate i's context: PYPHMM_OK, or an error with *full when the
+// device had no room for this process.
+int start_candidate(const GpuState& g, int i, pyphmm_error* err, bool* full) {
+    if (!g.fake) return cuda_device_init(g.ordinal[i], err, full);
+    static std::atomic<int> failed[kMaxCudaDevices];
+    *full = failed[i].fetch_add(1) < fake_counts(Knob::kTestGpuFull, g.count)[i];
+    if (*full) return set_error(err, PYPHMM_E_UNAVAILABLE, "fake GPU %d is full (PYPHMM_TEST_GPU_FULL)", i);
+    return PYPHMM_OK;
+}
+
+// Name and status of a started preferred device.
+void describe_started(GpuState& g) {
+    g.usable = true;
+    g.full = false;
+    if (g.fake) {
+        std::snprintf(g.name, sizeof(g.name), "fake GPU %d (CPU stand-in)", g.preferred);
+        std::snprintf(g.status, sizeof(g.status), "%s", g.name);
+        return;
+    }
+    // (asked again unless a server was already running: the first client starts it)
+    g.mps = g.mps || cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));
+    const int d = g.ordinal[g.preferred];
+    const CudaDeviceInfo& info = cuda_probe().device[d];
+    std::snprintf(g.name, sizeof(g.name), "%s", info.name);
+    std::snprintf(g.status, sizeof(g.status), "CUDA device %d: %s (compute %d.%d, %d SMs, %zu MiB)", d, info.name,
+                  info.major, info.minor, info.sms, static_cast<size_t>(info.memory >> 20));
+}
+
+// Why the preferred device could not serve this process although it may later.
+void describe_full(GpuState& g, const pyphmm_error& err) {
+    g.full = true;
+    const int d = g.ordinal[g.preferred];
+    if (g.fake)
+        std::snprintf(g.name, sizeof(g.name), "fake GPU %d (CPU stand-in)", g.preferred);
+    else
+        std::snprintf(g.name, sizeof(g.name), "%s", cuda_probe().device[d].name);
+    char mps[64] = "";
+    const int clients = g.fake || !g.mps ? -1 : cuda_other_processes(d, true);
+    if (clients > 0) std::snprintf(mps, sizeof(mps), "; its MPS server has %d other clients", clients);
+    const int64_t every = config::get(Knob::kGpuRetryMs);
+    char again[48] = "";
+    if (every > 0) std::snprintf(again, sizeof(again), "; trying again every %.3g s", every / 1000.0);
+    std::snprintf(g.status, sizeof(g.status), "GPU %d (%.40s) has no room for this process: %.100s%s%s", d, g.name,
+                  err.message, mps, again);
+}
+
+// Starts the preferred device; if it has no room for this process and the
+// process is not pinned, the other devices, fewest other processes first,
+// and the first that starts becomes the preferred one. False (g.status
+// says why) when none starts; g.full then tells whether the preferred one
+// lacked room, which may pass.
+bool start_preferred(GpuState& g, const std::vector<std::string>& ids, const std::vector<int>& others) {
+    pyphmm_error first;
+    clear_error(&first);
+    bool full = false;
+    if (start_candidate(g, g.preferred, &first, &full) == PYPHMM_OK) {
+        describe_started(g);
+        return true;
+    }
+    if (!full) {
+        g.full = false;
+        std::snprintf(g.status, sizeof(g.status), "%s", first.message);
+        return false;
+    }
+    std::vector<int> order;
+    for (int i = 0; i < g.count && !g.pinned; ++i)
+        if (i != g.preferred) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return others[a] < others[b]; });
+    for (int i : order) {
+        pyphmm_error err;
+        clear_error(&err);
+        bool other_full = false;
+        if (start_candidate(g, i, &err, &other_full) != PYPHMM_OK) continue;
+        const int was = g.ordinal[g.preferred];
+        g.preferred = claim_device(ids, others, i);
+        g.other_processes = others[g.preferred];
+        const size_t n = std::strlen(g.choice);
+        std::snprintf(g.choice + n, sizeof(g.choice) - n, "; GPU %d had no room", was);
+        describe_started(g);
+        return true;
+    }
+    describe_full(g, first);
+    return false;
+}
+
 void probe_fake(GpuState& g, int count) {
     g.fake = true;
-    g.usable = true;
     g.visible = g.count = count;
     for (int i = 0; i < count; ++i) g.ordinal[i] = i;
-    const std::vector<int> loads = fake_loads(count);
     const int64_t pin = config::get(Knob::kDevice);
     if (pin >= count) {
-        g.usable = false;
         std::snprintf(g.status, sizeof(g.status), "PYPHMM_DEVICE=%lld but there are %d fake GPUs", (long long)pin,
                       count);
         return;
     }
-    std::vector<std::string> ids;
-    for (int i = 0; i < count; ++i) ids.push_back("fake:" + std::to_string(i));
+    const std::vector<std::string> ids = device_ids(g);
+    const std::vector<int> loads = device_loads(g);
     choose(g, ids, loads);
     g.mps = cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));  // (what a real device's process would see)
-    std::snprintf(g.name, sizeof(g.name), "fake GPU %d (CPU stand-in)", g.preferred);
-    std::snprintf(g.status, sizeof(g.status), "%s", g.name);
+    start_preferred(g, ids, loads);
 }
 
 // The driver's device list, with NVML loading on another thread meanwhile
@@ -119,32 +219,15 @@ void probe_cuda(GpuState& g) {
                       (long long)pin, p.device_count, pin < p.device_count ? " and that one is not eligible" : "");
         return;
     }
-    std::vector<int> others;
-    std::vector<std::string> ids;
+    for (int d = 0; d < p.device_count; ++d)
+        if (p.device[d].eligible) g.ordinal[g.count++] = d;
     // Under a running MPS server NVML lists the server, not its clients, as
     // the devices' compute process: count the clients then.
-    const bool mps_clients = cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));
-    for (int d = 0; d < p.device_count; ++d) {
-        if (!p.device[d].eligible) continue;
-        g.ordinal[g.count++] = d;
-        others.push_back(cuda_other_processes(d, mps_clients));
-        ids.push_back(p.device[d].pci_bus_id[0] ? p.device[d].pci_bus_id : "cuda:" + std::to_string(d));
-    }
+    g.mps = cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));
+    const std::vector<std::string> ids = device_ids(g);
+    const std::vector<int> others = device_loads(g);
     choose(g, ids, others);
-    const int d = g.ordinal[g.preferred];
-    pyphmm_error err;
-    clear_error(&err);
-    if (cuda_device_init(d, &err) != PYPHMM_OK) {
-        std::snprintf(g.status, sizeof(g.status), "%s", err.message);
-        return;
-    }
-    g.usable = true;
-    // (asked again unless a server was already running: the first client starts it)
-    g.mps = mps_clients || cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));
-    const CudaDeviceInfo& info = p.device[d];
-    std::snprintf(g.name, sizeof(g.name), "%s", info.name);
-    std::snprintf(g.status, sizeof(g.status), "CUDA device %d: %s (compute %d.%d, %d SMs, %zu MiB)", d, info.name,
-                  info.major, info.minor, info.sms, static_cast<size_t>(info.memory >> 20));
+    start_preferred(g, ids, others);
 }
 
 // Another look for a shared GPU, once, a little after start-up (the 64th
@@ -197,8 +280,37 @@ class Lease {
 
 }  // namespace
 
+namespace {
+
+// The state after a later start changed it (try_again); null until then.
+std::atomic<const GpuState*> g_retried{nullptr};
+
+// A process whose GPU was full computes on the CPU; every
+// PYPHMM_GPU_RETRY_MS one call (whichever comes first once due) starts the
+// devices again, and once one starts, later calls go to it.
+const GpuState& try_again(const GpuState& cur) {
+    const int64_t every = config::get(Knob::kGpuRetryMs);
+    if (every <= 0) return cur;
+    static std::atomic<int64_t> tries{0};
+    const int64_t due =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - g_chosen_at).count() / every;
+    int64_t done = tries.load(std::memory_order_relaxed);
+    if (due <= done || !tries.compare_exchange_strong(done, due)) return cur;
+    GpuState g = cur;
+    if (!start_preferred(g, device_ids(g), device_loads(g)) && g.full) return cur;
+    // Published for the process; never freed, as callers keep references.
+    const GpuState* fresh = new GpuState(g);
+    g_retried.store(fresh, std::memory_order_release);
+    if (fresh->usable && !config::on(Knob::kQuiet))
+        std::fprintf(stderr, "pyphmm: GPU %d (%s) has room now; this process computes on it from here on\n",
+                     fresh->ordinal[fresh->preferred], fresh->name);
+    return *fresh;
+}
+
+}  // namespace
+
 const GpuState& gpu_state() {
-    static const GpuState state = [] {
+    static const GpuState probed = [] {
         GpuState g;
         const int64_t fake = config::get(Knob::kTestFakeGpu);
         if (fake > 0)
@@ -209,7 +321,9 @@ const GpuState& gpu_state() {
         if (g.usable) hint_if_shared(g, g.other_processes);
         return g;
     }();
-    return state;
+    const GpuState* retried = g_retried.load(std::memory_order_acquire);
+    const GpuState& s = retried ? *retried : probed;
+    return s.full ? try_again(s) : s;
 }
 
 int nap_percent(const GpuState& g) {

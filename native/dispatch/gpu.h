@@ -13,6 +13,7 @@ namespace pyphmm {
 
 struct GpuState {
     bool usable = false;
+    bool full = false;  // the preferred device had no room for this process: tried again (gpu_state)
     bool fake = false;
     int count = 0;                      // devices calls may run on
     int ordinal[kMaxCudaDevices] = {};  // their CUDA ordinals
@@ -28,7 +29,9 @@ struct GpuState {
 };
 
 // Probes and chooses once per process (the first call starts the driver,
-// ~0.2 s); later calls return the same answer.
+// ~0.2 s); later calls return the same answer, except after a full GPU
+// (GpuState::full): every PYPHMM_GPU_RETRY_MS one call starts it again, and
+// once it starts the answer is the usable device.
 const GpuState& gpu_state();
 inline bool gpu_usable() { return gpu_state().usable; }
 inline bool gpu_is_fake() { return gpu_state().fake; }

@@ -69,7 +69,7 @@ def cmd_info(args) -> int:
     cuda = (
         f"CUDA on {inf['device_name']} (device {inf['device']}, {inf['device_choice']})"
         if inf["cuda_usable"]
-        else f"no CUDA: {inf['cuda_status']}"
+        else f"not used: {inf['cuda_status']}"
     )
     print(f"pyphmm {inf['version']} (ABI {inf['abi_version']})")
     print(f"backends: {', '.join(inf['backends'])}")

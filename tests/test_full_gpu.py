@@ -1,0 +1,202 @@
+"""A GPU without room for one more process: an MPS server at its client
+limit (48 on the hosts measured), or an exclusive-process GPU in use.
+
+The process then computes on the CPU, says why in one line, and tries the
+GPU again every PYPHMM_GPU_RETRY_MS; once it starts, later calls go to it.
+With several GPUs a process whose chosen GPU is full takes another one.
+
+The fake devices stand in for the GPU everywhere (PYPHMM_TEST_GPU_FULL=a,b:
+the first a starts of device 0 fail for want of room, ...); the last test
+fills a real GPU's MPS server and runs on GPU hosts only."""
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from devtools.child import child_env
+from pyphmm import mps
+
+CHILD = r"""
+import json, sys, time
+import pyphmm
+from pyphmm import io, samples
+recs = list(io.read_records(samples.sample_path()))
+def call():
+    st = {}
+    res = pyphmm.compute_regions(recs, stats=st)
+    i = pyphmm.info()
+    return {"backend": st["backend"], "usable": i["cuda_usable"], "device": i["device"],
+            "choice": i["device_choice"], "status": i["cuda_status"],
+            "results": [r.tolist() for r in res]}
+print(json.dumps(call()), flush=True)
+sys.stdin.readline()  # the test's go-ahead (a pause, or a freed GPU)
+time.sleep(float(sys.argv[1]))
+print(json.dumps(call()), flush=True)
+"""
+
+
+@pytest.fixture(autouse=True)
+def private_registry(tmp_path, monkeypatch):
+    """The children's GPU registry (dispatch/devices.h) in a directory of
+    this test's own."""
+    d = tmp_path / "run"
+    d.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(d))
+
+
+ENV_NAMES = ("PYPHMM_DEVICE", "PYPHMM_TEST_GPU_LOAD", "PYPHMM_TEST_GPU_FULL", "PYPHMM_GPU_RETRY_MS", "PYPHMM_BACKEND")
+
+
+def start(wait_s, **env):
+    e = child_env(PYPHMM_GPU_MIN_CELLS="0", **env)
+    for name in ENV_NAMES:
+        if name not in env:
+            e.pop(name, None)
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(wait_s)],
+        env=e,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def report(p):
+    line = p.stdout.readline()
+    assert line, p.stderr.read()
+    return json.loads(line)
+
+
+def both_calls(wait_s=0.0, **env):
+    """The child's two reports (before and after the pause) and its stderr."""
+    p = start(wait_s, **env)
+    first = report(p)
+    p.stdin.write("\n")
+    p.stdin.flush()
+    second = report(p)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    return first, second, err
+
+
+def test_a_full_gpu_is_tried_again_and_taken_once_it_has_room():
+    """Device 0's first start fails: the first call runs on the CPU with one
+    line saying why; a call after the retry interval runs on the GPU."""
+    first, second, err = both_calls(0.5, PYPHMM_TEST_FAKE_GPU="1", PYPHMM_TEST_GPU_FULL="1", PYPHMM_GPU_RETRY_MS="150")
+    assert first["backend"] == "cpu" and not first["usable"], first
+    assert "has no room for this process" in first["status"] and "trying again every 0.15 s" in first["status"]
+    assert second["backend"] == "cuda" and second["usable"] and second["device"] == 0, second
+    assert err.count("has no room for this process") == 1, err
+    assert err.count("GPU 0 (fake GPU 0 (CPU stand-in)) has room now") == 1, err
+    # the same likelihoods on both sides (the fake GPU is the CPU backend)
+    assert first["results"] == second["results"]
+
+
+def test_without_retries_a_full_gpu_stays_unused():
+    first, second, err = both_calls(0.5, PYPHMM_TEST_FAKE_GPU="1", PYPHMM_TEST_GPU_FULL="1", PYPHMM_GPU_RETRY_MS="0")
+    assert first["backend"] == second["backend"] == "cpu", (first, second)
+    assert "has no room" in second["status"] and "trying again" not in second["status"]
+    assert "has room now" not in err
+
+
+def test_a_process_whose_gpu_is_full_takes_another():
+    """Device 0 is the least loaded, so chosen, but full: the process takes
+    device 1 at once and says so in its choice."""
+    first, _, err = both_calls(PYPHMM_TEST_FAKE_GPU="2", PYPHMM_TEST_GPU_LOAD="0,3", PYPHMM_TEST_GPU_FULL="1,0")
+    assert first["backend"] == "cuda" and first["device"] == 1, first
+    assert first["choice"] == "least loaded of 2 GPUs; GPU 0 had no room", first
+    assert "has no room" not in err
+
+
+def test_a_pinned_process_waits_for_its_own_gpu():
+    first, second, _ = both_calls(
+        0.5, PYPHMM_TEST_FAKE_GPU="2", PYPHMM_DEVICE="0", PYPHMM_TEST_GPU_FULL="1,0", PYPHMM_GPU_RETRY_MS="150"
+    )
+    assert first["backend"] == "cpu" and first["device"] == -1, first
+    assert second["backend"] == "cuda" and second["device"] == 0, second
+
+
+def test_when_every_gpu_is_full_the_first_choice_is_tried_first():
+    first, second, _ = both_calls(
+        0.5, PYPHMM_TEST_FAKE_GPU="2", PYPHMM_TEST_GPU_LOAD="0,3", PYPHMM_TEST_GPU_FULL="1,1", PYPHMM_GPU_RETRY_MS="150"
+    )
+    assert first["backend"] == "cpu", first
+    assert "GPU 0 (fake GPU 0 (CPU stand-in)) has no room" in first["status"], first
+    assert second["backend"] == "cuda" and second["device"] == 0, second
+
+
+# ---- a real MPS server at its client limit (GPU hosts) ---------------------
+
+HOLDER = r"""
+import ctypes, sys
+cu = ctypes.CDLL("libcuda.so.1")
+rc = cu.cuInit(0)
+ctx, dev = ctypes.c_void_p(), ctypes.c_int()
+if rc == 0:
+    rc = cu.cuDeviceGet(ctypes.byref(dev), 0)
+if rc == 0:
+    rc = cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)
+print(rc, flush=True)
+sys.stdin.readline()
+"""
+
+
+def _cuda_device_present():
+    try:
+        cu = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    n = ctypes.c_int()
+    return cu.cuInit(0) == 0 and cu.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
+
+
+@pytest.mark.skipif(shutil.which(mps.CONTROL) is None, reason=f"{mps.CONTROL} not installed")
+@pytest.mark.skipif(not _cuda_device_present(), reason="no CUDA device")
+def test_a_process_beyond_the_mps_client_limit_moves_to_the_gpu_when_one_leaves():
+    """Holders (bare driver contexts) fill a private MPS server until one
+    is refused; a pyphmm process then computes on the CPU; once five
+    holders leave, its next call runs on the GPU, within 1e-5 of the CPU's
+    results."""
+    with mps.private_daemon() as mps_env:
+        holders = []
+        try:
+            for _ in range(96):
+                h = subprocess.Popen(
+                    [sys.executable, "-c", HOLDER],
+                    env=dict(os.environ, CUDA_VISIBLE_DEVICES="0", **mps_env),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+                holders.append(h)
+                if int(h.stdout.readline()) != 0:
+                    break
+            else:
+                pytest.skip("the MPS server took 96 clients without refusing one")
+            p = start(4.0, PYPHMM_GPU_RETRY_MS="500", CUDA_VISIBLE_DEVICES="0", **mps_env)
+            first = report(p)
+            assert first["backend"] == "cpu" and "has no room for this process" in first["status"], first
+            for h in holders[-6:]:  # the refused holder and five more
+                h.stdin.write("\n")
+                h.stdin.flush()
+            p.stdin.write("\n")
+            p.stdin.flush()
+            second = report(p)
+            _, err = p.communicate(timeout=120)
+        finally:
+            for h in holders:
+                if h.poll() is None:
+                    h.communicate("\n", timeout=60)
+    assert second["backend"] == "cuda" and second["usable"], (second, err)
+    assert "has room now" in err, err
+    for a, b in zip(first["results"], second["results"]):
+        np.testing.assert_allclose(np.array(b), np.array(a), rtol=0, atol=1e-5)
+    assert len(holders) > 1
+    print(f"MPS refused client {len(holders)}; {err.strip()}")
