@@ -36,7 +36,7 @@ const CudaProbe& cuda_probe();
 // for it, once per process: later calls return the first answer, unless the
 // device had no room for this process (*full, when full is given: an MPS
 // server at its client limit, an exclusive-process GPU in use, its memory
-// taken). Then the next call tries again.
+// taken). Then a call 100 ms or more later tries again.
 int cuda_device_init(int device, pyphmm_error* error, bool* full = nullptr);
 
 // How a GPU PairHMM call runs.

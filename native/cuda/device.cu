@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -89,13 +90,18 @@ bool mps_control_present(char* pipe_dir, size_t capacity) {
 }
 
 // A device's context: made once; a start that failed because the device was
-// full (device_full) is tried again by the next use_device.
+// full (device_full) is tried again by a use_device at least
+// kFullRetryGap later (calls that a multi-GPU process sends to a full
+// device fail fast in between).
 struct DeviceInit {
     std::mutex mutex;
     std::atomic<bool> settled{false};  // result is final
     cudaError_t result = cudaErrorNotReady;
     bool yield = false;
+    bool tried = false;                          // (under mutex)
+    std::chrono::steady_clock::time_point last;  // the last start
 };
+constexpr std::chrono::milliseconds kFullRetryGap{100};
 
 // How host threads wait on a device (PYPHMM_CUDA_SYNC). Spinning answers
 // fastest, and it stays fastest with as many processes as cores under MPS:
@@ -164,7 +170,10 @@ cudaError_t use_device(int d) {
         e = init.result;
     } else {
         std::lock_guard<std::mutex> lock(init.mutex);
-        if (!init.settled.load(std::memory_order_relaxed)) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!init.settled.load(std::memory_order_relaxed) && (!init.tried || now - init.last >= kFullRetryGap)) {
+            init.tried = true;
+            init.last = now;
             init.result = start_device(d, &init.yield);
             init.settled.store(!device_full(init.result), std::memory_order_release);
         }

@@ -34,7 +34,7 @@ int cuda_status(pyphmm_error* err, cudaError_t e, const char* what);
 
 // Makes device d current and initialises it once (context, a kernel image
 // for its architecture). The first attempt's result is final, unless the
-// device was full (device_full): the next call then tries again.
+// device was full (device_full): a call 100 ms or more later tries again.
 cudaError_t use_device(int d);
 bool device_full(cudaError_t e);
 
