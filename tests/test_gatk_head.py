@@ -161,3 +161,23 @@ def test_quiet_silences_banner_and_summary(head_inputs):
     _, stderr = _run_caller(head_inputs, "shim", env_extra={"PYPHMM_QUIET": "1"})
     # (the library's own warnings, e.g. a CUDA build without a GPU, are not these lines)
     assert not [ln for ln in jh.pyphmm_lines(stderr) if ": backend " in ln or " summary: " in ln], stderr[-2000:]
+
+
+def test_a_full_gpu_in_gatks_log(head_inputs, gkl_run):
+    """A fake GPU without room at its first two starts: GATK's log line says
+    so, a later call finds room (one line), the summary has cells on both
+    sides, and every likelihood is GKL's."""
+    (_, hmm, _), stderr = _run_caller(
+        head_inputs,
+        "shim",
+        env_extra={"PYPHMM_TEST_FAKE_GPU": "1", "PYPHMM_TEST_GPU_FULL": "2", "PYPHMM_GPU_RETRY_MS": "1"},
+    )
+    lines = jh.pyphmm_lines(stderr)
+    banner = [ln for ln in lines if " PairHMM: backend " in ln]
+    assert len(banner) == 1 and "has no room for this process" in banner[0], lines
+    assert len([ln for ln in lines if "has room now" in ln]) == 1, lines
+    summary = [ln for ln in lines if " PairHMM summary: " in ln][-1]
+    assert "; cells on GPU 0.0%" not in summary, summary
+    (_, ghmm, _), _ = gkl_run
+    for key in ghmm:
+        assert np.max(np.abs(hmm[key] - ghmm[key])) <= TOL
