@@ -156,6 +156,15 @@ def server_pids(pipe: str, log: str):
     return [int(tok) for tok in p.stdout.split() if tok.isdigit()]
 
 
+def client_count(pipe: str, log: str, server: int):
+    """How many clients MPS server `server` has (None when the daemon does
+    not answer). A GPU's server took 48 at most on the hosts measured."""
+    p = _control(pipe, log, f"get_client_list {server}")
+    if p.returncode != 0:
+        return None
+    return len([tok for tok in p.stdout.split() if tok.isdigit()])
+
+
 def is_running(pipe: str, log: str) -> bool:
     return server_pids(pipe, log) is not None
 
@@ -346,6 +355,10 @@ def cmd_mps(args) -> int:
     if pids is None:
         print(f"pyphmm mps: no control daemon on {pipe}")
         return 3
-    servers = ", ".join(map(str, pids)) if pids else "none yet (one starts with the first GPU client)"
+    counts = [(pid, client_count(pipe, log, pid)) for pid in pids]
+    servers = ", ".join(
+        f"{pid} ({n} client{'' if n == 1 else 's'})" if n is not None else str(pid) for pid, n in counts
+    )
+    servers = servers or "none yet (one starts with the first GPU client)"
     print(f"pyphmm mps: control daemon running on {pipe} (logs {log}); servers: {servers}")
     return 0

@@ -52,6 +52,8 @@ FAKE_CONTROL = textwrap.dedent("""\
             for cmd in call["stdin"]:
                 if cmd == "get_server_list":
                     print(os.environ.get("FAKE_MPS_SERVERS", ""))
+                elif cmd == "get_client_list":  # (the server's pid follows)
+                    print(os.environ.get("FAKE_MPS_CLIENTS", ""))
                 elif cmd == "quit":
                     os.unlink(flag)
     call["rc"] = rc
@@ -171,8 +173,10 @@ def test_cli_start_status_stop(tmp_path, fake_control):
     starts = [c for c in fake_control() if c["argv"] == ["-d"]]
     assert starts == [{"argv": ["-d"], "pipe": pipe, "log": log, "rc": 0}]
 
-    p = pyphmm_mps("status", "--pipe-dir", pipe, env={"FAKE_MPS_SERVERS": "4242"})
-    assert p.returncode == 0 and f"control daemon running on {pipe}" in p.stdout and "servers: 4242" in p.stdout
+    p = pyphmm_mps("status", "--pipe-dir", pipe, env={"FAKE_MPS_SERVERS": "4242", "FAKE_MPS_CLIENTS": "11\n12\n13"})
+    assert p.returncode == 0 and f"control daemon running on {pipe}" in p.stdout
+    assert "servers: 4242 (3 clients)" in p.stdout, p.stdout
+    assert "get_client_list" in fake_control()[-1]["stdin"] and "4242" in fake_control()[-1]["stdin"]
     p = pyphmm_mps("status", "--pipe-dir", pipe)
     assert p.returncode == 0 and "servers: none yet" in p.stdout
 
