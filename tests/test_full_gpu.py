@@ -132,6 +132,30 @@ def test_when_every_gpu_is_full_the_first_choice_is_tried_first():
     assert second["backend"] == "cuda" and second["device"] == 0, second
 
 
+def test_a_call_pinned_to_a_full_gpu_is_told_it_is_unavailable():
+    """The C ABI's options.device on a GPU without room: PYPHMM_E_UNAVAILABLE
+    naming why (the caller asked for nothing wrong), not INVALID, which
+    stays for a device that does not exist."""
+    code = (
+        "from pyphmm import _native, io, samples\n"
+        "from pyphmm._pyphmm import ffi, lib\n"
+        "from pyphmm.pairhmm import _Packed, _region_list\n"
+        "packed = _Packed(_region_list(list(io.read_records(samples.sample_path()))))\n"
+        "out = ffi.new('double[]', packed.total)\n"
+        "for device in (0, 5):\n"
+        "    opts, err = _native.make_options('auto'), ffi.new('pyphmm_error *')\n"
+        "    opts.device = device\n"
+        "    rc = lib.pyphmm_pairhmm(packed.c_regions, len(packed.shapes), out, opts, ffi.NULL, err)\n"
+        "    print(rc == lib.PYPHMM_E_UNAVAILABLE, rc == lib.PYPHMM_E_INVALID, ffi.string(err.message).decode())\n"
+    )
+    env = child_env(PYPHMM_TEST_FAKE_GPU="1", PYPHMM_TEST_GPU_FULL="1", PYPHMM_GPU_RETRY_MS="0")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    full, missing = p.stdout.splitlines()
+    assert full.startswith("True False options.device 0: GPU 0 (fake GPU 0 (CPU stand-in)) has no room"), full
+    assert missing == "False True options.device 5 is not a usable GPU here (0 usable)", missing
+
+
 # ---- a real MPS server at its client limit (GPU hosts) ---------------------
 
 HOLDER = r"""

@@ -336,8 +336,11 @@ int check_device_request(int32_t device, pyphmm_error* err) {
     if (device == PYPHMM_DEVICE_AUTO) return PYPHMM_OK;
     if (device < 0) return set_error(err, PYPHMM_E_INVALID, "options.device %d is neither a device nor AUTO", device);
     const GpuState& g = gpu_state();
-    for (int i = 0; i < g.count; ++i)
-        if (g.ordinal[i] == device && g.usable) return PYPHMM_OK;
+    for (int i = 0; i < g.count; ++i) {
+        if (g.ordinal[i] != device) continue;
+        if (g.usable) return PYPHMM_OK;
+        if (g.full) return set_error(err, PYPHMM_E_UNAVAILABLE, "options.device %d: %s", device, g.status);
+    }
     return set_error(err, PYPHMM_E_INVALID, "options.device %d is not a usable GPU here (%d usable)", device,
                      g.usable ? g.count : 0);
 }

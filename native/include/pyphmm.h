@@ -71,7 +71,10 @@ typedef struct pyphmm_options {
 /* options.device: PYPHMM_DEVICE_AUTO lets pyphmm choose (PYPHMM_DEVICE if
  * set, else the process's GPU, calls of several threads spread over every
  * usable GPU); N >= 0 runs the call on CUDA device N (after
- * CUDA_VISIBLE_DEVICES), PYPHMM_E_INVALID if there is none such. */
+ * CUDA_VISIBLE_DEVICES), PYPHMM_E_INVALID if there is none such, and
+ * PYPHMM_E_UNAVAILABLE while this process's GPU had no room for it (an MPS
+ * server at its client limit; pyphmm tries again every
+ * PYPHMM_GPU_RETRY_MS). */
 #define PYPHMM_DEVICE_AUTO -1
 /* options.flags */
 #define PYPHMM_FLAG_TIMING 1 /* fill the stats' GPU kernel and host-phase times (costs a few us) */
