@@ -172,17 +172,45 @@ sys.stdin.readline()
 """
 
 
-def _cuda_device_present():
+def _cuda_devices():
     try:
         cu = ctypes.CDLL("libcuda.so.1")
     except OSError:
-        return False
+        return 0
     n = ctypes.c_int()
-    return cu.cuInit(0) == 0 and cu.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
+    return n.value if cu.cuInit(0) == 0 and cu.cuDeviceGetCount(ctypes.byref(n)) == 0 else 0
 
 
-@pytest.mark.skipif(shutil.which(mps.CONTROL) is None, reason=f"{mps.CONTROL} not installed")
-@pytest.mark.skipif(not _cuda_device_present(), reason="no CUDA device")
+def _fill(mps_env, visible):
+    """Bare driver contexts on CUDA_VISIBLE_DEVICES=visible until the MPS
+    server refuses one (skips if 96 fit); the holders, still alive."""
+    holders = []
+    for _ in range(96):
+        h = subprocess.Popen(
+            [sys.executable, "-c", HOLDER],
+            env=dict(os.environ, CUDA_VISIBLE_DEVICES=visible, **mps_env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        holders.append(h)
+        if int(h.stdout.readline()) != 0:
+            return holders
+    release(holders)
+    pytest.skip("the MPS server took 96 clients without refusing one")
+
+
+def release(holders):
+    for h in holders:
+        if h.poll() is None:
+            h.communicate("\n", timeout=60)
+
+
+NEEDS_MPS = pytest.mark.skipif(shutil.which(mps.CONTROL) is None, reason=f"{mps.CONTROL} not installed")
+
+
+@NEEDS_MPS
+@pytest.mark.skipif(_cuda_devices() < 1, reason="no CUDA device")
 def test_a_process_beyond_the_mps_client_limit_moves_to_the_gpu_when_one_leaves():
     """Holders (bare driver contexts) fill a private MPS server until one
     is refused; a pyphmm process then computes on the CPU; once five
@@ -191,19 +219,7 @@ def test_a_process_beyond_the_mps_client_limit_moves_to_the_gpu_when_one_leaves(
     with mps.private_daemon() as mps_env:
         holders = []
         try:
-            for _ in range(96):
-                h = subprocess.Popen(
-                    [sys.executable, "-c", HOLDER],
-                    env=dict(os.environ, CUDA_VISIBLE_DEVICES="0", **mps_env),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    text=True,
-                )
-                holders.append(h)
-                if int(h.stdout.readline()) != 0:
-                    break
-            else:
-                pytest.skip("the MPS server took 96 clients without refusing one")
+            holders = _fill(mps_env, "0")
             p = start(4.0, PYPHMM_GPU_RETRY_MS="500", CUDA_VISIBLE_DEVICES="0", **mps_env)
             first = report(p)
             assert first["backend"] == "cpu" and "has no room for this process" in first["status"], first
@@ -215,12 +231,54 @@ def test_a_process_beyond_the_mps_client_limit_moves_to_the_gpu_when_one_leaves(
             second = report(p)
             _, err = p.communicate(timeout=120)
         finally:
-            for h in holders:
-                if h.poll() is None:
-                    h.communicate("\n", timeout=60)
+            release(holders)
     assert second["backend"] == "cuda" and second["usable"], (second, err)
     assert "has room now" in err, err
     for a, b in zip(first["results"], second["results"]):
         np.testing.assert_allclose(np.array(b), np.array(a), rtol=0, atol=1e-5)
     assert len(holders) > 1
     print(f"MPS refused client {len(holders)}; {err.strip()}")
+
+
+THREADS = r"""
+import collections, json, threading
+import pyphmm
+from pyphmm import io, samples
+recs = list(io.read_records(samples.sample_path()))
+seen = collections.Counter()
+lock = threading.Lock()
+def work():
+    for _ in range(30):
+        for reads, haps in recs:
+            st = {}
+            pyphmm.compute_likelihoods(reads, haps, stats=st)
+            with lock:
+                seen[f"{st['backend']} {st['device']} {st['fell_back']}"] += 1
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps({"seen": seen, "device": pyphmm.info()["device"]}))
+"""
+
+
+@NEEDS_MPS
+@pytest.mark.skipif(_cuda_devices() < 2, reason="fewer than two CUDA devices")
+def test_threads_of_a_process_keep_off_a_full_second_gpu():
+    """GPU 1's MPS server is full: a process with eight calling threads
+    chooses GPU 0, and its calls spread over the GPUs only where they start,
+    so none goes to GPU 1 and none falls back to the CPU."""
+    with mps.private_daemon() as mps_env:
+        holders = []
+        try:
+            holders = _fill(mps_env, "1")
+            env = child_env(PYPHMM_GPU_MIN_CELLS="0", CUDA_VISIBLE_DEVICES="0,1", **mps_env)
+            env.pop("PYPHMM_DEVICE", None)
+            p = subprocess.run([sys.executable, "-c", THREADS], env=env, capture_output=True, text=True, timeout=300)
+        finally:
+            release(holders)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout.splitlines()[-1])
+    assert got["device"] == 0 and got["seen"] == {"cuda 0 False": 8 * 30 * 16}, (got, p.stderr)
+    assert "GPU PairHMM failed" not in p.stderr, p.stderr

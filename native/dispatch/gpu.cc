@@ -267,6 +267,10 @@ class Lease {
                 if (g.ordinal[i] == request) index_ = i;
         } else if (!g.pinned && g.count > 1) {
             index_ = least_busy(g_inflight, g.count, g.preferred);
+            // Another GPU only if it starts (once; a full one is asked again
+            // at most every 100 ms): else the call stays on the process's own.
+            if (index_ != g.preferred && !g.fake && cuda_device_init(g.ordinal[index_], nullptr) != PYPHMM_OK)
+                index_ = g.preferred;
         }
         g_inflight[index_].fetch_add(1, std::memory_order_relaxed);
         ordinal_ = g.ordinal[index_];
