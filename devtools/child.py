@@ -36,6 +36,23 @@ def run_python(
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=timeout, **kw)
 
 
+def popen_python(code: str, *args: str, env: dict | None = None, unset=()) -> subprocess.Popen:
+    """Starts ``python -c code ARGS`` as run_python does, with pipes for
+    stdin, stdout and stderr (text), for a child the test talks to while it
+    runs."""
+    e = child_env(ROOT, **(env or {}))
+    for name in unset:
+        e.pop(name, None)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        env=e,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def run_cli(*args, env: dict | None = None, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
     """Runs ``python -m pyphmm ARGS`` as a user would."""
     return subprocess.run(

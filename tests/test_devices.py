@@ -6,13 +6,11 @@ closes its stdin: a live process holds its place in the per-user registry
 ($XDG_RUNTIME_DIR/pyphmm/gpu-claims, a private directory per test here)."""
 
 import os
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
 
-from devtools.child import child_env
+from devtools.child import popen_python
 
 CHILD = (
     "import sys, pyphmm\n"
@@ -30,17 +28,9 @@ def runtime_dir(tmp_path):
 
 
 def start(runtime_dir, gpus, **env):
-    e = child_env(XDG_RUNTIME_DIR=str(runtime_dir), PYPHMM_TEST_FAKE_GPU=str(gpus), **env)
-    for name in ("PYPHMM_DEVICE", "PYPHMM_TEST_GPU_LOAD", "PYPHMM_BACKEND"):
-        if name not in env:
-            e.pop(name, None)
-    return subprocess.Popen(
-        [sys.executable, "-c", CHILD],
-        env=e,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    unset = [name for name in ("PYPHMM_DEVICE", "PYPHMM_TEST_GPU_LOAD", "PYPHMM_BACKEND") if name not in env]
+    return popen_python(
+        CHILD, env=dict(XDG_RUNTIME_DIR=str(runtime_dir), PYPHMM_TEST_FAKE_GPU=str(gpus), **env), unset=unset
     )
 
 

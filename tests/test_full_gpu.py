@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import pytest
 
-from devtools.child import child_env
+from devtools.child import child_env, popen_python
 from pyphmm import mps
 
 CHILD = r"""
@@ -54,18 +54,8 @@ ENV_NAMES = ("PYPHMM_DEVICE", "PYPHMM_TEST_GPU_LOAD", "PYPHMM_TEST_GPU_FULL", "P
 
 
 def start(wait_s, **env):
-    e = child_env(PYPHMM_GPU_MIN_CELLS="0", **env)
-    for name in ENV_NAMES:
-        if name not in env:
-            e.pop(name, None)
-    return subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(wait_s)],
-        env=e,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    unset = [name for name in ENV_NAMES if name not in env]
+    return popen_python(CHILD, str(wait_s), env=dict(PYPHMM_GPU_MIN_CELLS="0", **env), unset=unset)
 
 
 def report(p):
