@@ -101,12 +101,20 @@ int start_candidate(const GpuState& g, int i, pyphmm_error* err, bool* full) {
     return PYPHMM_OK;
 }
 
+// g.name: the preferred device's.
+void name_preferred(GpuState& g) {
+    if (g.fake)
+        std::snprintf(g.name, sizeof(g.name), "fake GPU %d (CPU stand-in)", g.preferred);
+    else
+        std::snprintf(g.name, sizeof(g.name), "%s", cuda_probe().device[g.ordinal[g.preferred]].name);
+}
+
 // Name and status of a started preferred device.
 void describe_started(GpuState& g) {
     g.usable = true;
     g.full = false;
+    name_preferred(g);
     if (g.fake) {
-        std::snprintf(g.name, sizeof(g.name), "fake GPU %d (CPU stand-in)", g.preferred);
         std::snprintf(g.status, sizeof(g.status), "%s", g.name);
         return;
     }
@@ -114,7 +122,6 @@ void describe_started(GpuState& g) {
     g.mps = g.mps || cuda_mps_active(g.mps_dir, sizeof(g.mps_dir));
     const int d = g.ordinal[g.preferred];
     const CudaDeviceInfo& info = cuda_probe().device[d];
-    std::snprintf(g.name, sizeof(g.name), "%s", info.name);
     std::snprintf(g.status, sizeof(g.status), "CUDA device %d: %s (compute %d.%d, %d SMs, %zu MiB)", d, info.name,
                   info.major, info.minor, info.sms, static_cast<size_t>(info.memory >> 20));
 }
@@ -123,10 +130,7 @@ void describe_started(GpuState& g) {
 void describe_full(GpuState& g, const pyphmm_error& err) {
     g.full = true;
     const int d = g.ordinal[g.preferred];
-    if (g.fake)
-        std::snprintf(g.name, sizeof(g.name), "fake GPU %d (CPU stand-in)", g.preferred);
-    else
-        std::snprintf(g.name, sizeof(g.name), "%s", cuda_probe().device[d].name);
+    name_preferred(g);
     char mps[64] = "";
     const int clients = g.fake || !g.mps ? -1 : cuda_other_processes(d, true);
     if (clients > 0) std::snprintf(mps, sizeof(mps), "; its MPS server has %d other clients", clients);
