@@ -130,45 +130,6 @@ PYPHMM_AVX2 bool read_elems_avx2(const uint8_t* bases, const uint8_t* quals, con
     return _mm256_testz_si256(diff, _mm256_set1_epi8(127)) != 0;
 }
 
-// Whether 32 positions' transition bytes all equal the first position's
-// (first[]), ORed into *diff as in elems32.
-PYPHMM_AVX2 inline void diff32(const uint8_t* ins, const uint8_t* dels, const uint8_t* gcp, int64_t j,
-                               const __m256i (&first)[3], __m256i* diff) {
-    *diff = _mm256_or_si256(*diff, _mm256_or_si256(_mm256_xor_si256(load32(ins + j), first[0]),
-                                                   _mm256_or_si256(_mm256_xor_si256(load32(dels + j), first[1]),
-                                                                   _mm256_xor_si256(load32(gcp + j), first[2]))));
-}
-
-PYPHMM_AVX2 bool same_transitions_avx2(const uint8_t* ins, const uint8_t* dels, const uint8_t* gcp, int64_t m) {
-    if (m < 32) return same_transitions_scalar(ins, dels, gcp, m);
-    const __m256i first[3] = {_mm256_set1_epi8(static_cast<char>(ins[0])), _mm256_set1_epi8(static_cast<char>(dels[0])),
-                              _mm256_set1_epi8(static_cast<char>(gcp[0]))};
-    __m256i diff = _mm256_setzero_si256();
-    for (int64_t j = 0;; j += 32) {
-        const int64_t at = j + 32 <= m ? j : m - 32;
-        diff32(ins, dels, gcp, at, first, &diff);
-        if (at + 32 >= m) break;
-    }
-    return _mm256_testz_si256(diff, _mm256_set1_epi8(127)) != 0;
-}
-
-// 16-bit elements j..j+31: the first two bytes of elems32's elements.
-PYPHMM_AVX2 void read_elems16_avx2(const uint8_t* bases, const uint8_t* quals, int64_t m, uint16_t* dst) {
-    if (m < 32) return pack_read_elems16_scalar(bases, quals, m, dst);
-    for (int64_t j = 0;; j += 32) {
-        const int64_t at = j + 32 <= m ? j : m - 32;
-        const __m256i q = load32(quals + at);
-        const __m256i b0 = _mm256_or_si256(masks32(load32(bases + at)), _mm256_slli_epi16(bits8(q, 0x0f), 4));
-        const __m256i b1 = _mm256_srli_epi16(bits8(q, 0x70), 4);
-        // within 128-bit lanes: lo holds elements 0-7 and 16-23, hi 8-15 and 24-31
-        const __m256i lo = _mm256_unpacklo_epi8(b0, b1), hi = _mm256_unpackhi_epi8(b0, b1);
-        __m256i* out = reinterpret_cast<__m256i*>(dst + at);
-        _mm256_storeu_si256(out, _mm256_permute2x128_si256(lo, hi, 0x20));
-        _mm256_storeu_si256(out + 1, _mm256_permute2x128_si256(lo, hi, 0x31));
-        if (at + 32 >= m) break;
-    }
-}
-
 bool use_avx2() {
     static const bool v = [] { return !config::on(config::Knob::kPackScalar) && __builtin_cpu_supports("avx2"); }();
     return v;
@@ -189,34 +150,6 @@ bool pack_read_elems_scalar(const uint8_t* bases, const uint8_t* quals, const ui
         diff |= (ins[j] ^ ins[0]) | (dels[j] ^ dels[0]) | (gcp[j] ^ gcp[0]);
     }
     return (diff & 127u) == 0;
-}
-
-uint32_t read_elem(uint8_t base, uint8_t qual, uint8_t ins, uint8_t del, uint8_t gcp) {
-    return elem(base, qual, ins, del, gcp);
-}
-
-bool same_transitions_scalar(const uint8_t* ins, const uint8_t* dels, const uint8_t* gcp, int64_t m) {
-    unsigned diff = 0;  // (no early exit: the loop vectorises)
-    for (int64_t j = 1; j < m; ++j) diff |= (ins[j] ^ ins[0]) | (dels[j] ^ dels[0]) | (gcp[j] ^ gcp[0]);
-    return (diff & 127u) == 0;
-}
-
-void pack_read_elems16_scalar(const uint8_t* bases, const uint8_t* quals, int64_t m, uint16_t* dst) {
-    for (int64_t j = 0; j < m; ++j) dst[j] = static_cast<uint16_t>(elem(bases[j], quals[j], 0, 0, 0));
-}
-
-bool same_transitions(const uint8_t* ins, const uint8_t* dels, const uint8_t* gcp, int64_t m) {
-#if PYPHMM_PACK_AVX2
-    if (use_avx2()) return same_transitions_avx2(ins, dels, gcp, m);
-#endif
-    return same_transitions_scalar(ins, dels, gcp, m);
-}
-
-void pack_read_elems16(const uint8_t* bases, const uint8_t* quals, int64_t m, uint16_t* dst) {
-#if PYPHMM_PACK_AVX2
-    if (use_avx2()) return read_elems16_avx2(bases, quals, m, dst);
-#endif
-    pack_read_elems16_scalar(bases, quals, m, dst);
 }
 
 void pack_base_planes(const uint8_t* src, int64_t n, uint8_t* dst) {

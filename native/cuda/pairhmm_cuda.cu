@@ -1,8 +1,7 @@
 // GPU PairHMM entry point: a call's chunks through a borrowed context.
 //
 // One call = one or more chunks (pairhmm_plan.h). A chunk is packed on the
-// host into one pinned buffer, sent with ONE host-to-device copy (of the
-// buffer up to its last read: uniform reads take half the bytes), computed
+// host into one pinned buffer, sent with ONE host-to-device copy, computed
 // by one launch per float pass plus the double pass (pairhmm_launch.h), and
 // returned with ONE device-to-host copy (small chunks: written by the
 // kernels straight into mapped host memory). Per-region calls are one
@@ -276,7 +275,7 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     PYPHMM_CUDA_TRY(s.dscratch.reserve(cudak::pairhmm_scratch_bytes(st.device, stride, st.fast)));
     cudak::ChunkBuffers b;
     b.pairs = reinterpret_cast<const cudak::PairDesc*>(din + L.desc_off);
-    b.reads = reinterpret_cast<const uint16_t*>(din + L.read_off);
+    b.reads = reinterpret_cast<const uint32_t*>(din + L.read_off);
     b.haps = reinterpret_cast<const uint8_t*>(din + L.hap_off);
     b.results = reinterpret_cast<double*>(dout + cudak::kHeaderBytes);
     b.header = reinterpret_cast<int*>(dout);
@@ -296,7 +295,7 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
         std::fill(slot, slot + c.pairs, cudak::kPendingMark);  // (stored before the launch call)
     }
 
-    PYPHMM_CUDA_TRY(cudaMemcpyAsync(din, s.hin.p, packed.send_bytes, cudaMemcpyHostToDevice, s.stream));
+    PYPHMM_CUDA_TRY(cudaMemcpyAsync(din, s.hin.p, L.in_bytes, cudaMemcpyHostToDevice, s.stream));
     if (st.events) {
         if (!st.first_recorded) PYPHMM_CUDA_TRY(cudaEventRecord(st.first, s.stream));
         st.first_recorded = true;

@@ -76,7 +76,7 @@ struct KernelArgs {
     int count;              // number of pairs (when count_ptr == nullptr)
     const int* count_ptr;   // device count (double pass)
     const int* index;       // pair indices (double pass), else nullptr
-    const uint16_t* reads;  // packed reads, compact or not (pairhmm_layout.h)
+    const uint32_t* reads;
     const uint8_t* haps;
     DevTables<T> tab;
     double* out;      // results, by PairDesc::out
@@ -297,13 +297,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
     const int pad = nstripes * R - m;
     const T ic_n = opaque(tdiv<T>(a.tab.ic, static_cast<T>(n)));
     const uint32_t* hap4 = reinterpret_cast<const uint32_t*>(a.haps + d.hoff);
-    // The read (pairhmm_layout.h): the kUniform and kConst passes' reads are
-    // compact and need only each row's bits 0-10 (their triple comes from
-    // row 0's full element, or the launch); other pairs' reads may be either.
-    const bool compact = UNIFORM || (d.roff & kCompactRead) != 0u;
-    const uint16_t* rd16 = a.reads + (d.roff & ~kCompactRead);
-    const uint32_t* rd32 = reinterpret_cast<const uint32_t*>(rd16);
-    const uint32_t high = !UNIFORM && compact ? __ldg(rd32 - 1) & ~kElemLowBits : 0u;  // its triple's bits
+    const uint32_t* rd = a.reads + d.roff;
     const int ss = a.scratch_stride;
     T sum_m = T(0), sum_x = T(0);
     unfactorable = false;
@@ -326,7 +320,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
             u.gm = a.gc.gm;  // (the host checked gm > 0)
             u.cc = a.gc.cc;
         } else if (UNIFORM) {
-            u = row_consts<T, AR>(a, __ldg(rd32 - 1), unfactorable);
+            u = row_consts<T, AR>(a, __ldg(rd), unfactorable);
         }
         // All K elements first, then their table entries: two rounds of
         // loads in flight instead of two per row (a padding row loads
@@ -334,8 +328,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         const int row0 = stripe * R + t * K - pad;  // 0-based read row of k = 0; < 0: padding
         uint32_t elem[K];
 #pragma unroll
-        for (int k = 0; k < K; ++k)
-            elem[k] = row0 + k < 0 ? 0u : compact ? high | __ldg(rd16 + row0 + k) : __ldg(rd32 + row0 + k);
+        for (int k = 0; k < K; ++k) elem[k] = row0 + k >= 0 ? __ldg(rd + row0 + k) : 0u;
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             const bool padding = row0 + k < 0;

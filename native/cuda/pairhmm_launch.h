@@ -14,7 +14,7 @@ namespace cudak {
 // A chunk's buffers on the device.
 struct ChunkBuffers {
     const PairDesc* pairs;
-    const uint16_t* reads;  // packed reads (pairhmm_layout.h)
+    const uint32_t* reads;
     const uint8_t* haps;
     double* results;     // by PairDesc::out
     int* header;         // results' header: the double pass writes its count here

@@ -20,7 +20,7 @@ namespace cudak {
 
 // One pair, in the order the kernels process them (sorted by pass and bin).
 struct PairDesc {
-    uint32_t roff;  // the read: its row 0 in the packed reads, in 16-bit units, | kCompactRead
+    uint32_t roff;  // first element of the read in the packed read array
     uint32_t hoff;  // first byte of the haplotype in the packed hap array (4-aligned)
     int32_t m;      // read length
     int32_t n;      // haplotype length
@@ -30,21 +30,6 @@ struct PairDesc {
 // Packed read element (built on the host by pack_read_elems): bits 0-3 base
 // mask (A=1 C=2 G=4 T=8 N=15), then four 7-bit fields: base quality << 4,
 // insertion << 11, deletion << 18, gap continuation << 25.
-// The packed reads are 16-bit units (4-aligned at the array's start), in one
-// of two forms. A read whose rows all carry one insertion, deletion and
-// gap-continuation quality (uniform: every read of the kUniform and kConst
-// passes) is compact: the full element of its row 0 as one 32-bit word, then
-// one 16-bit element per row holding the element's bits 0-10 (base mask and
-// quality); roff names the unit of row 0's 16-bit element (so the word sits
-// at roff - 2) and carries kCompactRead. Row k's full element is then
-// (word & ~kElemLowBits) | unit[k]. Any other read is one 32-bit element per
-// row from an even roff. The copy a per-region call waits for is most of
-// its read elements, so GATK's usual reads (45/45/10 on every row) go in
-// half the bytes.
-constexpr uint32_t kCompactRead = 1u << 31;
-constexpr uint32_t kElemLowBits = 0x7ff;
-// 16-bit units of a packed read of m rows.
-PYPHMM_CONSTEXPR_HD constexpr int64_t read_units(int64_t m, bool compact) { return compact ? 2 + m + (m & 1) : 2 * m; }
 // Haplotypes are packed as base planes (A=0 C=1 G=2 T=3 N=4), each padded
 // with zeros to a multiple of 4 bytes plus kHapPad (the kernels read whole
 // words and prefetch ahead).

@@ -31,7 +31,10 @@ BinRef bin_of(int m, bool dbl, bool uniform, bool constant) {
 }
 
 bool uniform_transitions(const pyphmm_region& g, int64_t ro, int m) {
-    return same_transitions(g.read_ins + ro, g.read_dels + ro, g.read_gcp + ro, m);
+    const uint8_t *ins = g.read_ins + ro, *del = g.read_dels + ro, *gcp = g.read_gcp + ro;
+    unsigned diff = 0;  // (no early exit: the loop vectorises)
+    for (int i = 1; i < m; ++i) diff |= (ins[i] ^ ins[0]) | (del[i] ^ del[0]) | (gcp[i] ^ gcp[0]);
+    return (diff & 127u) == 0;
 }
 
 // ---------------------------------------------------------------- gap choice
@@ -109,7 +112,6 @@ std::vector<Chunk> plan_chunks(const pyphmm_region* regions, int64_t num_regions
                                     cells >= cell_target))
                     break;
                 c->pairs += g.num_haps;
-                ++c->reads;
                 c->read_elems += m;
                 cells += m * hap_bases;
                 out += g.num_haps;
@@ -126,10 +128,9 @@ std::vector<Chunk> plan_chunks(const pyphmm_region* regions, int64_t num_regions
 Layout layout_of(const Chunk& c) {
     Layout L;
     L.desc_off = kHeaderBytes;
-    L.hap_off = round_up(L.desc_off + c.pairs * sizeof(PairDesc), 16);
-    L.read_off = round_up(L.hap_off + c.hap_bytes, 16);
-    // (at most: a compact read takes 2 + m + 1 units, a full one 2m)
-    L.in_bytes = round_up(L.read_off + 2 * (2 * c.read_elems + 2 * c.reads), 16);
+    L.read_off = round_up(L.desc_off + c.pairs * sizeof(PairDesc), 16);
+    L.hap_off = round_up(L.read_off + c.read_elems * 4, 16);
+    L.in_bytes = round_up(L.hap_off + c.hap_bytes, 16);
     L.list_off = L.in_bytes;
     L.dev_in_bytes = L.list_off + c.pairs * sizeof(int);
     L.out_bytes = kHeaderBytes + c.pairs * sizeof(double);
@@ -139,55 +140,41 @@ Layout layout_of(const Chunk& c) {
 // ---------------------------------------------------------------- packing
 namespace {
 
-// Where one piece's data goes in the chunk's buffer: its first read unit,
+// Where one piece's data goes in the chunk's buffer: its first read element,
 // first haplotype byte and, per (pass, bin) slot, its first descriptor.
 struct PieceCursor {
     int64_t rpos = 0, hpos = 0;
     int64_t slot[kNumSlots] = {};
 };
 
-// Pass 1 for one piece: which reads are uniform (that picks a read's slot
-// and its packed form) and the piece's sizes (read units, haplotype bytes,
-// pairs per slot) as a cursor relative to 0.
-PieceCursor size_piece(const pyphmm_region& g, const Piece& p, bool dbl, bool uni, const GapChoice& gaps,
-                       uint8_t* read_slot, uint8_t* compact) {
+// Pass 1 for one piece: packs its reads at `relem` (packing tells whether a
+// read's transitions are uniform, which picks its slot) and returns its
+// sizes (read elements, haplotype bytes, pairs per slot) as a cursor
+// relative to 0.
+PieceCursor pack_reads(const pyphmm_region& g, const Piece& p, bool dbl, bool uni, const GapChoice& gaps,
+                       uint8_t* read_slot, uint32_t* relem) {
     PieceCursor sz;
     for (int32_t h = 0; h < g.num_haps; ++h) sz.hpos += hap_stride(g.hap_offsets[h + 1] - g.hap_offsets[h]);
     for (int32_t r = p.r0; r < p.r1; ++r) {
         const int64_t ro = g.read_offsets[r];
         const int m = static_cast<int>(g.read_offsets[r + 1] - ro);
-        const bool same = uniform_transitions(g, ro, m);
+        const bool same = pack_read_elems(g.read_bases + ro, g.read_quals + ro, g.read_ins + ro, g.read_dels + ro,
+                                          g.read_gcp + ro, m, relem + sz.rpos);
         const bool u = uni && same;
         const BinRef b = bin_of(m, dbl, u, u && gaps.matches(g, ro));
         const int s = slot_of(b.pass, b.bin);
         read_slot[r - p.r0] = static_cast<uint8_t>(s);
-        compact[r - p.r0] = same;
-        sz.rpos += read_units(m, same);
+        sz.rpos += m;
         sz.slot[s] += g.num_haps;
     }
     return sz;
 }
 
-// One read at unit `at` of the packed reads; returns its descriptors' roff.
-uint32_t pack_read(const pyphmm_region& g, int64_t ro, int m, bool compact, int64_t at, uint16_t* units) {
-    const uint8_t *b = g.read_bases + ro, *q = g.read_quals + ro;
-    if (!compact) {
-        pack_read_elems(b, q, g.read_ins + ro, g.read_dels + ro, g.read_gcp + ro, m,
-                        reinterpret_cast<uint32_t*>(units + at));
-        return static_cast<uint32_t>(at);
-    }
-    const uint32_t word = m > 0 ? read_elem(b[0], q[0], g.read_ins[ro], g.read_dels[ro], g.read_gcp[ro]) : 0u;
-    std::memcpy(units + at, &word, sizeof(word));
-    pack_read_elems16(b, q, m, units + at + 2);
-    if (m & 1) units[at + 2 + m] = 0;  // (the buffer goes to the device whole: no stale bytes)
-    return static_cast<uint32_t>(at + 2) | kCompactRead;
-}
-
-// Pass 2 for one piece: its reads, its haplotypes (base planes,
-// zero-padded) and one descriptor per (read, haplotype) into its slots.
-// Returns the longest haplotype.
+// Pass 2 for one piece: its haplotypes (base planes, zero-padded) and one
+// descriptor per (read, haplotype) into its slots. Returns the longest
+// haplotype.
 int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor cur, const uint8_t* read_slot,
-               const uint8_t* compact, PairDesc* desc, uint8_t* hbytes, uint16_t* units) {
+               PairDesc* desc, uint8_t* hbytes) {
     int longest = 1;
     std::vector<uint32_t> hoff(g.num_haps), hlen(g.num_haps);
     for (int32_t h = 0; h < g.num_haps; ++h) {
@@ -202,20 +189,17 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
         longest = std::max<int>(longest, static_cast<int>(n));
     }
     for (int32_t r = p.r0; r < p.r1; ++r) {
-        const int64_t ro = g.read_offsets[r];
-        const int m = static_cast<int>(g.read_offsets[r + 1] - ro);
-        const bool c = compact[r - p.r0];
-        const uint32_t roff = pack_read(g, ro, m, c, cur.rpos, units);
-        cur.rpos += read_units(m, c);
+        const int m = static_cast<int>(g.read_offsets[r + 1] - g.read_offsets[r]);
         int64_t& next = cur.slot[read_slot[r - p.r0]];
         for (int32_t h = 0; h < g.num_haps; ++h) {
             PairDesc& d = desc[next++];
-            d.roff = roff;
+            d.roff = static_cast<uint32_t>(cur.rpos);
             d.hoff = hoff[h];
             d.m = m;
             d.n = static_cast<int32_t>(hlen[h]);
             d.out = static_cast<int32_t>(out++);
         }
+        cur.rpos += m;
     }
     return longest;
 }
@@ -244,19 +228,27 @@ void merge_uniform_into_rows(std::vector<PieceCursor>& sizes, std::vector<uint8_
 
 }  // namespace
 
-// Pass 1 sizes every piece, pass 2 packs its reads, haplotypes and
-// descriptors, each in parallel over pieces (whole workloads have
-// thousands); in between, prefix sums tell each piece where its data goes.
+// Pass 1 packs every piece's reads and sizes the rest, pass 2 packs the
+// haplotypes and descriptors, each in parallel over pieces (whole workloads
+// have thousands); in between, prefix sums tell each piece where its data
+// goes. (A piece's read elements start where the previous pieces' end,
+// which the read offsets tell before pass 1.)
 Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L, bool dbl, bool uni, bool merge_uniform,
                   const GapChoice& gaps, char* buf) {
     std::memset(buf, 0, kHeaderBytes);
     PairDesc* desc = reinterpret_cast<PairDesc*>(buf + L.desc_off);
+    uint32_t* relem = reinterpret_cast<uint32_t*>(buf + L.read_off);
     uint8_t* hbytes = reinterpret_cast<uint8_t*>(buf + L.hap_off);
-    uint16_t* units = reinterpret_cast<uint16_t*>(buf + L.read_off);
     const int64_t np = static_cast<int64_t>(c.pieces.size());
-    std::vector<int64_t> read_first(np + 1, 0);  // where each piece's reads go in read_slot
-    for (int64_t k = 0; k < np; ++k) read_first[k + 1] = read_first[k] + c.pieces[k].r1 - c.pieces[k].r0;
-    std::vector<uint8_t> read_slot(read_first[np]), compact(read_first[np]);
+    // where each piece's reads go in read_slot and in relem
+    std::vector<int64_t> read_first(np + 1, 0), elem_first(np + 1, 0);
+    for (int64_t k = 0; k < np; ++k) {
+        const Piece& p = c.pieces[k];
+        const int64_t* ro = regions[p.region].read_offsets;
+        read_first[k + 1] = read_first[k] + p.r1 - p.r0;
+        elem_first[k + 1] = elem_first[k] + ro[p.r1] - ro[p.r0];
+    }
+    std::vector<uint8_t> read_slot(read_first[np]);
     std::vector<PieceCursor> cur(np);
     std::vector<int> longest(np, 1);
     std::atomic<bool> no_memory{false};
@@ -275,8 +267,8 @@ Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L,
         if (no_memory) throw std::bad_alloc();
     };
     each_piece([&](int64_t k) {
-        cur[k] = size_piece(regions[c.pieces[k].region], c.pieces[k], dbl, uni, gaps, read_slot.data() + read_first[k],
-                            compact.data() + read_first[k]);
+        cur[k] = pack_reads(regions[c.pieces[k].region], c.pieces[k], dbl, uni, gaps, read_slot.data() + read_first[k],
+                            relem + elem_first[k]);
     });
     if (merge_uniform) merge_uniform_into_rows(cur, read_slot);
     Packed out;
@@ -299,11 +291,8 @@ Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L,
     each_piece([&](int64_t k) {
         const Piece& p = c.pieces[k];
         longest[k] = pack_piece(regions[p.region], p, p.out_first - c.out_first, cur[k],
-                                read_slot.data() + read_first[k], compact.data() + read_first[k], desc, hbytes, units);
+                                read_slot.data() + read_first[k], desc, hbytes);
     });
-    const size_t reads_end = L.read_off + 2 * static_cast<size_t>(total.rpos);
-    out.send_bytes = static_cast<size_t>(round_up(static_cast<int64_t>(reads_end), 16));
-    std::memset(buf + reads_end, 0, out.send_bytes - reads_end);
     out.max_hap_len = *std::max_element(longest.begin(), longest.end());
     for (int b = 0; b < pass_bins(Pass::kFloatConst); ++b) out.const_pairs += out.bins.count_of(Pass::kFloatConst, b);
     return out;

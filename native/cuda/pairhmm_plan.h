@@ -5,12 +5,9 @@
 // tests build it with the host compiler (tests/native/pairhmm_plan_check.cc).
 //
 // A chunk's buffer: header (16 bytes: the double pass's counter) | pair
-// descriptors sorted by (pass, bin) | haplotype base planes | packed reads
-// (pairhmm_layout.h). The reads go last: their size is known only once
-// packing has seen which are compact, and the host sends the buffer up to
-// their end. On the device the underflow list follows the buffer's
-// capacity; results come back as header (16 bytes: the double-pass count) |
-// results by output index.
+// descriptors sorted by (pass, bin) | packed read elements | haplotype base
+// planes. On the device the underflow list follows it; results come back
+// as header (16 bytes: the double-pass count) | results by output index.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -67,7 +64,7 @@ struct Piece {
 
 struct Chunk {
     std::vector<Piece> pieces;
-    int64_t pairs = 0, reads = 0, read_elems = 0, hap_bytes = 0, out_first = 0;
+    int64_t pairs = 0, read_elems = 0, hap_bytes = 0, out_first = 0;
 };
 
 // Cuts a call into chunks of region pieces, bounded by pairs, bytes and
@@ -80,8 +77,8 @@ inline int64_t hap_stride(int64_t n) { return round_up(n, 4) + kHapPad; }
 
 // Byte offsets of a chunk's buffers.
 struct Layout {
-    size_t desc_off, hap_off, read_off;
-    size_t in_bytes;  // the input buffer's size: every read in 32-bit elements (packing sends less, Packed::send_bytes)
+    size_t desc_off, read_off, hap_off;
+    size_t in_bytes;  // what the host sends
     size_t list_off;  // device: the underflow list after the input
     size_t dev_in_bytes;
     size_t out_bytes;  // what comes back
@@ -94,11 +91,9 @@ struct Packed {
     BinRanges bins;
     int max_hap_len = 1;
     int64_t const_pairs = 0;  // pairs in the kConst pass
-    size_t send_bytes = 0;    // the buffer's bytes the kernels read: up to the last read's end
 };
 
-// Fills buf (layout_of(c).in_bytes bytes) with the chunk; uniform reads are
-// packed compact (pairhmm_layout.h). `uniform` lets
+// Fills buf (layout_of(c).in_bytes bytes) with the chunk. `uniform` lets
 // reads with one quality triple use the kUniform/kConst passes (fast float
 // calls only). `merge_uniform` (small chunks, whose launches cost more than
 // their kernels gain): if the chunk has kRow pairs, its kUniform reads join

@@ -172,11 +172,7 @@ void check_pack(bool dbl, bool merge) {
     const GapChoice gaps = dbl ? GapChoice{} : choose_gaps(regions.data(), static_cast<int64_t>(regions.size()));
     const Packed packed = pack_chunk(regions.data(), c, L, dbl, !dbl, merge, gaps, buf.data());
     const PairDesc* desc = reinterpret_cast<const PairDesc*>(buf.data() + L.desc_off);
-    const uint16_t* units = reinterpret_cast<const uint16_t*>(buf.data() + L.read_off);
-    CHECK(packed.send_bytes <= L.in_bytes && packed.send_bytes % 16 == 0 && packed.send_bytes >= L.read_off,
-          "send %zu bytes of %zu", packed.send_bytes, L.in_bytes);
-    const int64_t used_units = (static_cast<int64_t>(packed.send_bytes) - static_cast<int64_t>(L.read_off)) / 2;
-    std::vector<int> owner(used_units, -1);  // which read (by its first pair's output) each unit holds
+    const uint32_t* elems = reinterpret_cast<const uint32_t*>(buf.data() + L.read_off);
     const uint8_t* planes = reinterpret_cast<const uint8_t*>(buf.data() + L.hap_off);
     // Map output index -> (region, read, hap).
     struct Where {
@@ -209,33 +205,7 @@ void check_pack(bool dbl, bool merge) {
             std::vector<uint32_t> want(d.m);
             pack_read_elems(g.read_bases + r0, g.read_quals + r0, g.read_ins + r0, g.read_dels + r0, g.read_gcp + r0,
                             d.m, want.data());
-            // compact iff uniform (pairhmm_layout.h); decode each row's full element
-            const bool compact = (d.roff & kCompactRead) != 0;
-            const int64_t at = d.roff & ~kCompactRead, first = compact ? at - 2 : at;
-            const int64_t span = read_units(d.m, compact);
-            CHECK(compact == uniform_transitions(g, r0, d.m), "pair %d: compact %d", d.out, compact);
-            CHECK(at % 2 == 0 && first >= 0 && first + span <= used_units, "pair %d: read at unit %lld", d.out,
-                  (long long)at);
-            if (at % 2 || first < 0 || first + span > used_units) continue;
-            for (int64_t u = first; u < first + span; ++u) {
-                const int id = w.k * 1000 + w.r;
-                CHECK(owner[u] == -1 || owner[u] == id, "pair %d: unit %lld also holds another read", d.out,
-                      (long long)u);
-                owner[u] = id;
-            }
-            uint32_t word = 0;
-            if (compact) std::memcpy(&word, units + at - 2, 4);
-            bool same = true;
-            for (int k = 0; k < d.m; ++k) {
-                uint32_t e = 0;
-                if (compact)
-                    e = (word & ~kElemLowBits) | units[at + k];
-                else
-                    std::memcpy(&e, units + at + 2 * k, 4);
-                same &= e == want[k];
-            }
-            CHECK(same, "pair %d read elements", d.out);
-            if (compact && d.m % 2) CHECK(units[at + d.m] == 0, "pair %d: padding unit", d.out);
+            CHECK(!std::memcmp(elems + d.roff, want.data(), d.m * 4u), "pair %d read elements", d.out);
             std::vector<uint8_t> plane(d.n);
             pack_base_planes(g.hap_bases + h0, d.n, plane.data());
             CHECK(d.hoff % 4 == 0 && !std::memcmp(planes + d.hoff, plane.data(), d.n), "pair %d haplotype", d.out);
@@ -244,10 +214,6 @@ void check_pack(bool dbl, bool merge) {
         }
     }
     CHECK(seen.size() == where.size(), "%zu of %zu pairs packed", seen.size(), where.size());
-    for (int64_t u = 0; u < used_units; ++u)  // (the rest is the last 16 bytes' padding)
-        CHECK(owner[u] != -1 || units[u] == 0, "unit %lld: neither a read nor zero padding", (long long)u);
-    CHECK(used_units < static_cast<int64_t>((L.in_bytes - L.read_off) / 2),
-          "compact reads send fewer bytes than the buffer holds");
     CHECK(const_pairs == packed.const_pairs, "const pairs %lld, counted %lld", (long long)packed.const_pairs,
           (long long)const_pairs);
     CHECK(dbl || const_pairs > 0, "the uniform 45/45/10 reads take the constant pass");
