@@ -24,15 +24,21 @@ def child_env(root: str = ROOT, *, import_tests: bool = False, **extra) -> dict:
     return dict(os.environ, **extra, PYTHONPATH=path)
 
 
+def _python_env(env: dict | None, unset, import_tests: bool = False) -> dict:
+    """child_env plus ``env``, without the inherited variables in ``unset``."""
+    e = child_env(ROOT, import_tests=import_tests, **(env or {}))
+    for name in unset:
+        e.pop(name, None)
+    return e
+
+
 def run_python(
     code: str, *, env: dict | None = None, unset=(), import_tests: bool = False, timeout: float = 600, **kw
 ) -> subprocess.CompletedProcess:
     """Runs ``python -c code`` in a child with this checkout importable;
     ``env`` adds variables, ``unset`` removes inherited ones, import_tests
     as in child_env. Returns the CompletedProcess (text output)."""
-    e = child_env(ROOT, import_tests=import_tests, **(env or {}))
-    for name in unset:
-        e.pop(name, None)
+    e = _python_env(env, unset, import_tests)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=timeout, **kw)
 
 
@@ -40,12 +46,9 @@ def popen_python(code: str, *args: str, env: dict | None = None, unset=()) -> su
     """Starts ``python -c code ARGS`` as run_python does, with pipes for
     stdin, stdout and stderr (text), for a child the test talks to while it
     runs."""
-    e = child_env(ROOT, **(env or {}))
-    for name in unset:
-        e.pop(name, None)
     return subprocess.Popen(
         [sys.executable, "-c", code, *args],
-        env=e,
+        env=_python_env(env, unset),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

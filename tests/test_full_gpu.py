@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import pytest
 
-from devtools.child import child_env, popen_python
+from devtools.child import popen_python, run_python
 from pyphmm import mps
 
 CHILD = r"""
@@ -138,8 +138,9 @@ def test_a_call_pinned_to_a_full_gpu_is_told_it_is_unavailable():
         "    rc = lib.pyphmm_pairhmm(packed.c_regions, len(packed.shapes), out, opts, ffi.NULL, err)\n"
         "    print(rc == lib.PYPHMM_E_UNAVAILABLE, rc == lib.PYPHMM_E_INVALID, ffi.string(err.message).decode())\n"
     )
-    env = child_env(PYPHMM_TEST_FAKE_GPU="1", PYPHMM_TEST_GPU_FULL="1", PYPHMM_GPU_RETRY_MS="0")
-    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    p = run_python(
+        code, env=dict(PYPHMM_TEST_FAKE_GPU="1", PYPHMM_TEST_GPU_FULL="1", PYPHMM_GPU_RETRY_MS="0"), timeout=120
+    )
     assert p.returncode == 0, p.stderr
     full, missing = p.stdout.splitlines()
     assert full.startswith("True False options.device 0: GPU 0 (fake GPU 0 (CPU stand-in)) has no room"), full
@@ -263,9 +264,8 @@ def test_threads_of_a_process_keep_off_a_full_second_gpu():
         holders = []
         try:
             holders = _fill(mps_env, "1")
-            env = child_env(PYPHMM_GPU_MIN_CELLS="0", CUDA_VISIBLE_DEVICES="0,1", **mps_env)
-            env.pop("PYPHMM_DEVICE", None)
-            p = subprocess.run([sys.executable, "-c", THREADS], env=env, capture_output=True, text=True, timeout=300)
+            env = dict(PYPHMM_GPU_MIN_CELLS="0", CUDA_VISIBLE_DEVICES="0,1", **mps_env)
+            p = run_python(THREADS, env=env, unset=("PYPHMM_DEVICE",), timeout=300)
         finally:
             release(holders)
     assert p.returncode == 0, p.stderr
