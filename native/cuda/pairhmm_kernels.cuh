@@ -16,9 +16,10 @@
 // (M = X = 0, Y = IC/n) exactly, so padding changes no bit of the result.
 //
 // Emissions: the float kernels without stripes keep, per lane, the emission
-// of each of its rows for each haplotype base (A, C, G, T, N) in shared
-// memory and fetch a step's K values with K/4 vector loads (see etab_fill);
-// the others choose match ? em : ex per cell from registers.
+// of each of its rows for each haplotype base (A, C, G, T, N, and 0 for the
+// padding past a haplotype's end) in shared memory and fetch a step's K
+// values with K/4 vector loads (see etab_fill); the others choose
+// match ? em : ex per cell from registers.
 //
 // Reads longer than P*K rows (STRIPED instantiations) are swept in stripes of
 // P*K rows; the last lane stores the stripe's last row (M, X, Y per column)
@@ -218,10 +219,11 @@ __device__ __forceinline__ RowTransitions<T> row_consts(const KernelArgs<T>& a, 
 // emissions with K/4 conflict-free vector loads instead of choosing
 // match ? em : ex per cell (a LOP3 to a predicate and an FSEL: two of the
 // ~11 instructions per cell). The table is private to its lane (no sync).
-// Planes: A, C, G, T, N; the host packs each haplotype byte as its plane
-// (0-4; 0 past the end, whose cells are never used), which lane 0 reads and
-// the lanes pass on.
-constexpr int kPlanes = 5;
+// Planes: A, C, G, T, N and kPadPlane, whose emissions are 0; the host packs
+// each haplotype byte as its plane (0-4) and the bytes past its end as
+// kPadPlane, which lane 0 reads and the lanes pass on.
+constexpr int kPlanes = 6;
+static_assert(kPadPlane == kPlanes - 1, "the padding plane follows the five bases");
 template <int K>
 __host__ __device__ constexpr int etab_chunks() {
     return (K + 3) / 4;
@@ -245,13 +247,14 @@ __device__ __forceinline__ void etab_fill(float4* tab, int wl, const float (&em)
 #pragma unroll
     for (int p = 0; p < kPlanes; ++p) {
         const uint32_t pm = mask_of(p);
+        const bool pad = p == kPadPlane;
 #pragma unroll
         for (int v = 0; v < KV; ++v) {
             float q[4];
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 const int k = 4 * v + i;
-                q[i] = k < K ? (((rmask[k / 8] >> (4 * (k % 8))) & pm) ? em[k] : ex[k]) : 0.0f;
+                q[i] = k < K && !pad ? (((rmask[k / 8] >> (4 * (k % 8))) & pm) ? em[k] : ex[k]) : 0.0f;
             }
             tab[(p * KV + v) * 32 + wl] = make_float4(q[0], q[1], q[2], q[3]);
         }
@@ -399,7 +402,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
             }
         }
         const bool last_stripe = stripe == nstripes - 1;
-        uint32_t h = 0;
+        uint32_t h = ETAB ? kPadPlane : 0u;  // (a lane that has not started passes it on: emissions 0)
         // Haplotype words are loaded two blocks of 4 steps ahead: one block
         // is shorter than a load that misses L1.
         uint32_t next_word = __ldg(hap4), after_next = __ldg(hap4 + 1);
@@ -422,15 +425,12 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         }                                                                                                           \
         const int j = s0 + (B)-t + 1;                                                                               \
         const bool in_hap = static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act);                            \
-        if (!(CHECK) || ETAB || in_hap) {                                                                           \
+        if (!(CHECK) || in_hap) {                                                                                   \
             T ev[K];                                                                                                \
             if constexpr (PF) {                                                                                     \
                 _Pragma("unroll") for (int k_ = 0; k_ < K; ++k_) ev[k_] = EVC[k_];                                  \
             } else if constexpr (ETAB) {                                                                            \
                 etab_load<K>(etab, wl, h, ev);                                                                      \
-            }                                                                                                       \
-            if (ETAB && (CHECK) && j < 1) { /* not started: the step keeps column 0 (see STEPS) */                  \
-                _Pragma("unroll") for (int k_ = 0; k_ < K; ++k_) ev[k_] = T(0);                                     \
             }                                                                                                       \
             if constexpr (CONST)                                                                                    \
                 lane_step_const<K, CB, AR>(a.gc, cc, ev, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, NY);               \
@@ -458,15 +458,18 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         // STEPS. Blocks of 4 steps in which every lane of every group of the
         // warp has started (lane t at column s-t+1 >= 1) and no lane has
         // passed its haplotype's end (column <= n) run with no per-step
-        // checks. With emission tables only the last lane's column counts
-        // (the result sum): a lane that has not started computes its step
-        // with emissions 0, which reproduces column 0 exactly (M = 0*(...),
-        // X = mx*0 + cc*0, Y = my*0 + cc*Y: 0 in read rows, and IC/n in
-        // padding rows where cc = 1), and a lane past the end computes
-        // columns that no cell of the haplotype reads. (n_min: the shortest
-        // haplotype of the warp's valid groups.)
+        // checks. With emission tables every block runs so: a lane outside
+        // columns 1..n has the padding plane's emissions, 0. Before its start
+        // that reproduces column 0 exactly (M = 0*(...), X = mx*0 + cc*0,
+        // Y = my*0 + cc*Y: 0 in read rows, IC/n in padding rows where cc =
+        // 1), and past the end every row's M and X are 0 (X's rows above
+        // are, down from lane 0's boundary, 0): the last lane adds exact
+        // zeros to the result sum there. One copy of the steps' code: each
+        // process under MPS loads its own copy of the kernels, and the
+        // instruction caches hold fewer copies of a larger loop. (n_min: the
+        // shortest haplotype of the warp's valid groups.)
         const int fast_lo = (P - 1 + 3) & ~3;
-        const int fast_hi = ETAB ? n_min + P - 5 : n_min - 4;  // last lane at column s0 - P + 5 <= n_min
+        const int fast_hi = n_min - 4;  // lane 0 at column s0 + 4 <= n_min
         for (int s0 = 0; s0 < steps; s0 += 4) {
             const uint32_t word = next_word;
             next_word = after_next;
@@ -483,7 +486,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
                 }
             }
             // even step: old a -> new b, diag d0, up d1, refill d0
-            if (s0 >= fast_lo && s0 <= fast_hi) {  // warp-uniform: every lane active in all 4 steps
+            if (ETAB || (s0 >= fast_lo && s0 <= fast_hi)) {  // warp-uniform: every lane active in all 4 steps
                 PYPHMM_STEP(false, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y, evA, evB)
                 PYPHMM_STEP(false, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y, evB, evA)
                 PYPHMM_STEP(false, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y, evA, evB)

@@ -31,9 +31,12 @@ struct PairDesc {
 // mask (A=1 C=2 G=4 T=8 N=15), then four 7-bit fields: base quality << 4,
 // insertion << 11, deletion << 18, gap continuation << 25.
 // Haplotypes are packed as base planes (A=0 C=1 G=2 T=3 N=4), each padded
-// with zeros to a multiple of 4 bytes plus kHapPad (the kernels read whole
-// words and prefetch ahead).
+// with kPadPlane to a multiple of 4 bytes plus kHapPad (the kernels read
+// whole words and prefetch ahead). kPadPlane names no base: the kernels with
+// emission tables emit 0 there (see pairhmm_kernels.cuh), the others never
+// use a column past the haplotype's end.
 constexpr int kHapPad = 48;
+constexpr uint8_t kPadPlane = 5;
 
 // Transition constants of a launch whose reads all carry one insertion,
 // deletion and gap-continuation quality (the Tr::kConst kernels; the host

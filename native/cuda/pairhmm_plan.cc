@@ -170,7 +170,7 @@ PieceCursor pack_reads(const pyphmm_region& g, const Piece& p, bool dbl, bool un
     return sz;
 }
 
-// Pass 2 for one piece: its haplotypes (base planes, zero-padded) and one
+// Pass 2 for one piece: its haplotypes (base planes, padded with kPadPlane) and one
 // descriptor per (read, haplotype) into its slots. Returns the longest
 // haplotype.
 int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor cur, const uint8_t* read_slot,
@@ -184,7 +184,7 @@ int pack_piece(const pyphmm_region& g, const Piece& p, int64_t out, PieceCursor 
         hlen[h] = static_cast<uint32_t>(n);
         uint8_t* dst = hbytes + cur.hpos;
         pack_base_planes(src, n, dst);
-        std::memset(dst + n, 0, hap_stride(n) - n);
+        std::memset(dst + n, kPadPlane, hap_stride(n) - n);
         cur.hpos += hap_stride(n);
         longest = std::max<int>(longest, static_cast<int>(n));
     }

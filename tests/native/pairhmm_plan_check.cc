@@ -210,7 +210,7 @@ void check_pack(bool dbl, bool merge) {
             pack_base_planes(g.hap_bases + h0, d.n, plane.data());
             CHECK(d.hoff % 4 == 0 && !std::memcmp(planes + d.hoff, plane.data(), d.n), "pair %d haplotype", d.out);
             for (int64_t j = d.n; j < hap_stride(d.n); ++j)
-                CHECK(planes[d.hoff + j] == 0, "pair %d haplotype padding", d.out);
+                CHECK(planes[d.hoff + j] == kPadPlane, "pair %d haplotype padding", d.out);
         }
     }
     CHECK(seen.size() == where.size(), "%zu of %zu pairs packed", seen.size(), where.size());
