@@ -5,7 +5,9 @@ the shapes and the underflow-forcing regions).
 
 ``--preset typical`` gives issue 12's typical 30x WGS active region (60
 reads of 150 bp x 4 haplotypes of 350 bp each), ``--preset small`` GATK's
-small regions (10-60 reads x 2-8 haplotypes).
+small regions (10-60 reads x 2-8 haplotypes). ``--gap-quals 45,45,10`` gives
+every read GATK's default gap qualities (what HaplotypeCaller sees in a BAM
+without BQSR's BI/BD tags): the regions are otherwise the same.
 
 Run from the repository root, which must be importable:
 
@@ -19,6 +21,17 @@ import sys
 
 from devtools.regions import SHAPES, generate, pairs_and_cells
 from pyphmm.io import write_input_records
+
+
+def _gap_quals(p: argparse.ArgumentParser, text: str) -> tuple:
+    """INS,DEL,GCP as three qualities that a record file can hold (0-93)."""
+    try:
+        vals = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        vals = ()
+    if len(vals) != 3 or not all(0 <= v <= 93 for v in vals):
+        p.error(f"--gap-quals wants three qualities 0-93 as INS,DEL,GCP, got {text!r}")
+    return vals
 
 
 def main(argv=None) -> int:
@@ -36,11 +49,22 @@ def main(argv=None) -> int:
         default=None,
         help="fixed benchmark shape (typical: 60 x 4, 150/350 bp; small: 10-60 x 2-8)",
     )
+    p.add_argument(
+        "--gap-quals",
+        metavar="INS,DEL,GCP",
+        default=None,
+        help="give every read these insertion, deletion and gap-continuation qualities "
+        "(45,45,10: GATK's default for reads without BI/BD tags)",
+    )
     p.add_argument("--output", "-o", default="-", help="record file, or - for stdout")
     a = p.parse_args(argv)
     if a.regions < 0 or a.underflow < 0:
         p.error("--regions and --underflow must be >= 0")
+    gaps = _gap_quals(p, a.gap_quals) if a.gap_quals is not None else None
     regs = generate(a.regions, a.seed, a.max_pairs, a.underflow, a.n_rate, a.odd_rate, a.max_reads, a.preset)
+    if gaps is not None:
+        for reads, _ in regs:
+            reads.ins[:], reads.dels[:], reads.gcp[:] = gaps
     write_input_records(sys.stdout if a.output == "-" else a.output, regs)
     pairs, cells = pairs_and_cells(regs)
     print(f"gen_regions: {len(regs)} regions, {pairs} pairs, {cells} cells", file=sys.stderr)

@@ -97,3 +97,33 @@ def test_cli_writes_a_record_file(tmp_path):
     assert "6 regions" in p.stderr
     back = list(io.read_records(str(out)))
     assert _flat(back) == _flat(regions.generate(5, seed=2, underflow=1, odd_rate=0.5))
+
+
+def _run_cli(*args):
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, "scripts", "gen_regions.py"), *args],
+        capture_output=True,
+        text=True,
+        env=child_env(ROOT),
+        timeout=120,
+    )
+
+
+def test_cli_gap_quals_set_every_read_and_change_nothing_else(tmp_path):
+    out = tmp_path / "u.in"
+    p = _run_cli("--regions", "4", "--seed", "7", "--preset", "typical", "--gap-quals", "45,45,10", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    back = list(io.read_records(str(out)))
+    want = regions.generate(4, seed=7, preset="typical")
+    assert len(back) == len(want) == 4
+    for (r, h), (wr, wh) in zip(back, want):
+        assert (r.ins == 45).all() and (r.dels == 45).all() and (r.gcp == 10).all()
+        assert r.bases.tobytes() == wr.bases.tobytes() and r.quals.tobytes() == wr.quals.tobytes()
+        assert r.offsets.tobytes() == wr.offsets.tobytes() and h.bases.tobytes() == wh.bases.tobytes()
+    assert any((wr.ins != 45).any() for wr, _ in want)  # the option changed something
+
+
+def test_cli_gap_quals_rejects_bad_values(tmp_path):
+    for bad in ("45,45", "45,45,x", "45,45,94", "-1,45,10"):
+        p = _run_cli("--regions", "1", f"--gap-quals={bad}", "-o", str(tmp_path / "x.in"))
+        assert p.returncode == 2 and "--gap-quals wants three qualities" in p.stderr, (bad, p.stderr)
