@@ -70,36 +70,8 @@ def test_underflow_regions_need_double():
     assert st["double_pairs"] > st["pairs"] // 2
 
 
-def test_cli_writes_a_record_file(tmp_path):
-    out = tmp_path / "g.in"
-    env = child_env(ROOT)
-    p = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(ROOT, "scripts", "gen_regions.py"),
-            "--regions",
-            "5",
-            "--seed",
-            "2",
-            "--underflow",
-            "1",
-            "--odd-rate",
-            "0.5",
-            "--output",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert p.returncode == 0, p.stderr
-    assert "6 regions" in p.stderr
-    back = list(io.read_records(str(out)))
-    assert _flat(back) == _flat(regions.generate(5, seed=2, underflow=1, odd_rate=0.5))
-
-
-def _run_cli(*args):
+def _gen_regions(*args):
+    """Runs scripts/gen_regions.py ARGS in a child with this checkout importable."""
     return subprocess.run(
         [sys.executable, os.path.join(ROOT, "scripts", "gen_regions.py"), *args],
         capture_output=True,
@@ -109,9 +81,18 @@ def _run_cli(*args):
     )
 
 
+def test_cli_writes_a_record_file(tmp_path):
+    out = tmp_path / "g.in"
+    p = _gen_regions("--regions", "5", "--seed", "2", "--underflow", "1", "--odd-rate", "0.5", "--output", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "6 regions" in p.stderr
+    back = list(io.read_records(str(out)))
+    assert _flat(back) == _flat(regions.generate(5, seed=2, underflow=1, odd_rate=0.5))
+
+
 def test_cli_gap_quals_set_every_read_and_change_nothing_else(tmp_path):
     out = tmp_path / "u.in"
-    p = _run_cli("--regions", "4", "--seed", "7", "--preset", "typical", "--gap-quals", "45,45,10", "-o", str(out))
+    p = _gen_regions("--regions", "4", "--seed", "7", "--preset", "typical", "--gap-quals", "45,45,10", "-o", str(out))
     assert p.returncode == 0, p.stderr
     back = list(io.read_records(str(out)))
     want = regions.generate(4, seed=7, preset="typical")
@@ -125,5 +106,5 @@ def test_cli_gap_quals_set_every_read_and_change_nothing_else(tmp_path):
 
 def test_cli_gap_quals_rejects_bad_values(tmp_path):
     for bad in ("45,45", "45,45,x", "45,45,94", "-1,45,10"):
-        p = _run_cli("--regions", "1", f"--gap-quals={bad}", "-o", str(tmp_path / "x.in"))
+        p = _gen_regions("--regions", "1", f"--gap-quals={bad}", "-o", str(tmp_path / "x.in"))
         assert p.returncode == 2 and "--gap-quals wants three qualities" in p.stderr, (bad, p.stderr)
