@@ -146,23 +146,26 @@ def _launch_daemon(pipe: str, log: str) -> None:
         raise MpsError(f"{CONTROL} -d failed (exit {rc}){': ' + msg if msg else ''}{_log_tail(log)}")
 
 
-def server_pids(pipe: str, log: str):
-    """PIDs of the daemon's MPS servers (an empty list when it has none yet),
-    or None when no control daemon answers on `pipe`. The front end exits
-    non-zero when it finds no daemon."""
-    p = _control(pipe, log, "get_server_list")
+def _pid_list(pipe: str, log: str, command: str):
+    """The PIDs a list command prints, or None when no control daemon
+    answers on `pipe` (the front end then exits non-zero)."""
+    p = _control(pipe, log, command)
     if p.returncode != 0:
         return None
     return [int(tok) for tok in p.stdout.split() if tok.isdigit()]
 
 
+def server_pids(pipe: str, log: str):
+    """PIDs of the daemon's MPS servers (an empty list when it has none yet),
+    or None when no control daemon answers on `pipe`."""
+    return _pid_list(pipe, log, "get_server_list")
+
+
 def client_count(pipe: str, log: str, server: int):
     """How many clients MPS server `server` has (None when the daemon does
     not answer). A GPU's server took 48 at most on the hosts measured."""
-    p = _control(pipe, log, f"get_client_list {server}")
-    if p.returncode != 0:
-        return None
-    return len([tok for tok in p.stdout.split() if tok.isdigit()])
+    pids = _pid_list(pipe, log, f"get_client_list {server}")
+    return None if pids is None else len(pids)
 
 
 def is_running(pipe: str, log: str) -> bool:
