@@ -570,7 +570,8 @@ __device__ __forceinline__ void run_bin(const KernelArgs<T>& a, int block, int n
         const PairDesc d = a.pairs[pi];
         const int n_act = valid ? d.n : 0;
         const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
-        const int n_min = __reduce_min_sync(0xffffffffu, valid ? d.n : INT_MAX);
+        // (only the kernels without tables check steps against the shortest haplotype)
+        const int n_min = ETAB ? INT_MAX : __reduce_min_sync(0xffffffffu, valid ? d.n : INT_MAX);
         bool redo = false;
         const T sum =
             forward_pair<T, P, K, STRIPED, AR, TR, ETAB, PF, CB>(a, d, n_act, n_min, steps, t, scratch, etab, redo);
