@@ -248,6 +248,34 @@ def test_region_results_do_not_depend_on_the_call(triple):
     assert diff <= TOL
 
 
+def test_latency_variants_at_their_longest_reads():
+    """A per-region call runs a bin's latency variant (a warp per pair, K rows
+    a lane) only while lane 0 holds padding rows alone, that is for reads of
+    up to 31 * K rows; a bin with a longer read runs its throughput variant.
+    Calls whose every read sits at or just past each bin's limit (31 / 32,
+    62 / 63 / 64, 93 / 94 / 96, 124 / 125 / 128, 155 / 156 / 160 rows), in the
+    per-row, uniform-triple and constant-triple passes, and a call that mixes
+    150- and 156-row reads in one bin, agree with the CPU."""
+    rng = np.random.default_rng(31)
+    regions = []
+    for m in (31, 32, 62, 63, 64, 93, 94, 96, 124, 125, 128, 155, 156, 160):
+        for kind in ("rows", "uniform", "const"):
+            preset = "windows" if kind == "rows" else "uniform_gaps"
+            r = make_region(rng, 6, 3, (m, m), (m + 20, m + 250), preset=preset)
+            regions.append(_with_triple(r, (45, 45, 10)) if kind == "const" else r)
+    mixed = make_region(rng, 12, 3, (150, 156), (300, 400))
+    lengths = np.diff(mixed[0].offsets)
+    assert lengths.max() == 156 and lengths.min() <= 155, lengths
+    regions.append(mixed)
+    worst = 0.0
+    for k, r in enumerate(regions):
+        diff, st, _, _ = compare([r])
+        assert st["backend"] == GPU and not st["fell_back"], k
+        worst = max(worst, diff)
+    print(f"\n{len(regions)} per-region calls at the latency variants' limits: max |GPU-CPU| = {worst:.3g}")
+    assert worst <= TOL
+
+
 def test_gap_continuation_quality_zero():
     """gcp quality 0 makes gm = 0, which the fast arithmetic cannot factor
     out: those pairs must be redone in double, and still agree with the CPU."""

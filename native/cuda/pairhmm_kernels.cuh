@@ -281,13 +281,18 @@ __device__ __forceinline__ void etab_load(const float4* tab, int wl, uint32_t pl
 // fetched during the step before, so the shuffle of the base and the shared
 // memory load are off the step's critical path (K more registers). A lane
 // alone on its scheduler (a call too small to fill the GPU) otherwise waits
-// for them every step. CB: the Tr::kConst kernels' block of rows (see
-// const_block in pairhmm_layout.h).
+// for them every step. The latency variants also rely on lane 0 holding
+// padding rows only (the host sends them no read longer than
+// latency_max_rows): such a lane reproduces row 0 in its last row at every
+// column, so the shuffles that bring each lane the row above bring lane 0
+// its own boundary, and no lane selects it (three instructions a step).
+// CB: the Tr::kConst kernels' block of rows (see const_block in
+// pairhmm_layout.h).
 template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, bool ETAB, bool PF, int CB>
 __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc& d, int n_act, int n_min, int steps,
                                           int t, T* scratch, float4* etab, bool& unfactorable) {
     static_assert(!ETAB || (!STRIPED && sizeof(T) == 4), "emission tables: float kernels without stripes");
-    static_assert(!PF || ETAB, "prefetched emissions come from the emission tables");
+    static_assert(!PF || (ETAB && P == 32), "prefetched emissions: the latency variants, one pair a warp");
     static_assert(!STRIPED || P == 32, "striped kernels use one group per warp");
     static_assert(TR != Tr::kConst || (ETAB && AR >= Arith::kFma),
                   "constant transitions: fused float kernels with tables");
@@ -450,9 +455,9 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         }                                                                                                           \
         const T nm_ = shfl_up(gmask, NM[K - 1], P), nx_ = shfl_up(gmask, NX[K - 1], P),                             \
                 ny_ = shfl_up(gmask, NY[K - 1], P);                                                                 \
-        FM = t == 0 ? (STRIPED ? pfM[B] : bM) : nm_;                                                                \
-        FX = t == 0 ? (STRIPED ? pfX[B] : bX) : nx_;                                                                \
-        FY = t == 0 ? (STRIPED ? pfY[B] : bY) : ny_;                                                                \
+        FM = t == 0 && !PF ? (STRIPED ? pfM[B] : bM) : nm_; /* (PF: lane 0 got its own boundary) */                 \
+        FX = t == 0 && !PF ? (STRIPED ? pfX[B] : bX) : nx_;                                                         \
+        FY = t == 0 && !PF ? (STRIPED ? pfY[B] : bY) : ny_;                                                         \
     }
 
         // STEPS. Blocks of 4 steps in which every lane of every group of the

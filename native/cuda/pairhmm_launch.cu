@@ -132,10 +132,11 @@ void launch_standalone(KernelArgs<float> a, Pass pass, const BinRanges& bins, in
 // One float pass: its standalone bins, then its fused bins in one launch.
 // A pass small enough to run every pair as a whole warp within one wave
 // (GATK's per-region calls mostly) is latency-bound: its time is one pair's
-// steps x rows per lane, so its bins then run their latency variants. (Which
-// variant runs depends on the call alone, so a call's results never depend
-// on what else runs: the launch-constant kernels of reads up to 96 rows
-// round slightly differently in the two variants; see const_block.)
+// steps x rows per lane, so its bins then run their latency variants, but
+// for a bin with a read longer than latency_max_rows. (Which variant runs
+// depends on the call alone, so a call's results never depend on what else
+// runs: the launch-constant kernels of reads up to 96 rows round slightly
+// differently in the two variants; see const_block.)
 template <bool FAST, Tr TR>
 cudaError_t launch_float_pass(const KernelArgs<float>& a, const BinRanges& bins, int d, cudaStream_t s) {
     static_assert(TR != Tr::kConst || FAST, "constant transitions: fast arithmetic only");
@@ -151,7 +152,7 @@ cudaError_t launch_float_pass(const KernelArgs<float>& a, const BinRanges& bins,
     for (int b = kNumFusedBins - 1; b >= 0; --b) {  // longest reads first
         const int64_t n = bins.count_of(pass, b);
         if (!n) continue;
-        const bool lat = latency && b < kNumLatencyBins;
+        const bool lat = latency && b < kNumLatencyBins && bins.rows_of(pass, b) <= latency_max_rows(b);
         const int i = plan.nb++;
         plan.bin[i] = lat ? kLatencyBin + latency_k(b) : b;
         plan.first[i] = static_cast<int>(bins.start_of(pass, b));

@@ -127,6 +127,10 @@ constexpr int kNumLatencyBins = 6;
 constexpr int kFactoredMaxRows = 160;
 
 constexpr int latency_k(int bin) { return (kFloatBins[bin].max_rows + 31) / 32; }
+// The longest read a latency variant takes: its lane 0 must hold padding
+// rows only (see forward_pair), so a bin with a longer read runs its
+// throughput variant.
+constexpr int latency_max_rows(int bin) { return 31 * latency_k(bin); }
 
 // Rows of a block in bin `bin`'s Tr::kConst kernels (see GapConsts; a
 // block's first row costs an instruction more). A bin whose latency variant
@@ -202,12 +206,15 @@ constexpr Pass float_pass(Tr tr) {
 constexpr int slot_of(Pass p, int bin) { return static_cast<int>(p) * kMaxBins + bin; }
 constexpr int kNumSlots = kNumPasses * kMaxBins;
 
-// Pairs per pass and bin of one chunk: descriptors [start, start + count).
+// Pairs per pass and bin of one chunk: descriptors [start, start + count),
+// and the longest read among them.
 struct BinRanges {
     int64_t start[kNumSlots];
     int64_t count[kNumSlots];
+    int32_t rows[kNumSlots];
     int64_t count_of(Pass p, int bin) const { return count[slot_of(p, bin)]; }
     int64_t start_of(Pass p, int bin) const { return start[slot_of(p, bin)]; }
+    int32_t rows_of(Pass p, int bin) const { return rows[slot_of(p, bin)]; }
 };
 
 // Rows of the bin of the longest read in the float passes (0 if none).

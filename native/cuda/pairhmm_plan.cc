@@ -141,10 +141,12 @@ Layout layout_of(const Chunk& c) {
 namespace {
 
 // Where one piece's data goes in the chunk's buffer: its first read element,
-// first haplotype byte and, per (pass, bin) slot, its first descriptor.
+// first haplotype byte and, per (pass, bin) slot, its first descriptor;
+// and per slot its longest read.
 struct PieceCursor {
     int64_t rpos = 0, hpos = 0;
     int64_t slot[kNumSlots] = {};
+    int32_t rows[kNumSlots] = {};
 };
 
 // Pass 1 for one piece: packs its reads at `relem` (packing tells whether a
@@ -166,6 +168,7 @@ PieceCursor pack_reads(const pyphmm_region& g, const Piece& p, bool dbl, bool un
         read_slot[r - p.r0] = static_cast<uint8_t>(s);
         sz.rpos += m;
         sz.slot[s] += g.num_haps;
+        if (g.num_haps) sz.rows[s] = std::max(sz.rows[s], m);
     }
     return sz;
 }
@@ -221,6 +224,8 @@ void merge_uniform_into_rows(std::vector<PieceCursor>& sizes, std::vector<uint8_
         for (int b = 0; b < bins; ++b) {
             pc.slot[row + b] += pc.slot[uni + b];
             pc.slot[uni + b] = 0;
+            pc.rows[row + b] = std::max(pc.rows[row + b], pc.rows[uni + b]);
+            pc.rows[uni + b] = 0;
         }
     for (uint8_t& s : read_slot)
         if (s >= uni && s < uni + bins) s = static_cast<uint8_t>(s - uni + row);
@@ -278,12 +283,16 @@ Packed pack_chunk(const pyphmm_region* regions, const Chunk& c, const Layout& L,
         pc = total;
         total.rpos += sz.rpos;
         total.hpos += sz.hpos;
-        for (int s = 0; s < kNumSlots; ++s) total.slot[s] += sz.slot[s];
+        for (int s = 0; s < kNumSlots; ++s) {
+            total.slot[s] += sz.slot[s];
+            total.rows[s] = std::max(total.rows[s], sz.rows[s]);
+        }
     }
     int64_t acc = 0;
     for (int s = 0; s < kNumSlots; ++s) {
         out.bins.start[s] = acc;
         out.bins.count[s] = total.slot[s];
+        out.bins.rows[s] = total.rows[s];
         acc += total.slot[s];
     }
     for (PieceCursor& pc : cur)

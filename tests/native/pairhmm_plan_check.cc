@@ -2,6 +2,7 @@
 // which only the CUDA build links, with the host compiler: bins, the
 // constant-triple choice, chunk plans and the packed buffer a chunk sends.
 // Prints "ok" and exits 0, or names the first violated invariant.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -185,6 +186,10 @@ void check_pack(bool dbl, bool merge) {
     std::set<int> seen;
     int64_t const_pairs = 0, merged = 0;
     for (int s = 0; s < kNumSlots; ++s) {
+        int32_t longest = 0;  // (the latency variants' choice reads it)
+        for (int64_t i = packed.bins.start[s]; i < packed.bins.start[s] + packed.bins.count[s]; ++i)
+            longest = std::max(longest, desc[i].m);
+        CHECK(packed.bins.rows[s] == longest, "slot %d: longest read %d, counted %d", s, longest, packed.bins.rows[s]);
         for (int64_t i = packed.bins.start[s]; i < packed.bins.start[s] + packed.bins.count[s]; ++i) {
             const PairDesc& d = desc[i];
             CHECK(d.out >= 0 && d.out < static_cast<int>(where.size()) && seen.insert(d.out).second,
