@@ -225,6 +225,7 @@ def generate(
     odd_rate: float = 0.0,
     max_reads: int | None = None,
     preset: str | None = None,
+    lengths: tuple | None = None,
 ) -> list:
     """``regions`` realistic regions (+ ``underflow`` underflow-forcing ones).
 
@@ -234,11 +235,18 @@ def generate(
     chance that a read (and a region's haplotypes) carries N bases;
     ``odd_rate`` the chance that a read carries bytes other than A,C,G,T,N;
     ``max_reads`` keeps at most that many reads per region (small samples);
-    ``preset`` (a key of SHAPES) fixes the realistic regions' shape.
+    ``preset`` (a key of SHAPES) fixes the realistic regions' shape;
+    ``lengths`` (read, haplotype), with a preset, gives every read and every
+    haplotype that many bases (typical: (150, 350)).
     """
     if preset is not None and preset not in SHAPES:
         raise ValueError(f"preset must be one of {', '.join(sorted(SHAPES))}, not {preset!r}")
     shape = SHAPES[preset] if preset else None
+    if lengths is not None:
+        read_len, hap_len = (int(v) for v in lengths)
+        if shape is None or not 1 <= read_len <= hap_len:
+            raise ValueError(f"lengths need a preset and 1 <= read <= haplotype, got {lengths!r}")
+        shape = dict(shape, read_len=read_len, hap_len=hap_len)
     rng = np.random.default_rng(seed)
     out, pairs = [], 0
     for _ in range(regions):

@@ -8,6 +8,8 @@ reads of 150 bp x 4 haplotypes of 350 bp each), ``--preset small`` GATK's
 small regions (10-60 reads x 2-8 haplotypes). ``--gap-quals 45,45,10`` gives
 every read GATK's default gap qualities (what HaplotypeCaller sees in a BAM
 without BQSR's BI/BD tags): the regions are otherwise the same.
+``--lengths 90,350`` (with a preset) gives every read and haplotype those
+lengths: the kernels' cost per read length, for instance.
 
 Run from the repository root, which must be importable:
 
@@ -34,6 +36,17 @@ def _gap_quals(p: argparse.ArgumentParser, text: str) -> tuple:
     return vals
 
 
+def _lengths(p: argparse.ArgumentParser, text: str) -> tuple:
+    """READ,HAP as two lengths with 1 <= READ <= HAP (reads are windows of the haplotypes)."""
+    try:
+        vals = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        vals = ()
+    if len(vals) != 2 or not 1 <= vals[0] <= vals[1]:
+        p.error(f"--lengths wants READ,HAP with 1 <= READ <= HAP, got {text!r}")
+    return vals
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Seeded realistic PairHMM regions as a record file.")
     p.add_argument("--regions", type=int, default=100, help="realistic regions (default 100)")
@@ -56,12 +69,21 @@ def main(argv=None) -> int:
         help="give every read these insertion, deletion and gap-continuation qualities "
         "(45,45,10: GATK's default for reads without BI/BD tags)",
     )
+    p.add_argument(
+        "--lengths",
+        metavar="READ,HAP",
+        default=None,
+        help="with --preset: every read READ bases, every haplotype HAP (typical: 150,350)",
+    )
     p.add_argument("--output", "-o", default="-", help="record file, or - for stdout")
     a = p.parse_args(argv)
     if a.regions < 0 or a.underflow < 0:
         p.error("--regions and --underflow must be >= 0")
     gaps = _gap_quals(p, a.gap_quals) if a.gap_quals is not None else None
-    regs = generate(a.regions, a.seed, a.max_pairs, a.underflow, a.n_rate, a.odd_rate, a.max_reads, a.preset)
+    lengths = _lengths(p, a.lengths) if a.lengths is not None else None
+    if lengths is not None and a.preset is None:
+        p.error("--lengths needs --preset")
+    regs = generate(a.regions, a.seed, a.max_pairs, a.underflow, a.n_rate, a.odd_rate, a.max_reads, a.preset, lengths)
     if gaps is not None:
         for reads, _ in regs:
             reads.ins[:], reads.dels[:], reads.gcp[:] = gaps

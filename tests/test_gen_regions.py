@@ -108,3 +108,25 @@ def test_cli_gap_quals_rejects_bad_values(tmp_path):
     for bad in ("45,45", "45,45,x", "45,45,94", "-1,45,10"):
         p = _gen_regions("--regions", "1", f"--gap-quals={bad}", "-o", str(tmp_path / "x.in"))
         assert p.returncode == 2 and "--gap-quals wants three qualities" in p.stderr, (bad, p.stderr)
+
+
+def test_cli_lengths_fix_every_read_and_haplotype(tmp_path):
+    out = tmp_path / "l.in"
+    p = _gen_regions("--regions", "3", "--seed", "4", "--preset", "typical", "--lengths", "90,200", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    back = list(io.read_records(str(out)))
+    assert len(back) == 3
+    for r, h in back:
+        assert len(r) == 60 and len(h) == 4
+        assert set(np.diff(r.offsets).tolist()) == {90} and set(np.diff(h.offsets).tolist()) == {200}
+    # the preset's own lengths give the preset's regions, draw for draw
+    same = regions.generate(2, seed=4, preset="typical", lengths=(150, 350))
+    assert _flat(same) == _flat(regions.generate(2, seed=4, preset="typical"))
+
+
+def test_cli_lengths_rejects_bad_values(tmp_path):
+    for bad in ("90", "90,x", "0,350", "351,350"):
+        p = _gen_regions("--regions", "1", "--preset", "typical", f"--lengths={bad}", "-o", str(tmp_path / "x.in"))
+        assert p.returncode == 2 and "--lengths wants READ,HAP" in p.stderr, (bad, p.stderr)
+    p = _gen_regions("--regions", "1", "--lengths", "90,350", "-o", str(tmp_path / "x.in"))
+    assert p.returncode == 2 and "--lengths needs --preset" in p.stderr, p.stderr
