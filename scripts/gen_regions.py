@@ -25,25 +25,15 @@ from devtools.regions import SHAPES, generate, pairs_and_cells
 from pyphmm.io import write_input_records
 
 
-def _gap_quals(p: argparse.ArgumentParser, text: str) -> tuple:
-    """INS,DEL,GCP as three qualities that a record file can hold (0-93)."""
+def _ints(p: argparse.ArgumentParser, option: str, text: str, count: int, ok, wants: str) -> tuple:
+    """TEXT as `count` comma-separated integers that satisfy ok(values), or a
+    usage error saying what `option` wants."""
     try:
         vals = tuple(int(v) for v in text.split(","))
     except ValueError:
         vals = ()
-    if len(vals) != 3 or not all(0 <= v <= 93 for v in vals):
-        p.error(f"--gap-quals wants three qualities 0-93 as INS,DEL,GCP, got {text!r}")
-    return vals
-
-
-def _lengths(p: argparse.ArgumentParser, text: str) -> tuple:
-    """READ,HAP as two lengths with 1 <= READ <= HAP (reads are windows of the haplotypes)."""
-    try:
-        vals = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        vals = ()
-    if len(vals) != 2 or not 1 <= vals[0] <= vals[1]:
-        p.error(f"--lengths wants READ,HAP with 1 <= READ <= HAP, got {text!r}")
+    if len(vals) != count or not ok(vals):
+        p.error(f"{option} wants {wants}, got {text!r}")
     return vals
 
 
@@ -79,8 +69,18 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.regions < 0 or a.underflow < 0:
         p.error("--regions and --underflow must be >= 0")
-    gaps = _gap_quals(p, a.gap_quals) if a.gap_quals is not None else None
-    lengths = _lengths(p, a.lengths) if a.lengths is not None else None
+    gaps = lengths = None
+    if a.gap_quals is not None:  # qualities a record file can hold
+        gaps = _ints(
+            p,
+            "--gap-quals",
+            a.gap_quals,
+            3,
+            lambda v: all(0 <= q <= 93 for q in v),
+            "three qualities 0-93 as INS,DEL,GCP",
+        )
+    if a.lengths is not None:  # reads are windows of the haplotypes
+        lengths = _ints(p, "--lengths", a.lengths, 2, lambda v: 1 <= v[0] <= v[1], "READ,HAP with 1 <= READ <= HAP")
     if lengths is not None and a.preset is None:
         p.error("--lengths needs --preset")
     regs = generate(a.regions, a.seed, a.max_pairs, a.underflow, a.n_rate, a.odd_rate, a.max_reads, a.preset, lengths)
