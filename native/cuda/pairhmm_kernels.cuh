@@ -5,9 +5,10 @@
 // owns K consecutive rows of the (padded) read in registers: its transition
 // probabilities (computed once per pair from the host-built tables), and the
 // M/X/Y values of the previous column. At step s lane t computes column
-// j = s - t + 1 for its K rows, so the group sweeps an anti-diagonal; the
-// last row of lane t-1 reaches lane t through one warp shuffle per matrix,
-// and the haplotype base enters at lane 0 and moves down one lane per step.
+// j = s - t + 1 for its K rows, so the group sweeps an anti-diagonal; what
+// lane t's first row needs of lane t-1's last row reaches it by warp
+// shuffles (an Edge: two sums, or M, X and Y), and the haplotype base enters
+// at lane 0 and moves down one lane per step.
 //
 // Row padding goes at the TOP of the matrix, so the read's last row is
 // always the last register row of the last lane (no dynamic register index
@@ -141,58 +142,134 @@ __device__ __forceinline__ double tdiv<double>(double a, double b) {
     return __ddiv_rn(a, b);
 }
 
+// A cell's sums, shared by the rows of a lane and by the edge the lane above
+// hands over (below), so that both round alike. `M's sum` is M before the
+// emission: M = e * m_sum.
+template <typename T, Arith AR>
+__device__ __forceinline__ T m_sum(T mm, T gm, T pm, T px, T py) {
+    typedef Ops<T, (AR >= Arith::kFma)> A;
+    if (AR == Arith::kFactored)  // (see row_consts): mm = mm/gm, the emissions carry gm
+        return A::madd(mm, pm, px + py);
+    return A::madd(gm, py, A::madd(mm, pm, A::mul(gm, px)));
+}
+template <typename T, Arith AR>
+__device__ __forceinline__ T x_of(T mx, T cc, T am, T ax) {
+    typedef Ops<T, (AR >= Arith::kFma)> A;
+    return A::madd(mx, am, A::mul(cc, ax));
+}
+// The same for the Tr::kConst kernels, whose X is held as X' = X * cc^-r in
+// blocks of B rows (r: the block row of px and ax; see GapConsts).
+template <Arith AR>
+__device__ __forceinline__ float m_sum_const(const GapConsts& g, int r, float pm, float px, float py) {
+    if (AR == Arith::kFactored)  // ev = e*gm: M = e*gm*((mm/gm)*M + X + Y)
+        return __fmaf_rn(g.mmg, pm, __fmaf_rn(g.pw[r], px, py));
+    return __fmaf_rn(g.gm, py, __fmaf_rn(g.mm, pm, __fmul_rn(g.gpw[r], px)));  // GKL's order
+}
+// a block's first row: X' = X = mx*M_above + cc*(X'_above * cc^r)
+__device__ __forceinline__ float x_block_start(const GapConsts& g, int r, float am, float ax) {
+    return __fmaf_rn(g.pw[r + 1], ax, __fmul_rn(g.mx, am));
+}
+
+// What a lane hands the lane below after each step, from its last row at
+// the step's column. The lane below's first row takes M's sum from the
+// diagonal (column j-1) and X from above (column j).
+//  - Kernels with emission tables (float, not striped; SUMS): those two,
+//    already computed with the first row's transitions, which the lane above
+//    keeps (`below`; the Tr::kConst kernels have them in GapConsts):
+//      w = the row below's M sum (its M = e * w, a column later),
+//      v = the row below's X at this column.
+//    The warp then shuffles two values a step instead of three, and the row
+//    below spends no instruction on them. It is the same arithmetic (m_sum,
+//    x_of), so results keep their bits.
+//  - The others (double, striped): M, X and Y themselves (a striped
+//    kernel's lane 0 reads the previous stripe's last row back as values).
+template <typename T, bool SUMS>
+struct Edge {
+    T m, x, y;
+};
+template <typename T>
+struct Edge<T, true> {
+    T w, v;
+};
+
+template <typename T, bool SUMS>
+__device__ __forceinline__ Edge<T, SUMS> shfl_edge(unsigned mask, const Edge<T, SUMS>& e, int width) {
+    if constexpr (SUMS)
+        return {shfl_up(mask, e.w, width), shfl_up(mask, e.v, width)};
+    else
+        return {shfl_up(mask, e.m, width), shfl_up(mask, e.x, width), shfl_up(mask, e.y, width)};
+}
+
+// The edge of a lane whose last row holds (m, x, y) at some column; `below`:
+// the transitions of the next row (the next lane's first).
+template <typename T, bool SUMS, Tr TR, int K, int B, Arith AR>
+__device__ __forceinline__ Edge<T, SUMS> edge_of(const GapConsts& g, const RowTransitions<T>& below, T m, T x, T y) {
+    if constexpr (!SUMS) {
+        return {m, x, y};
+    } else if constexpr (TR == Tr::kConst) {
+        constexpr int r = (K - 1) % B;  // the last row's block row (the next row starts a block)
+        return {m_sum_const<AR>(g, r, m, x, y), x_block_start(g, r, m, x)};
+    } else {
+        return {m_sum<T, AR>(below.mm, below.gm, m, x, y), x_of<T, AR>(below.mx, below.cc, m, x)};
+    }
+}
+
 // One wavefront step of one lane: its K rows at column j. `o*` hold the
-// rows at column j-1, `n*` receive column j; (dM,dX,dY) is the row above at
-// column j-1 and (uM,uX) at column j. Callers alternate two register sets
-// for o/n (and for d/u), so no value is ever copied between steps.
-template <typename T, int K, Arith AR, bool ETAB>
+// rows at column j-1, `n*` receive column j; d is the lane above's edge at
+// column j-1 and u at column j. Callers alternate two register sets for o/n
+// (and for d/u), so no value is ever copied between steps.
+template <typename T, int K, Arith AR, bool ETAB, bool SUMS>
 __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], const T (&mx)[K], const T (&my)[K],
                                           const T (&cc)[K], const T (&em)[K], const T (&ex)[K], const T (&ev)[K],
-                                          const uint32_t (&rmask)[(K + 7) / 8], uint32_t h, T dM, T dX, T dY, T uM,
-                                          T uX, const T (&oM)[K], const T (&oX)[K], const T (&oY)[K], T (&nM)[K],
-                                          T (&nX)[K], T (&nY)[K]) {
+                                          const uint32_t (&rmask)[(K + 7) / 8], uint32_t h, const Edge<T, SUMS>& d,
+                                          const Edge<T, SUMS>& u, const T (&oM)[K], const T (&oX)[K], const T (&oY)[K],
+                                          T (&nM)[K], T (&nX)[K], T (&nY)[K]) {
     typedef Ops<T, (AR >= Arith::kFma)> A;
     const uint32_t hrep = h * 0x11111111u;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-        const T pm = k == 0 ? dM : oM[k - 1], px = k == 0 ? dX : oX[k - 1], py = k == 0 ? dY : oY[k - 1];
-        const T am = k == 0 ? uM : nM[k - 1], ax = k == 0 ? uX : nX[k - 1];
         const bool match = (rmask[k / 8] & hrep & (0xfu << (4 * (k % 8)))) != 0u;
         const T e = ETAB ? ev[k] : match ? em[k] : ex[k];
-        if (AR == Arith::kFactored)  // (see row_consts): mm = mm/gm, em/ex = e*gm
-            nM[k] = A::mul(e, A::madd(mm[k], pm, px + py));
-        else
-            nM[k] = A::mul(e, A::madd(gm[k], py, A::madd(mm[k], pm, A::mul(gm[k], px))));
-        nX[k] = A::madd(mx[k], am, A::mul(cc[k], ax));
+        if constexpr (SUMS) {
+            if (k == 0) {
+                nM[0] = A::mul(e, d.w);
+                nX[0] = u.v;
+            } else {
+                nM[k] = A::mul(e, m_sum<T, AR>(mm[k], gm[k], oM[k - 1], oX[k - 1], oY[k - 1]));
+                nX[k] = x_of<T, AR>(mx[k], cc[k], nM[k - 1], nX[k - 1]);
+            }
+        } else {
+            const T pm = k == 0 ? d.m : oM[k - 1], px = k == 0 ? d.x : oX[k - 1], py = k == 0 ? d.y : oY[k - 1];
+            const T am = k == 0 ? u.m : nM[k - 1], ax = k == 0 ? u.x : nX[k - 1];
+            nM[k] = A::mul(e, m_sum<T, AR>(mm[k], gm[k], pm, px, py));
+            nX[k] = x_of<T, AR>(mx[k], cc[k], am, ax);
+        }
         nY[k] = A::madd(my[k], oM[k], A::mul(cc[k], oY[k]));
     }
 }
 
 // lane_step of the Tr::kConst kernels (float, fused arithmetic, emission
 // tables): X held as X' = X * cc^-(k % B) in blocks of B rows (see
-// GapConsts); the lane above's last row (k == 0's diagonal and up values)
-// has r = (K-1) % B.
+// GapConsts). Row 0 starts a block.
 template <int K, int B, Arith AR>
 __device__ __forceinline__ void lane_step_const(const GapConsts& g, const float (&cc)[K], const float (&ev)[K],
-                                                float dM, float dX, float dY, float uM, float uX, const float (&oM)[K],
-                                                const float (&oX)[K], const float (&oY)[K], float (&nM)[K],
-                                                float (&nX)[K], float (&nY)[K]) {
+                                                const Edge<float, true>& d, const Edge<float, true>& u,
+                                                const float (&oM)[K], const float (&oX)[K], const float (&oY)[K],
+                                                float (&nM)[K], float (&nX)[K], float (&nY)[K]) {
     static_assert(B >= 1 && B <= kMaxConstBlock, "GapConsts holds kMaxConstBlock powers");
+    nM[0] = __fmul_rn(ev[0], d.w);
+    nX[0] = u.v;
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-        const float pm = k == 0 ? dM : oM[k - 1], px = k == 0 ? dX : oX[k - 1], py = k == 0 ? dY : oY[k - 1];
-        const float am = k == 0 ? uM : nM[k - 1], ax = k == 0 ? uX : nX[k - 1];
-        const int r_above = (k == 0 ? K - 1 : k - 1) % B;  // block row of px and ax: X = X' * cc^r_above
-        if (AR == Arith::kFactored)                        // ev = e*gm: M = e*gm*((mm/gm)*M + X + Y)
-            nM[k] = __fmul_rn(ev[k], __fmaf_rn(g.mmg, pm, __fmaf_rn(g.pw[r_above], px, py)));
-        else  // GKL's order: e*((mm*M + gm*X) + gm*Y)
-            nM[k] = __fmul_rn(ev[k], __fmaf_rn(g.gm, py, __fmaf_rn(g.mm, pm, __fmul_rn(g.gpw[r_above], px))));
-        if (k % B == 0)  // a block's first row: X' = X = mx*M_above + cc*(X'_above * cc^r_above)
-            nX[k] = __fmaf_rn(g.pw[r_above + 1], ax, __fmul_rn(g.mx, am));
+    for (int k = 1; k < K; ++k) {
+        const int r_above = (k - 1) % B;  // block row of oX[k-1] and nX[k-1]
+        nM[k] = __fmul_rn(ev[k], m_sum_const<AR>(g, r_above, oM[k - 1], oX[k - 1], oY[k - 1]));
+        if (k % B == 0)
+            nX[k] = x_block_start(g, r_above, nM[k - 1], nX[k - 1]);
         else
-            nX[k] = __fmaf_rn(g.xs[k % B], am, ax);
-        nY[k] = __fmaf_rn(g.my, oM[k], __fmul_rn(cc[k], oY[k]));  // cc[k] = 1 in padding rows
+            nX[k] = __fmaf_rn(g.xs[k % B], nM[k - 1], nX[k - 1]);
     }
+#pragma unroll
+    for (int k = 0; k < K; ++k) nY[k] = __fmaf_rn(g.my, oM[k], __fmul_rn(cc[k], oY[k]));  // cc[k] = 1 in padding rows
 }
 
 // Arith::kFactored: gm is factored out of M's sum: e*(mm*M + gm*X + gm*Y)
@@ -285,7 +362,10 @@ __device__ __forceinline__ void etab_load(const float4* tab, int wl, uint32_t pl
 // padding rows only (the host sends them no read longer than
 // latency_max_rows): such a lane reproduces row 0 in its last row at every
 // column, so the shuffles that bring each lane the row above bring lane 0
-// its own boundary, and no lane selects it (three instructions a step).
+// its own boundary, and no lane selects it (a select per edge value a
+// step). (Lane 0's edge is made with lane 1's first-row transitions, but
+// its own first row still gets M = X = 0: the emission is 0, and the M and
+// X above are 0.)
 // CB: the Tr::kConst kernels' block of rows (see const_block in
 // pairhmm_layout.h).
 template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR, bool ETAB, bool PF, int CB>
@@ -297,6 +377,10 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
     static_assert(TR != Tr::kConst || (ETAB && AR >= Arith::kFma),
                   "constant transitions: fused float kernels with tables");
     constexpr bool UNIFORM = TR != Tr::kRow, CONST = TR == Tr::kConst;
+    // Edges carry the first row's sums (see Edge), except with 16 rows a lane:
+    // there the shuffle saved is a small share of a step, and the registers
+    // it takes cost the uniform kernel a block per SM.
+    constexpr bool SUMS = ETAB && K <= kMaxFusedK;
     constexpr unsigned gmask = 0xffffffffu;  // every lane of the warp runs the same steps
     constexpr int R = P * K;
     constexpr int NMASKW = (K + 7) / 8;  // read base masks, 8 rows (nibbles) per word
@@ -373,25 +457,36 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
         }
         const int wl = threadIdx.x & 31;
         if constexpr (ETAB) etab_fill<K>(etab, wl, em, ex, rmask);
-        // Row above this lane's first row. Even steps use (d0 = column j-1,
-        // u1 = column j) and refill d0 for the next-but-one step; odd steps
-        // use (d1, u0). Lanes > 0 get them from lane t-1 by shuffle.
-        T d0M = shfl_up(gmask, Ma[K - 1], P), d0X = shfl_up(gmask, Xa[K - 1], P), d0Y = shfl_up(gmask, Ya[K - 1], P);
-        T d1M = d0M, d1X = d0X, d1Y = d0Y;  // "u1" of the even step is d1 of the odd one
+        // Row above this lane's first row, as an Edge. Even steps use (d0 =
+        // column j-1, u1 = column j) and refill d0 for the next-but-one step;
+        // odd steps use (d1, u0). Lanes > 0 get them from lane t-1 by shuffle.
+        using E = Edge<T, SUMS>;
+        // The first row's transitions: this lane's own (for lane 0's
+        // boundary) and the next lane's (for this lane's edge; the last lane
+        // of a group gets its own back, and its edge goes nowhere).
+        const RowTransitions<T> own{mm[0], gm[0], mx[0], my[0], cc[0]};
+        RowTransitions<T> below = own;
+        if constexpr (SUMS && !CONST) {
+            if constexpr (!UNIFORM) {  // (a Tr::kUniform pair's rows differ in cc only: 1 in padding rows)
+                below.mm = __shfl_down_sync(gmask, mm[0], 1, P);
+                below.gm = __shfl_down_sync(gmask, gm[0], 1, P);
+                below.mx = __shfl_down_sync(gmask, mx[0], 1, P);
+            }
+            below.cc = __shfl_down_sync(gmask, cc[0], 1, P);
+        }
+        const E bE = edge_of<T, SUMS, TR, K, CB, AR>(a.gc, own, T(0), T(0), ic_n);  // lane 0's boundary in stripe 0
+        E d0 = shfl_edge(gmask, edge_of<T, SUMS, TR, K, CB, AR>(a.gc, below, Ma[K - 1], Xa[K - 1], Ya[K - 1]), P);
+        E d1 = d0;  // "u1" of the even step is d1 of the odd one
         const T* sM = scratch;
         const T* sX = scratch + ss;
         const T* sY = scratch + 2 * ss;
-        T bM = T(0), bX = T(0), bY = ic_n;  // lane 0's boundary in stripe 0: row 0
         if (t == 0) {
-            d0M = d0X = T(0);
-            d0Y = ic_n;
-            d1M = d1X = T(0);
-            d1Y = ic_n;
-            if (STRIPED && stripe > 0) {
-                d0Y = T(0);  // column 0 of rows >= 1
-                d1M = sM[1];
-                d1X = sX[1];
-                d1Y = sY[1];
+            d0 = d1 = bE;
+            if constexpr (STRIPED) {
+                if (stripe > 0) {
+                    d0 = E{T(0), T(0), T(0)};  // column 0 of rows >= 1
+                    d1 = E{sM[1], sX[1], sY[1]};
+                }
             }
         }
         // striped: lane 0 prefetches the previous stripe's last row 4 steps ahead
@@ -401,11 +496,19 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
 #pragma unroll
             for (int b = 0; b < 4; ++b) {
                 const int col = min(b + 2, n + 1);
-                pfM[b] = from_scratch ? sM[col] : bM;
-                pfX[b] = from_scratch ? sX[col] : bX;
-                pfY[b] = from_scratch ? sY[col] : bY;
+                pfM[b] = from_scratch ? sM[col] : T(0);
+                pfX[b] = from_scratch ? sX[col] : T(0);
+                pfY[b] = from_scratch ? sY[col] : ic_n;
             }
         }
+        // Lane 0's edge after step b of a block: its boundary (row 0, or the
+        // previous stripe's last row; a Tr::kConst kernel is never striped).
+        auto lane0_edge = [&](int b) -> E {
+            if constexpr (STRIPED)
+                return E{pfM[b], pfX[b], pfY[b]};
+            else
+                return bE;
+        };
         const bool last_stripe = stripe == nstripes - 1;
         uint32_t h = ETAB ? kPadPlane : 0u;  // (a lane that has not started passes it on: emissions 0)
         // Haplotype words are loaded two blocks of 4 steps ahead: one block
@@ -419,7 +522,7 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
 
         // After each step: the lane's last row goes to lane t+1; lane 0 takes
         // its boundary (row 0, or the previous stripe's last row).
-#define PYPHMM_STEP(CHECK, B, OM, OX, OY, NM, NX, NY, DM, DX, DY, UM, UX, FM, FX, FY, EVC, EVN)                     \
+#define PYPHMM_STEP(CHECK, B, OM, OX, OY, NM, NX, NY, D, U, EVC, EVN)                                               \
     {                                                                                                               \
         h = shfl_up(gmask, h, P);                                                                                   \
         if constexpr (PF) { /* the next step's base and emissions */                                                \
@@ -438,10 +541,10 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
                 etab_load<K>(etab, wl, h, ev);                                                                      \
             }                                                                                                       \
             if constexpr (CONST)                                                                                    \
-                lane_step_const<K, CB, AR>(a.gc, cc, ev, DM, DX, DY, UM, UX, OM, OX, OY, NM, NX, NY);               \
+                lane_step_const<K, CB, AR>(a.gc, cc, ev, D, U, OM, OX, OY, NM, NX, NY);                             \
             else                                                                                                    \
-                lane_step<T, K, AR, ETAB>(mm, gm, mx, my, cc, em, ex, ev, rmask, h, DM, DX, DY, UM, UX, OM, OX, OY, \
-                                          NM, NX, NY);                                                              \
+                lane_step<T, K, AR, ETAB, SUMS>(mm, gm, mx, my, cc, em, ex, ev, rmask, h, D, U, OM, OX, OY, NM, NX, \
+                                                NY);                                                                \
             if (t == P - 1 && (!(CHECK) || in_hap)) {                                                               \
                 if (last_stripe) {                                                                                  \
                     sum_m += NM[K - 1];                                                                             \
@@ -453,11 +556,9 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
                 }                                                                                                   \
             }                                                                                                       \
         }                                                                                                           \
-        const T nm_ = shfl_up(gmask, NM[K - 1], P), nx_ = shfl_up(gmask, NX[K - 1], P),                             \
-                ny_ = shfl_up(gmask, NY[K - 1], P);                                                                 \
-        FM = t == 0 && !PF ? (STRIPED ? pfM[B] : bM) : nm_; /* (PF: lane 0 got its own boundary) */                 \
-        FX = t == 0 && !PF ? (STRIPED ? pfX[B] : bX) : nx_;                                                         \
-        FY = t == 0 && !PF ? (STRIPED ? pfY[B] : bY) : ny_;                                                         \
+        const E e_ =                                                                                                \
+            shfl_edge(gmask, edge_of<T, SUMS, TR, K, CB, AR>(a.gc, below, NM[K - 1], NX[K - 1], NY[K - 1]), P);     \
+        D = t == 0 && !PF ? lane0_edge(B) : e_; /* (PF: lane 0 got its own boundary) */                             \
     }
 
         // STEPS. Blocks of 4 steps in which every lane of every group of the
@@ -485,22 +586,22 @@ __device__ __forceinline__ T forward_pair(const KernelArgs<T>& a, const PairDesc
 #pragma unroll
                 for (int b = 0; b < 4; ++b) {  // values for steps s0+4..s0+7 (columns s0+b+6)
                     const int col = min(s0 + b + 6, n + 1);
-                    qM[b] = from_scratch ? sM[col] : bM;
-                    qX[b] = from_scratch ? sX[col] : bX;
-                    qY[b] = from_scratch ? sY[col] : bY;
+                    qM[b] = from_scratch ? sM[col] : T(0);
+                    qX[b] = from_scratch ? sX[col] : T(0);
+                    qY[b] = from_scratch ? sY[col] : ic_n;
                 }
             }
             // even step: old a -> new b, diag d0, up d1, refill d0
             if (ETAB || (s0 >= fast_lo && s0 <= fast_hi)) {  // warp-uniform: every lane active in all 4 steps
-                PYPHMM_STEP(false, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y, evA, evB)
-                PYPHMM_STEP(false, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y, evB, evA)
-                PYPHMM_STEP(false, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y, evA, evB)
-                PYPHMM_STEP(false, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y, evB, evA)
+                PYPHMM_STEP(false, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, evA, evB)
+                PYPHMM_STEP(false, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, evB, evA)
+                PYPHMM_STEP(false, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, evA, evB)
+                PYPHMM_STEP(false, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, evB, evA)
             } else {  // wavefront fill / drain: lanes outside 1..n idle
-                PYPHMM_STEP(true, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y, evA, evB)
-                PYPHMM_STEP(true, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y, evB, evA)
-                PYPHMM_STEP(true, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0M, d0X, d0Y, d1M, d1X, d0M, d0X, d0Y, evA, evB)
-                PYPHMM_STEP(true, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1M, d1X, d1Y, d0M, d0X, d1M, d1X, d1Y, evB, evA)
+                PYPHMM_STEP(true, 0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, evA, evB)
+                PYPHMM_STEP(true, 1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, evB, evA)
+                PYPHMM_STEP(true, 2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, evA, evB)
+                PYPHMM_STEP(true, 3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, evB, evA)
             }
             if (STRIPED) {
 #pragma unroll
