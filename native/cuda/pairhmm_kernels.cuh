@@ -142,8 +142,8 @@ __device__ __forceinline__ double tdiv<double>(double a, double b) {
     return __ddiv_rn(a, b);
 }
 
-// A cell's sums, shared by the rows of a lane and by the edge the lane above
-// hands over (below), so that both round alike. `M's sum` is M before the
+// A cell's sums, shared by the rows of a lane and by the edge a lane hands
+// the lane below (Edge), so that both round alike. M's sum is M before the
 // emission: M = e * m_sum.
 template <typename T, Arith AR>
 __device__ __forceinline__ T m_sum(T mm, T gm, T pm, T px, T py) {
@@ -181,8 +181,9 @@ __device__ __forceinline__ float x_block_start(const GapConsts& g, int r, float 
 //    The warp then shuffles two values a step instead of three, and the row
 //    below spends no instruction on them. It is the same arithmetic (m_sum,
 //    x_of), so results keep their bits.
-//  - The others (double, striped): M, X and Y themselves (a striped
-//    kernel's lane 0 reads the previous stripe's last row back as values).
+//  - The others (double, striped, 16 rows a lane: see SUMS in forward_pair):
+//    M, X and Y themselves (a striped kernel's lane 0 reads the previous
+//    stripe's last row back as values).
 template <typename T, bool SUMS>
 struct Edge {
     T m, x, y;
