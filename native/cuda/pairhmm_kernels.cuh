@@ -215,6 +215,22 @@ __device__ __forceinline__ Edge<T, SUMS> edge_of(const GapConsts& g, const RowTr
     }
 }
 
+// A lane's first row at column j, from the lane above's edges at columns
+// j-1 (d) and j (u): ready-made sums, or the values to combine (mm, gm, mx,
+// cc: this row's transitions).
+template <typename T, Arith AR>
+__device__ __forceinline__ void first_row(const Edge<T, true>& d, const Edge<T, true>& u, T e, T, T, T, T, T& nM,
+                                          T& nX) {
+    nM = Ops<T, (AR >= Arith::kFma)>::mul(e, d.w);
+    nX = u.v;
+}
+template <typename T, Arith AR>
+__device__ __forceinline__ void first_row(const Edge<T, false>& d, const Edge<T, false>& u, T e, T mm, T gm, T mx, T cc,
+                                          T& nM, T& nX) {
+    nM = Ops<T, (AR >= Arith::kFma)>::mul(e, m_sum<T, AR>(mm, gm, d.m, d.x, d.y));
+    nX = x_of<T, AR>(mx, cc, u.m, u.x);
+}
+
 // One wavefront step of one lane: its K rows at column j. `o*` hold the
 // rows at column j-1, `n*` receive column j; d is the lane above's edge at
 // column j-1 and u at column j. Callers alternate two register sets for o/n
@@ -231,19 +247,11 @@ __device__ __forceinline__ void lane_step(const T (&mm)[K], const T (&gm)[K], co
     for (int k = 0; k < K; ++k) {
         const bool match = (rmask[k / 8] & hrep & (0xfu << (4 * (k % 8)))) != 0u;
         const T e = ETAB ? ev[k] : match ? em[k] : ex[k];
-        if constexpr (SUMS) {
-            if (k == 0) {
-                nM[0] = A::mul(e, d.w);
-                nX[0] = u.v;
-            } else {
-                nM[k] = A::mul(e, m_sum<T, AR>(mm[k], gm[k], oM[k - 1], oX[k - 1], oY[k - 1]));
-                nX[k] = x_of<T, AR>(mx[k], cc[k], nM[k - 1], nX[k - 1]);
-            }
+        if (k == 0) {
+            first_row<T, AR>(d, u, e, mm[0], gm[0], mx[0], cc[0], nM[0], nX[0]);
         } else {
-            const T pm = k == 0 ? d.m : oM[k - 1], px = k == 0 ? d.x : oX[k - 1], py = k == 0 ? d.y : oY[k - 1];
-            const T am = k == 0 ? u.m : nM[k - 1], ax = k == 0 ? u.x : nX[k - 1];
-            nM[k] = A::mul(e, m_sum<T, AR>(mm[k], gm[k], pm, px, py));
-            nX[k] = x_of<T, AR>(mx[k], cc[k], am, ax);
+            nM[k] = A::mul(e, m_sum<T, AR>(mm[k], gm[k], oM[k - 1], oX[k - 1], oY[k - 1]));
+            nX[k] = x_of<T, AR>(mx[k], cc[k], nM[k - 1], nX[k - 1]);
         }
         nY[k] = A::madd(my[k], oM[k], A::mul(cc[k], oY[k]));
     }
