@@ -1,4 +1,4 @@
-"""pyphmm-gatk.jar: GKL's three binding classes backed by libpyphmm.so.
+"""pyphmm-gatk.jar: GKL's binding classes backed by libpyphmm.so, and its loader.
 
 Layout (the shim's loader reads it): the classes at their GKL names, and one
 library per platform at pyphmm/native/<platform>/libpyphmm.so, platform being
@@ -34,6 +34,7 @@ SHIM_CLASSES = (
     "com/intel/gkl/pairhmm/IntelPairHmm.class",
     "com/intel/gkl/pairhmm/IntelPairHmmOMP.class",
     "com/intel/gkl/smithwaterman/IntelSmithWaterman.class",
+    "pyphmm/shim/LibraryLoader.class",
 )
 PLATFORMS = {"x86_64": "linux-x86_64", "aarch64": "linux-aarch64"}
 ELF_MACHINES = {62: "x86_64", 183: "aarch64"}  # e_machine: EM_X86_64, EM_AARCH64

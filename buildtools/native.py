@@ -242,13 +242,13 @@ class NativeBuild:
             self.defines.append("-DPYPHMM_WITH_JNI")
 
     def sources(self) -> list:
-        """Every .cc under native/, except: jni/ without jni.h; in cuda/, the
+        """Every .cc under native/, except: frontends/jni/ without jni.h; in cuda/, the
         .cu files and any host .cc beside them only with nvcc, and
         cuda_absent.cc only without."""
         out = []
         for path in sorted(glob.glob(os.path.join(self.native_dir, "**", "*.cc"), recursive=True)):
             rel = os.path.relpath(path, self.native_dir).split(os.sep)
-            if rel[0] == "jni" and not self.jni:
+            if rel[:2] == ["frontends", "jni"] and not self.jni:
                 continue
             if rel[0] == "cuda" and (rel[-1] == "cuda_absent.cc") == bool(self.nvcc):
                 continue

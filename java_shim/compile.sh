@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compiles the shim's three GKL-named classes (Java 8 bytecode, against
+# Compiles the shim's classes: GKL's binding classes and pyphmm's loader (Java 8 bytecode, against
 # GATK's native-bindings API) into OUTDIR. Used by buildtools/jar.py and by
 # scripts/prepare_gpu_carry.sh (prebuilt classes for hosts without javac).
 #   java_shim/compile.sh OUTDIR [BINDINGS_JAR]
@@ -10,8 +10,9 @@ bindings="${2:-${GATK_NATIVE_BINDINGS_JAR:-/usr/share/java/gatk-native-bindings.
 mkdir -p "$out"
 javac -nowarn --release 8 -cp "$bindings" -d "$out" \
     $(find "$here/src" -name '*.java' | sort) 2> >(grep -v 'bootstrap classpath\|^1 warning\|release 8' >&2 || true)
-# Exactly the three shim classes: anything else would shadow or add classes
-# in GATK's class path.
+# Exactly the shim's classes (buildtools/jar.py's SHIM_CLASSES): anything else
+# would shadow or add classes in GATK's class path.
 extra="$(cd "$out" && find . -name '*.class' | sort | grep -v -x -e './com/intel/gkl/pairhmm/IntelPairHmm.class' \
-    -e './com/intel/gkl/pairhmm/IntelPairHmmOMP.class' -e './com/intel/gkl/smithwaterman/IntelSmithWaterman.class' || true)"
+    -e './com/intel/gkl/pairhmm/IntelPairHmmOMP.class' -e './com/intel/gkl/smithwaterman/IntelSmithWaterman.class' \
+    -e './pyphmm/shim/LibraryLoader.class' || true)"
 if [ -n "$extra" ]; then echo "java_shim: unexpected classes: $extra" >&2; exit 1; fi

@@ -3,7 +3,7 @@
 
 Two ways to make unmodified GATK call pyphmm:
 - the shim jar (pyphmm-gatk.jar) placed before GATK on the class path: it
-  holds GKL's three binding classes, backed by libpyphmm.so;
+  holds GKL's binding classes, backed by libpyphmm.so;
 - a directory of libraries with GKL's file names, for GKL's own classes when
   GATK runs with USE_LIBRARY_PATH=1 and -Djava.library.path=DIR (Debian's
   GKL always loads from there). GKL's loader then takes *every* GKL library

@@ -38,7 +38,7 @@ class RecordError(ValueError):
 # How much of a bad line an error message quotes.
 QUOTE_CHARS = 60
 # Estimated bytes of one record's results while they are computed and
-# written: a double and its text per pair (native/records.cc uses the same).
+# written: a double and its text per pair (native/frontends/records/ uses the same).
 RESULT_BYTES_PER_PAIR = 32
 
 

@@ -43,10 +43,10 @@ done
 # AArch64).
 flags=(-std=c++17 -O3 -fPIC -pthread -fvisibility=hidden -ffp-contract=off -Wall -Wextra -Wno-psabi
        "-I$root/native/include" "-I$root/native" "-DPYPHMM_VERSION=\"$version\"")
-sources=(native/*.cc native/common/*.cc native/cpu/*.cc native/dispatch/*.cc native/cuda/cuda_absent.cc)
+sources=(native/frontends/records/*.cc native/common/*.cc native/cpu/*.cc native/dispatch/*.cc native/cuda/cuda_absent.cc)
 if [ -n "$jni_inc" ]; then
     flags+=(-DPYPHMM_WITH_JNI "-I$jni_inc" "-I$jni_inc/linux")
-    sources+=(native/jni/*.cc)
+    sources+=(native/frontends/jni/*.cc)
     echo "build_aarch64: JNI headers from $jni_inc"
 else
     echo "build_aarch64: no jni.h found: building without GKL's JNI entry points"

@@ -3,7 +3,7 @@
 # 1 MB) with what a GPU host that has only a JRE needs to build the JNI layer,
 # the GATK shim jar and run scripts/bench_jni.py:
 #   .carry/jni_include/    jni.h + linux/jni_md.h   (setup.py compiles native/jni with it)
-#   .carry/shim_classes/   the shim's three classes (setup.py zips them with the
+#   .carry/shim_classes/   the shim's classes (setup.py zips them with the
 #                          host-built libpyphmm.so into pyphmm/pyphmm-gatk.jar)
 #   .carry/bench_classes/  BenchJni.class           (scripts/bench_jni.py's harness),
 #                          BenchMultiproc*.class    (scripts/bench_multiproc.py's)

@@ -72,3 +72,59 @@ def test_cli_names_match_the_library():
     library's numpy modules at start; the lists must be the library's."""
     assert align.PRESET_NAMES == tuple(sw.PRESETS)
     assert align.OVERHANG_NAMES == tuple(m.name for m in sw.OverhangStrategy)
+
+
+# native/'s layers, lowest first: a file may include its own layer's files
+# and those of lower layers, never a higher one. cpu/ and cuda/ are one
+# layer that does not mix (the backends mirror each other); the front ends
+# (record files, JNI) sit on the C ABI and the dispatch, and nothing below
+# them knows about files or Java.
+NATIVE_LAYERS = {"include": 0, "common": 1, "cpu": 2, "cuda": 2, "dispatch": 3, "frontends": 4}
+
+
+def native_includes(path):
+    """(file's layer dir, included layer dir) for each quoted #include."""
+    native = os.path.join(ROOT, "native")
+    own = os.path.relpath(path, native).split(os.sep)[0]
+    for line in open(path, encoding="utf-8"):
+        line = line.strip()
+        if not line.startswith('#include "'):
+            continue
+        target = line.split('"')[1]
+        local = os.path.normpath(os.path.join(os.path.dirname(path), target))
+        resolved = local if os.path.exists(local) else os.path.join(native, target)
+        if target == "pyphmm.h":
+            resolved = os.path.join(native, "include", "pyphmm.h")
+        assert os.path.exists(resolved), f"{os.path.relpath(path, ROOT)}: {target} not found"
+        yield own, os.path.relpath(resolved, native).split(os.sep)[0]
+
+
+def test_native_layers():
+    native = os.path.join(ROOT, "native")
+    seen = set()
+    for base, _, files in os.walk(native):
+        for name in files:
+            if not name.endswith((".h", ".cc", ".cu", ".cuh")):
+                continue
+            path = os.path.join(base, name)
+            for own, dep in native_includes(path):
+                seen.add(own)
+                rel = os.path.relpath(path, ROOT)
+                assert own in NATIVE_LAYERS and dep in NATIVE_LAYERS, f"{rel}: unknown layer {own} or {dep}"
+                assert NATIVE_LAYERS[dep] <= NATIVE_LAYERS[own], f"{rel} (layer {own}) includes {dep}, a higher layer"
+                if {own, dep} == {"cpu", "cuda"}:
+                    raise AssertionError(f"{rel}: the CPU and CUDA backends do not include each other")
+    assert {"common", "cpu", "cuda", "dispatch", "frontends"} <= seen
+
+
+def test_front_ends_hold_record_files_and_java():
+    """Record files and JNI live under native/frontends/ only."""
+    for base, _, files in os.walk(os.path.join(ROOT, "native")):
+        if os.path.relpath(base, ROOT).startswith(os.path.join("native", "frontends")):
+            continue
+        for name in files:
+            text = open(os.path.join(base, name), encoding="utf-8").read()
+            rel = os.path.relpath(os.path.join(base, name), ROOT)
+            assert "<jni.h>" not in text and "JNIEnv" not in text, f"{rel} uses JNI outside native/frontends/"
+            if not rel.startswith(os.path.join("native", "include")):
+                assert "pyphmm_pairhmm_file" not in text, f"{rel} handles record files outside native/frontends/"

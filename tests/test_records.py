@@ -1,4 +1,4 @@
-"""The native record-file path of ``pyphmm likelihoods`` (native/records.cc):
+"""The native record-file path of ``pyphmm likelihoods`` (native/frontends/records/):
 the same bytes as the Python reader and writer on every file it takes, the
 Python path for every file it leaves (which then computes or reports it),
 and Python's repr() for every double it writes."""
@@ -156,7 +156,7 @@ def many_parts_text(records=8000):
 def test_a_file_of_many_parts_gives_the_python_paths_bytes(tmp_path):
     """Its parts hold 4,000-10,000 results each, which the writer formats
     as tasks of whole records of about 4,096 results (kFormatPairs in
-    native/records.cc), two or three a part."""
+    native/frontends/records/), two or three a part."""
     path = tmp_path / "big.in"
     path.write_text(many_parts_text())
     assert path.stat().st_size > 2 << 20

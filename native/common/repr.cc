@@ -1,4 +1,4 @@
-// Python's repr() of a double in C++ (records.cc writes results files with
+// Python's repr() of a double in C++ (frontends/records/ writes results files with
 // it, so they read the same as the Python writer's).
 #include "repr.h"
 

@@ -2,8 +2,9 @@
  * pyphmm.h - the one C ABI of pyphmm.
  *
  * Everything that calls into pyphmm goes through this header: the Python
- * package (pyphmm/_build.py feeds the block between the CDEF markers to cffi
- * verbatim), the JNI layer that impersonates GKL, and the benchmarks.
+ * package (buildtools/ffi.py feeds the block between the CDEF markers to cffi
+ * verbatim), the front ends in native/frontends/ (record files, and the JNI
+ * layer that impersonates GKL), and the benchmarks.
  *
  * Conventions
  * - Inputs are packed, contiguous buffers described by offsets, so callers
@@ -148,7 +149,7 @@ typedef struct pyphmm_region {
 int pyphmm_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, const pyphmm_options* options,
                    pyphmm_stats* stats, pyphmm_error* error);
 
-/*
+/* ---- record files (front end: native/frontends/records/) ----------------
  * A record file (docs/RECORD_FORMAT.md) computed as pyphmm_pairhmm would,
  * results written to out_path in the results format (values as Python's
  * repr()), in chunks of up to chunk_cells cells (<= 0: a default) while the

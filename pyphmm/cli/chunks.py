@@ -3,7 +3,7 @@ busy, small enough that a 10 GB input never sits in memory. The one place
 these sizes are set (the native reader gets its size from here too)."""
 
 # Record files, native path: cells per chunk; the reader parses ahead while
-# chunks compute, holding at most ~400 MB of input (native/records.cc).
+# chunks compute, holding at most ~400 MB of input (native/frontends/records/).
 NATIVE_CHUNK_CELLS = 2_000_000_000
 # Record files, Python path: a chunk ends at this many cells or records.
 PYTHON_CHUNK_CELLS = 400_000_000

@@ -1,6 +1,6 @@
 """``pyphmm likelihoods``: a record file in, its log10 likelihoods out.
 
-A file path in and out runs in native code (native/records.cc), without
+A file path in and out runs in native code (native/frontends/records/), without
 loading numpy; standard input or output, and a file outside the native
 reader's subset of the format (PYPHMM_E_UNSUPPORTED), go through the Python
 reader (pyphmm.io). Any other failure of the native path (a malformed
@@ -61,7 +61,7 @@ class Progress:
 
 
 def _native_file(args, out: OutputFile, progress: Progress) -> bool:
-    """Runs the file through native/records.cc into out.path. True when done,
+    """Runs the file through native/frontends/records/ into out.path. True when done,
     False when the file is outside the native reader's subset; raises for
     every other failure, in the native reader's words."""
     opts = _native.make_options(args.backend, args.threads, args.double)

@@ -7,12 +7,13 @@
 package com.intel.gkl.smithwaterman;
 
 import java.io.File;
-import java.lang.reflect.Method;
 
 import org.broadinstitute.gatk.nativebindings.smithwaterman.SWAlignerNativeBinding;
 import org.broadinstitute.gatk.nativebindings.smithwaterman.SWNativeAlignerResult;
 import org.broadinstitute.gatk.nativebindings.smithwaterman.SWOverhangStrategy;
 import org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters;
+
+import pyphmm.shim.LibraryLoader;
 
 public class IntelSmithWaterman implements SWAlignerNativeBinding {
     private static final int MAX_SW_SEQUENCE_LENGTH = 32767;
@@ -24,7 +25,7 @@ public class IntelSmithWaterman implements SWAlignerNativeBinding {
 
     @Override
     public synchronized boolean load(File tmpDir) {
-        if (!loadLibrary(tmpDir)) {
+        if (!LibraryLoader.load(tmpDir)) {
             return false;
         }
         String problem = pyphmmSwStatusNative();
@@ -39,21 +40,6 @@ public class IntelSmithWaterman implements SWAlignerNativeBinding {
         }
         initNative();  // logs pyphmm's one line, once per process
         return true;
-    }
-
-    // The library loader lives on IntelPairHmm (same jar, same class loader),
-    // reached reflectively so that this class needs no public helper there.
-    private static boolean loadLibrary(File tmpDir) {
-        try {
-            Class<?> c = Class.forName("com.intel.gkl.pairhmm.IntelPairHmm", true,
-                                       IntelSmithWaterman.class.getClassLoader());
-            Method m = c.getDeclaredMethod("loadLibrary", File.class);
-            m.setAccessible(true);
-            return (Boolean) m.invoke(null, tmpDir);
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            System.err.println("pyphmm: cannot load libpyphmm.so: " + e);
-            return false;
-        }
     }
 
     @Override

@@ -1,4 +1,4 @@
-#include "jni/jni_report.h"
+#include "frontends/jni/jni_report.h"
 
 #include "common/config.h"
 

@@ -1,4 +1,4 @@
-#include "jni/jni_utils.h"
+#include "frontends/jni/jni_utils.h"
 
 #include "common/config.h"
 

@@ -11,8 +11,8 @@
 #include <new>
 #include <vector>
 
-#include "jni/jni_report.h"
-#include "jni/jni_utils.h"
+#include "frontends/jni/jni_report.h"
+#include "frontends/jni/jni_utils.h"
 #include "pyphmm.h"
 
 using namespace pyphmm::jni;

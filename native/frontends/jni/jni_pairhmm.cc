@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "common/config.h"
-#include "jni/jni_report.h"
-#include "jni/jni_utils.h"
+#include "frontends/jni/jni_report.h"
+#include "frontends/jni/jni_utils.h"
 #include "pyphmm.h"
 
 using namespace pyphmm::jni;
