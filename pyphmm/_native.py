@@ -57,6 +57,8 @@ def make_options(backend: str = "auto", threads: int | None = None, double: bool
         raise ValueError(f"backend must be one of {sorted(BACKENDS)}, not {backend!r}")
     if threads is not None:
         threads = as_int(threads, "threads", 1, MAX_THREADS)
+    if not isinstance(double, bool):
+        raise TypeError(f"double must be True or False, not {type(double).__name__}")
     if hybrid is not None and not isinstance(hybrid, bool):
         raise TypeError(f"hybrid must be True, False or None, not {type(hybrid).__name__}")
     opts = ffi.new("pyphmm_options *")
