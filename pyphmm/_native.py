@@ -28,6 +28,11 @@ class BackendUnavailableError(RuntimeError):
     """The backend that was asked for cannot run here (e.g. no usable GPU)."""
 
 
+class InternalError(RuntimeError):
+    """The native library failed in a way no argument explains (a thread that
+    could not start, a bug): PYPHMM_E_INTERNAL."""
+
+
 def raise_status(code: int, message: str) -> None:
     """Raises the Python exception of an ABI status code (none for OK)."""
     if code == lib.PYPHMM_OK:
@@ -40,7 +45,7 @@ def raise_status(code: int, message: str) -> None:
         raise BackendUnavailableError(message)
     if code == lib.PYPHMM_E_IO:
         raise OSError(message)
-    raise RuntimeError(f"pyphmm internal error: {message}")
+    raise InternalError(f"pyphmm internal error: {message}")
 
 
 def raise_for_status(code: int, error) -> None:

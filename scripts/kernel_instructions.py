@@ -20,7 +20,7 @@ generated regions, one call per region on 1 thread, in CPU seconds (best of
 3, so other processes on a shared machine matter less), and prints cycles
 per cell at the clock /proc/cpuinfo reports (or --clock-ghz).
 
-    PYTHONPATH=. python3 scripts/kernel_instructions.py [--mca] [--measure] [--show]
+    python3 scripts/kernel_instructions.py [--mca] [--measure] [--show]
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+import _checkout  # noqa: F401  (the repository root importable)
 
 from buildtools.native import host_flags
 

@@ -57,6 +57,41 @@ def test_align_reads_stdin():
     assert p.stdout == "".join(f"{r[4][0]}\t{r[4][1]}\n" for r in rows)
 
 
+@pytest.mark.parametrize("how", ["file", "stdin"])
+def test_align_skips_blank_lines_and_takes_empty_input(tmp_path, how):
+    """Blank lines (spaces, tabs, CR LF) are skipped as between records of a
+    record file; an empty input is an empty result (once "cannot write")."""
+    rows = [r for r in sw_cases() if r[2] == (3, -1, -4, -3) and r[3] == "SOFTCLIP"]
+    text = "\n" + "".join(f"{r[0]}\t{r[1]}\n \t\r\n" for r in rows) + "\n\n"
+    want = "".join(f"{r[4][0]}\t{r[4][1]}\n" for r in rows)
+    for content, expected in ((text, want), ("", ""), ("\n \n", "")):
+        src = tmp_path / "pairs.tsv"
+        src.write_text(content)
+        out = tmp_path / "o.out"
+        if how == "file":
+            p = run_cli("align", str(src), "-o", str(out))
+        else:
+            p = run_cli("align", "-", "-o", str(out), input=content)
+        assert p.returncode == 0, p.stderr
+        assert out.read_text() == expected and listing(tmp_path) == ["o.out", "pairs.tsv"]
+
+
+@PATHS
+def test_likelihoods_takes_empty_input(tmp_path, native):
+    """An empty or blank input is an empty result on every reader (the
+    Python reader once said "x.out: cannot write")."""
+    for content in ("", "\n\n \t\n"):
+        src = tmp_path / "e.in"
+        src.write_text(content)
+        out = tmp_path / "x.out"
+        for args, stdin in (((str(src),), None), (("-",), content)):
+            p = run_cli(
+                "likelihoods", *args, "-o", str(out), env={"PYPHMM_NATIVE_READER": "1" if native else "0"}, input=stdin
+            )
+            assert p.returncode == 0 and out.read_bytes() == b"", p.stderr
+            assert listing(tmp_path) == ["e.in", "x.out"]
+
+
 # ---- output files -------------------------------------------------------------
 
 
@@ -146,8 +181,14 @@ def slow_input(tmp_path, records=12):
 
 
 @PATHS
-@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
-def test_signals_leave_no_file(tmp_path, native, sig, code):
+@pytest.mark.parametrize(
+    "sig",
+    [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1],
+    ids=["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1"],
+)
+def test_signals_leave_no_file(tmp_path, native, sig):
+    """Every terminating signal (SIGHUP: a dropped SSH session) removes the
+    partial output and exits 128+N."""
     src = slow_input(tmp_path)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
@@ -177,7 +218,7 @@ def test_signals_leave_no_file(tmp_path, native, sig, code):
     time.sleep(0.3)
     assert p.poll() is None, "the run ended before the signal: make the input larger"
     p.send_signal(sig)
-    assert p.wait(timeout=60) == code, p.stderr.read()
+    assert p.wait(timeout=60) == 128 + sig, p.stderr.read()
     assert listing(out_dir) == []
 
 

@@ -19,7 +19,7 @@ import pytest
 import pyphmm
 from devtools.child import child_env
 from devtools.testdata import sw_cases
-from pyphmm import io
+from pyphmm import _native, io
 from pyphmm.gatk import jar_path
 from pyphmm.samples import sample_path
 
@@ -292,3 +292,54 @@ def test_gatk_jar_refuses_to_copy_the_jar_onto_itself(tmp_path):
     p = run(Command(["gatk-jar", "--output", "{out}"]), link)
     assert p.returncode == 2 and "the output is the input file" in stderr_of(p), stderr_of(p)
     assert open(jar_path(), "rb").read() == before
+
+
+# ---- gatk-libdir: a directory of entries it owns ----------------------------------
+
+
+def libdir(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "pyphmm", "gatk-libdir", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+
+
+def test_gatk_libdir_refuses_a_file_an_empty_name_and_a_fifo(tmp_path):
+    """Once a raw "[Errno 17] File exists" and "[Errno 2]"."""
+    (tmp_path / "afile").write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    for arg, message in (
+        (tmp_path / "afile", f"{tmp_path / 'afile'}: exists and is not a directory; gatk-libdir needs a directory"),
+        (tmp_path / "fifo", f"{tmp_path / 'fifo'}: exists and is not a directory"),
+        ("", "gatk-libdir: the directory must not be empty"),
+    ):
+        p = libdir(arg)
+        assert p.returncode == 2 and p.stderr.startswith(f"pyphmm: error: {message}"), p.stderr
+        assert len(p.stderr.splitlines()) == 1
+    assert listing(tmp_path) == ["afile", "fifo"] and (tmp_path / "afile").read_text() == "x"
+
+
+def test_gatk_libdir_writes_through_a_link_and_replaces_only_files_and_links(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to("real")
+    (real / "libgkl_utils.so").write_text("an older file")
+    (real / "libgkl_pairhmm.so").symlink_to("/nonexistent/old.so")
+    p = libdir(tmp_path / "link", "--copy")
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "link").is_symlink() and listing(tmp_path) == ["link", "real"]
+    for name in ("libgkl_pairhmm.so", "libgkl_pairhmm_omp.so", "libgkl_smithwaterman.so", "libgkl_utils.so"):
+        assert os.readlink(real / name) == "libpyphmm.so"
+    lib = real / "libpyphmm.so"
+    assert lib.read_bytes() == open(_native.library_path(), "rb").read()
+    assert stat.S_IMODE(lib.stat().st_mode) == 0o755
+    assert not [n for n in listing(real) if "partial" in n]
+    (real / "libgkl_smithwaterman.so").unlink()
+    os.mkfifo(real / "libgkl_smithwaterman.so")
+    p = libdir(real)
+    assert p.returncode == 2, p.stderr
+    assert f"{real / 'libgkl_smithwaterman.so'}: exists and is not a file or a link; not replaced" in p.stderr
+    assert stat.S_ISFIFO(os.lstat(real / "libgkl_smithwaterman.so").st_mode)

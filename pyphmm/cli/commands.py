@@ -18,7 +18,7 @@ from .output import WriteError
 # Exceptions of a command that end it with one `pyphmm: error:` line: the
 # machine failed the run (status 1), or its input, arguments or files are
 # wrong (status 2).
-FAILED = (WriteError, MemoryError)
+FAILED = (WriteError, MemoryError, _native.InternalError)
 REFUSED = (ValueError, TypeError, OSError, _native.BackendUnavailableError)
 
 

@@ -81,7 +81,10 @@ def _native_file(args, out: OutputFile, progress: Progress) -> None:
         ),
         daemon=True,
     )
-    worker.start()
+    try:
+        worker.start()
+    except RuntimeError:  # no thread can start (a memory limit): the call runs here
+        worker.run()
     while worker.is_alive():
         worker.join(0.2)
         progress.report(done[0], done[1], done[2])

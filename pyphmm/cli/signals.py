@@ -119,7 +119,10 @@ def interruptible(fn, *args, **kw):
             box["error"] = e
 
     worker = threading.Thread(target=run, daemon=True)
-    worker.start()
+    try:
+        worker.start()
+    except RuntimeError:  # no thread can start (a memory limit): the call runs here
+        return fn(*args, **kw)
     while worker.is_alive():
         worker.join(0.2)  # (a lock wait: signals interrupt it)
     if "error" in box:

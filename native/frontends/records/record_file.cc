@@ -193,9 +193,9 @@ struct Totals {
     const char* out_path = "";
 };
 
-// A chunk that ran out of memory in its call: the message names the line of
-// its first record.
-int out_of_memory(const Chunk& c, const char* in_path, pyphmm_error* err) {
+// A chunk that ran out of memory (`doing`: "computing", "formatting"): the
+// message names the line of its first record.
+int out_of_memory(const Chunk& c, const char* doing, const char* in_path, pyphmm_error* err) {
     int64_t records = 0, cells = 0, line = 0;
     for (const Part& p : c.parts) {
         if (!line && !p.header_line.empty()) line = p.header_line.front();
@@ -203,10 +203,9 @@ int out_of_memory(const Chunk& c, const char* in_path, pyphmm_error* err) {
         cells += p.cells;
     }
     const std::string why = err ? err->message : "";
-    return set_error(err, PYPHMM_E_NOMEM,
-                     "%s:%lld: out of memory computing %lld record(s) from this line on (%lld cells): %s", in_path,
-                     static_cast<long long>(line), static_cast<long long>(records), static_cast<long long>(cells),
-                     why.c_str());
+    return set_error(err, PYPHMM_E_NOMEM, "%s:%lld: out of memory %s %lld record(s) from this line on (%lld cells): %s",
+                     in_path, static_cast<long long>(line), doing, static_cast<long long>(records),
+                     static_cast<long long>(cells), why.c_str());
 }
 
 // Records [first, last) of a part, whose results start at res.
@@ -283,7 +282,11 @@ int compute_chunk(const Chunk& c, const pyphmm_options* options, std::vector<dou
         }
         pairs += p.pairs;
     }
-    res.resize(static_cast<size_t>(pairs));
+    try {
+        res.resize(static_cast<size_t>(pairs));
+    } catch (const std::bad_alloc&) {
+        return set_error(err, PYPHMM_E_NOMEM, "out of host memory for %lld results", static_cast<long long>(pairs));
+    }
     pyphmm_stats st{};
     int rc = pyphmm_pairhmm(regions.data(), static_cast<int64_t>(regions.size()), res.data(), options, &st, err);
     if (rc != PYPHMM_OK) return rc;
@@ -315,7 +318,7 @@ int format_and_write(const Chunk& c, const std::vector<double>& res, FILE* out, 
             no_memory = true;
         }
     });
-    if (no_memory) return set_error(err, PYPHMM_E_NOMEM, "out of memory formatting results");
+    if (no_memory) return set_error(err, PYPHMM_E_NOMEM, "out of host memory for the results' text");
     for (const std::string& x : text)
         if (std::fwrite(x.data(), 1, x.size(), out) != x.size())
             return set_error(err, PYPHMM_E_IO, "%s: write failed: %s", t.out_path, std::strerror(errno));
@@ -348,16 +351,18 @@ int compute_and_write(const std::vector<std::unique_ptr<Chunk>>& chunks, FILE* o
     };
     for (size_t i = 0; i < chunks.size(); ++i) {
         int rc = compute_chunk(*chunks[i], options, res[i], t.st, err);
-        if (rc == PYPHMM_E_NOMEM) rc = out_of_memory(*chunks[i], t.in_path, err);
+        if (rc == PYPHMM_E_NOMEM) rc = out_of_memory(*chunks[i], "computing", t.in_path, err);
         const int frc = formatted();  // an earlier chunk's failure comes first
         if (frc != PYPHMM_OK) return frc;
         if (rc != PYPHMM_OK) return rc;
         formatting = std::async(std::launch::async, [&, i] {
+            int frc;
             try {
-                return format_and_write(*chunks[i], res[i], out, default_threads(options), t, &ferr);
+                frc = format_and_write(*chunks[i], res[i], out, default_threads(options), t, &ferr);
             } catch (const std::bad_alloc&) {
-                return set_error(&ferr, PYPHMM_E_NOMEM, "out of memory formatting results");
+                frc = set_error(&ferr, PYPHMM_E_NOMEM, "out of host memory for the results' text");
             }
+            return frc == PYPHMM_E_NOMEM ? out_of_memory(*chunks[i], "formatting", t.in_path, &ferr) : frc;
         });
     }
     return formatted();
