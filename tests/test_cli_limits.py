@@ -1,4 +1,4 @@
-"""The CLI under memory limits (docs/CLI.md, "Exit status"): memory that runs
+"""The CLI under memory limits (docs/CLI.md, "Errors and exit status"): memory that runs
 out is one `pyphmm: error:` line with status 1, naming the record's line
 when a record passed the size estimate but its allocation failed; never a
 traceback, whatever fails (numpy's import included)."""

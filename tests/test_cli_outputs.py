@@ -1,5 +1,5 @@
 """Every kind of output, for every command that writes a file (docs/CLI.md,
-"Files"): a regular file (replaced atomically, its mode kept), a link (its
+"Outputs"): a regular file (replaced atomically, its mode kept), a link (its
 target written, the link kept), a name of a descriptor (/dev/stdout,
 /proc/self/fd/N), a FIFO, a device (written, never replaced), "-"; and the
 errors: a directory, an empty name, a missing directory, a write error

@@ -1,4 +1,4 @@
-"""Signals and closed pipes (docs/CLI.md, "Exit status"): every terminating
+"""Signals and closed pipes (docs/CLI.md, "Errors and exit status"): every terminating
 signal that can be caught removes the partial output and exits 128+N, at
 once even while a call into C computes, quietly from the CLI's first
 instruction; a signal the caller ignores (nohup's SIGHUP) stays ignored;

@@ -1,5 +1,5 @@
 """Output files of the CLI: an output never destroys what it replaces, and a
-file appears complete or not at all (docs/CLI.md, "Files").
+file appears complete or not at all (docs/CLI.md, "Outputs").
 
 What an output name refers to decides how it is written:
 - "-", or a name of this process's standard output (/dev/stdout,
@@ -253,7 +253,7 @@ class OutputFile:
         writer that has not opened it yet cannot bring it back: its directory
         goes too."""
         try:
-            if self._file is not None and self._file not in (sys.stdout, sys.stdout.buffer):
+            if self._file is not None:  # (never sys.stdout: that is not ours to close)
                 self._file.close()
         except OSError:
             pass
