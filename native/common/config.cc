@@ -82,7 +82,7 @@ const Spec kSpecs[] = {
     {Knob::kJniCopy, Scope::kDev, "jni_copy", Type::kEnum, kRegion, 0, 0, "region|critical", "first use",
      "how the JNI layer copies Java arrays"},
     {Knob::kNativeReader, Scope::kDev, "native_reader", Type::kBool, 1, 0, 1, nullptr, "reload",
-     "record files in native code (0: pyphmm_pairhmm_file declines, and the CLI runs the Python reader)"},
+     "record files in native code (0: the native record reader declines, and the CLI runs the Python reader)"},
 
     {Knob::kTestFakeGpu, Scope::kTest, "fake_gpu", Type::kInt, 0, 0, 16, nullptr, "first use",
      "N > 0 stands N single-threaded CPU 'devices' in for the GPU"},
