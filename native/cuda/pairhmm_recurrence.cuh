@@ -27,7 +27,7 @@
 // P*K rows; the last lane stores the stripe's last row (M, X, Y per column)
 // in a per-group scratch slot and lane 0 of the next stripe reads it back.
 //
-// Float arithmetic (KernelTraits::AR; PYPHMM_CUDA_ARITH picks):
+// Float arithmetic (KernelTraits::AR; PYPHMM_DEV's cuda_arith picks):
 //  exact (Arith::kExact): GKL's operation order, every product and sum rounded on
 //    its own (__fmul_rn/__fadd_rn, so nvcc cannot contract), the same
 //    roundings as the CPU backend:
