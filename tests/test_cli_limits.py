@@ -53,7 +53,7 @@ def test_a_small_address_space_is_one_line_or_a_result(tmp_path, command, kib):
         assert len(p.stderr.splitlines()) == 1, p.stderr
 
 
-@pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
+@pytest.mark.parametrize("native", ["native_reader=1", "native_reader=0"], ids=["native", "python"])
 def test_a_record_whose_allocation_fails_names_its_line(tmp_path, native):
     """A record that passes the estimate (its results fit in this machine's
     memory) but not the process's address-space limit: status 1 and the
@@ -66,7 +66,7 @@ def test_a_record_whose_allocation_fails_names_its_line(tmp_path, native):
         f.write(f"{n} {n}\n" + "ACGTACGTAC IIIIIIIIII IIIIIIIIII IIIIIIIIII ++++++++++\n" * n + "ACGTACGTAC\n" * n)
     out = tmp_path / "big.out"
     args = ["likelihoods", str(path), "-o", str(out), "--backend", "cpu", "--threads", "1"]
-    p = run_limited(args, 2_000_000, PYPHMM_NATIVE_READER=native)  # 3.2 GB of results do not fit in 2 GB
+    p = run_limited(args, 2_000_000, PYPHMM_DEV=native)  # 3.2 GB of results do not fit in 2 GB
     assert p.returncode == 1, p.stderr[-3000:]
     assert p.stderr.startswith(f"pyphmm: error: {path}:1: out of memory computing 1 record(s) from this line on")
     assert len(p.stderr.splitlines()) == 1 and not out.exists()

@@ -55,11 +55,11 @@ def command(request, tmp_path_factory, sample_results):
     cpu = ["--backend", "cpu"]
     if name == "likelihoods-native":
         return Command(
-            ["likelihoods", sample_path(), "-o", "{out}", *cpu], {"PYPHMM_NATIVE_READER": "1"}
+            ["likelihoods", sample_path(), "-o", "{out}", *cpu], {"PYPHMM_DEV": "native_reader=1"}
         ), sample_results
     if name == "likelihoods-python":
         return Command(
-            ["likelihoods", sample_path(), "-o", "{out}", *cpu], {"PYPHMM_NATIVE_READER": "0"}
+            ["likelihoods", sample_path(), "-o", "{out}", *cpu], {"PYPHMM_DEV": "native_reader=0"}
         ), sample_results
     if name == "likelihoods-stdin":
         return Command(["likelihoods", "-", "-o", "{out}", *cpu], stdin=sample_path()), sample_results

@@ -56,7 +56,7 @@ def test_a_signal_during_a_call_into_c_ends_the_run_at_once(tmp_path, command, s
     args = ["align" if command == "align" else "likelihoods", str(src), "-o", str(out_dir / "r.out")]
     p = subprocess.Popen(
         [sys.executable, "-c", BUSY_CHILD, *args, "--backend", "cpu"],
-        env=child_env(PYPHMM_NATIVE_READER="0"),
+        env=child_env(PYPHMM_DEV="native_reader=0"),
         stderr=subprocess.PIPE,
         text=True,
     )

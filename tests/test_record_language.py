@@ -102,7 +102,7 @@ def cli(path, how, tmp_path):
             [sys.executable, "-m", "pyphmm", *args],
             stdin=f,
             capture_output=True,
-            env=child_env(PYPHMM_NATIVE_READER="0" if how == "python" else "1"),
+            env=child_env(PYPHMM_DEV="native_reader=0" if how == "python" else "native_reader=1"),
             timeout=300,
         )
     return p, (out.read_bytes() if out.exists() else None)
@@ -162,7 +162,7 @@ def test_an_endless_stream_fails_at_its_first_bytes(tmp_path, how, piece, messag
         [sys.executable, "-m", "pyphmm", "likelihoods", src, "-o", str(tmp_path / "o"), "--backend", "cpu"],
         stdin=stdin,
         stderr=subprocess.PIPE,
-        env=child_env(PYPHMM_NATIVE_READER="0" if how == "python" else "1"),
+        env=child_env(PYPHMM_DEV="native_reader=0" if how == "python" else "native_reader=1"),
     )
     if how == "stdin":
         os.close(r)

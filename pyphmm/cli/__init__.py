@@ -52,6 +52,7 @@ def _run(argv: list) -> int:
 
     args = commands.build_parser(argv).parse_args(argv)
     try:
+        commands.check_settings(args.command)
         rc = args.func(args)
         sys.stdout.flush()  # (a closed pipe shows here, not at exit)
         return rc

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from .. import _native
 from .._version import __version__
@@ -59,7 +60,7 @@ def cmd_info(args) -> int:
     inf = _native.info()
     if args.json:
         print(json.dumps(inf, indent=2))
-        return 0
+        return _settings_status(inf)
     cuda = (
         f"CUDA on {inf['device_name']} (device {inf['device']}, {inf['device_choice']})"
         if inf["cuda_usable"]
@@ -76,9 +77,26 @@ def cmd_info(args) -> int:
     print(f"GKL JNI entry points: {'yes' if inf['jni_compiled'] else 'no (built without a JDK)'}")
     print(f"library: {inf['library']}")
     if args.verbose:
-        print("environment (PYPHMM_*):")
+        print("settings (README: Configuration; PYPHMM_DEV: docs/DEVELOPING.md):")
         print(_native.config_text(), end="")
+    return _settings_status(inf)
+
+
+def _settings_status(inf) -> int:
+    """info's exit status: 2, with the error, when a setting does not parse."""
+    if inf["settings_error"]:
+        print(f"pyphmm: error: {inf['settings_error']}", file=sys.stderr)
+        return 2
     return 0
+
+
+def check_settings(command: str) -> None:
+    """A setting that does not parse fails a computing command before any
+    input is read (ValueError: status 2)."""
+    if command in ("likelihoods", "align"):
+        problem = _native.settings_error()
+        if problem:
+            raise ValueError(problem)
 
 
 def _sharing_line(inf) -> str:
@@ -111,7 +129,9 @@ def build_parser(argv=()) -> argparse.ArgumentParser:
     align.add_parser(sub, _positive_int)
     inf = sub.add_parser("info", help="version, backends, GPU")
     inf.add_argument("--json", action="store_true", help="machine-readable output")
-    inf.add_argument("--verbose", "-v", action="store_true", help="also list the PYPHMM_* environment variables")
+    inf.add_argument(
+        "--verbose", "-v", action="store_true", help="also list the settings (PYPHMM_* variables) and their values"
+    )
     inf.set_defaults(func=cmd_info)
     if first not in _OWN_COMMANDS:  # (also for --help and mistyped commands, which list every command)
         from .. import mps  # NVIDIA MPS helper: pyphmm mps start|stop|status

@@ -3,8 +3,10 @@
 A file path in and a file (or device, FIFO) out runs in native code
 (native/frontends/records/), without loading numpy; standard input, and an
 output that only Python can write (standard output, a descriptor such as
-/dev/stderr), go through the Python reader (pyphmm.io). Both readers accept
-the same language and report the same errors (docs/RECORD_FORMAT.md).
+/dev/stderr), go through the Python reader (pyphmm.io), as does every file
+when PYPHMM_DEV=native_reader=0 turns the native reader off. Both readers
+accept the same language and report the same errors
+(docs/RECORD_FORMAT.md).
 """
 
 from __future__ import annotations
@@ -63,9 +65,10 @@ class Progress:
         )
 
 
-def _native_file(args, out: OutputFile, progress: Progress) -> None:
-    """Runs the file through native/frontends/records/ into out.native_path;
-    raises for every failure, in the native reader's words."""
+def _native_file(args, out: OutputFile, progress: Progress) -> bool:
+    """Runs the file through native/frontends/records/ into out.native_path.
+    True when done, False when PYPHMM_DEV=native_reader=0 turns that reader
+    off; raises for every failure, in the native reader's words."""
     opts = _native.make_options(args.backend, args.threads, args.double)
     err, st, records = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
     done = ffi.new("int64_t[3]")  # records, pairs, cells written so far
@@ -89,6 +92,8 @@ def _native_file(args, out: OutputFile, progress: Progress) -> None:
         worker.join(0.2)
         progress.report(done[0], done[1], done[2])
     rc = result[0] if result else lib.PYPHMM_E_INTERNAL
+    if rc == lib.PYPHMM_E_UNSUPPORTED:  # (before it opens anything)
+        return False
     out.opened_elsewhere()
     if rc != lib.PYPHMM_OK:
         message = ffi.string(err.message).decode("utf-8", "replace").replace(out.native_path, out.target)
@@ -98,6 +103,7 @@ def _native_file(args, out: OutputFile, progress: Progress) -> None:
             raise WriteError(message)
         _native.raise_status(rc, message)
     progress.add(records[0], _native.stats_dict(st))
+    return True
 
 
 def _python_path(args, out: OutputFile, progress: Progress) -> None:
@@ -128,9 +134,7 @@ def cmd_likelihoods(args) -> int:
     progress = Progress()
     with OutputFile(args.output, input_path=args.input) as out:
         native = args.input != "-" and out.native_path is not None
-        if native and os.environ.get("PYPHMM_NATIVE_READER", "1") != "0":
-            _native_file(args, out, progress)
-        else:
+        if not (native and _native_file(args, out, progress)):
             _python_path(args, out, progress)
         out.commit()
     print(progress.summary(), file=sys.stderr)
