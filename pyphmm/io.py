@@ -53,6 +53,7 @@ MAX_RECORD_LINE = 64 << 20
 _PIECE = 1 << 20
 # Bytes no line holds, wherever they stand (a '\r' is allowed at its end).
 _NEVER = re.compile(rb"[^\t\r\x20-\x7e]")
+_LINE_BYTES = b"\t" + bytes(range(0x20, 0x7F))
 _BAD_BYTES = re.compile(rb"[^\t\x20-\x7e]")
 _BAD_CHARS = re.compile(r"[^\t\x20-\x7e]")
 _NEVER_CHARS = re.compile(r"[^\t\r\x20-\x7e]")
@@ -72,46 +73,53 @@ def decode_line(raw, name: str, lineno: int) -> str:
     what a record file never holds: a byte-order mark, a NUL, non-ASCII or
     control byte (a tab aside), a carriage return other than the line's last
     byte. The messages are the native reader's (record_text.cc)."""
-    body = raw[:-1] if raw[-1:] in (b"\n", "\n") else raw
-    if body[-1:] in (b"\r", "\r"):
-        body = body[:-1]
-    if body[:3] == b"\xef\xbb\xbf" or body[:1] == "\ufeff":
+    text = isinstance(raw, bytes)
+    if text:  # the usual line, in one fast pass: what is left once tabs and printable ASCII go
+        rest = raw.translate(None, _LINE_BYTES)
+        if not rest or (rest in (b"\n", b"\r\n", b"\r") and raw.endswith(rest)):
+            return raw.decode("ascii")
+    end = len(raw) - raw.endswith(b"\n" if text else "\n")  # (searched in place: no copy)
+    end -= raw.endswith(b"\r" if text else "\r", 0, end)
+    m = (_BAD_BYTES if text else _BAD_CHARS).search(raw, 0, end)
+    if m is None:
+        return raw.decode("ascii") if text else raw
+    if raw.startswith(b"\xef\xbb\xbf" if text else "\ufeff"):
         raise RecordError(f"{name}:{lineno}: UTF-8 byte-order mark: not ASCII text")
-    m = (_BAD_BYTES if isinstance(body, bytes) else _BAD_CHARS).search(body)
-    if m:
-        col, c = m.start() + 1, ord(m.group())
-        if c == 0:
-            what = "NUL byte at column {}: not ASCII text"
-        elif c > 127:
-            what = "non-ASCII byte at column {}: not ASCII text"
-        elif c == 13:
-            what = "carriage return at column {}: a line ends with LF or CR LF"
-        else:
-            what = f"control character 0x{c:02x} at column {{}}: not printable text"
-        raise RecordError(f"{name}:{lineno}: {what.format(col)}")
-    return raw.decode("ascii") if isinstance(raw, bytes) else raw
+    col, c = m.start() + 1, ord(m.group())
+    if c == 0:
+        what = "NUL byte at column {}: not ASCII text"
+    elif c > 127:
+        what = "non-ASCII byte at column {}: not ASCII text"
+    elif c == 13:
+        what = "carriage return at column {}: a line ends with LF or CR LF"
+    else:
+        what = f"control character 0x{c:02x} at column {{}}: not printable text"
+    raise RecordError(f"{name}:{lineno}: {what.format(col)}")
 
 
 def read_line(f, limit: int, name: str, lineno: int, what: str):
     """The next line of f (with its newline; None at the end of the file),
-    checked by decode_line. It is read in pieces, each checked for bytes no
-    line holds as it arrives; a line of more than `limit` bytes is an error
-    after its first limit + 1 bytes (`what` names the kind of line)."""
-    pieces, size = [], 0
-    while True:
+    checked by decode_line. A line longer than a piece is read in pieces,
+    each checked for bytes no line holds as it arrives; a line of more than
+    `limit` (>= a piece) bytes is an error after its first limit + 1 bytes
+    (`what` names the kind of line)."""
+    raw = f.readline(_PIECE)
+    if type(raw) is bytes and raw[-1:] == b"\n":  # the usual line: whole in one piece
+        return decode_line(raw, name, lineno)
+    if not raw:
+        return None
+    nl = b"\n" if isinstance(raw, bytes) else "\n"
+    never = _NEVER if isinstance(raw, bytes) else _NEVER_CHARS
+    pieces, size, piece = [raw], len(raw), raw
+    while size <= limit and not piece.endswith(nl) and not never.search(piece):
         piece = f.readline(min(_PIECE, limit + 1 - size))
         if not piece:
             break
         pieces.append(piece)
         size += len(piece)
-        never = _NEVER if isinstance(piece, bytes) else _NEVER_CHARS
-        if piece[-1:] in (b"\n", "\n") or size > limit or never.search(piece):
-            break
-    if not pieces:
-        return None
-    raw = pieces[0][:0].join(pieces)
+    raw = raw[:0].join(pieces)
     line = decode_line(raw, name, lineno)
-    if len(raw) - (raw[-1:] in (b"\n", "\n")) > limit:
+    if len(raw) - raw.endswith(nl) > limit:
         raise RecordError(f"{name}:{lineno}: line longer than {limit} bytes, the limit of a {what} line")
     return line
 
