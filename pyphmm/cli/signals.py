@@ -10,6 +10,7 @@ Ctrl-C at any moment of a run gives status 130 and no traceback.
 from __future__ import annotations
 
 import contextlib
+import queue
 import signal
 import threading
 
@@ -104,27 +105,55 @@ def restore(previous: dict) -> None:
         signal.signal(sig, old)
 
 
+class _Worker:
+    """The one thread that runs interruptible's calls, kept for the process:
+    what the library keeps per thread (Smith-Waterman's buffers, a GPU
+    caller's wait estimates) then lasts from one chunk to the next, as it
+    did when the main thread computed."""
+
+    thread = None
+    tasks: queue.SimpleQueue = queue.SimpleQueue()
+
+    @classmethod
+    def serve(cls):
+        while True:
+            cls.tasks.get()()
+
+    @classmethod
+    def started(cls) -> bool:
+        if cls.thread is None or not cls.thread.is_alive():
+            thread = threading.Thread(target=cls.serve, name="pyphmm-compute", daemon=True)
+            try:
+                thread.start()
+            except RuntimeError:  # no thread can start (a memory limit)
+                return False
+            cls.thread = thread
+        return True
+
+
 def interruptible(fn, *args, **kw):
-    """fn(*args, **kw) on a daemon thread while this one waits: a call into C
+    """fn(*args, **kw) on a worker thread while this one waits: a call into C
     cannot be interrupted, so computing on the main thread would hold a
     signal's handler until the call returns (seconds for a large chunk).
     Returns fn's result or raises its exception; a signal raises Terminated
-    here at once, and the worker ends with the process."""
+    here at once, and the worker ends with the process. Where no thread can
+    start, fn runs here."""
+    if not _Worker.started():
+        return fn(*args, **kw)
     box = {}
+    done = threading.Event()
 
-    def run():
+    def task():
         try:
             box["value"] = fn(*args, **kw)
         except BaseException as e:  # handed to the caller
             box["error"] = e
+        finally:
+            done.set()
 
-    worker = threading.Thread(target=run, daemon=True)
-    try:
-        worker.start()
-    except RuntimeError:  # no thread can start (a memory limit): the call runs here
-        return fn(*args, **kw)
-    while worker.is_alive():
-        worker.join(0.2)  # (a lock wait: signals interrupt it)
+    _Worker.tasks.put(task)
+    while not done.wait(0.2):  # (a lock wait: signals interrupt it)
+        pass
     if "error" in box:
         raise box["error"]
     return box["value"]
