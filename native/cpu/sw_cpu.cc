@@ -30,19 +30,22 @@ namespace pyphmm {
 
 namespace {
 
-using sw_cpu::BtBlock;
 using sw_cpu::Op;
 using sw_cpu::Workspace;
 
-// Backtrack masks of cell (i, j), 1 <= i <= m, 1 <= j <= n, as bits 0..3
-// (diag, right, new_h, new_v).
+// Backtrack planes of cell (i, j), 1 <= i <= m, 1 <= j <= n, as BtPlane
+// bits (layout in sw_cpu_fill.h).
 inline unsigned cell_bits(const Workspace& ws, int n, int i, int j) {
     const int d = i + j;
     const int k = i - std::max(1, d - n);
-    const BtBlock& b = ws.bt[ws.blk_start[d] + (k >> ws.lane_shift)];
-    const int bit = k & ((1 << ws.lane_shift) - 1);
-    return ((b.diag >> bit) & 1) | (((b.right >> bit) & 1) << 1) | (((b.new_h >> bit) & 1) << 2) |
-           (((b.new_v >> bit) & 1) << 3);
+    const int shift = ws.lane_shift, w = 1 << shift, lane = k & (w - 1);
+    const uint8_t* blk = ws.bt.data() + ws.blk_start[d] + (static_cast<int64_t>(k >> shift) << (shift - 1));
+    unsigned bits = 0;
+    for (int q = 0; q < 4; ++q) {
+        const int pos = ws.paired ? (q >> 1) * 2 * w + 2 * lane + (q & 1) : q * w + lane;
+        bits |= ((blk[pos >> 3] >> (pos & 7)) & 1u) << q;
+    }
+    return bits;
 }
 
 // GATK's backtrack value of cell (i, j): 0 (diagonal), -k (insertion of k)
@@ -50,14 +53,14 @@ inline unsigned cell_bits(const Workspace& ws, int n, int i, int j) {
 // opened, one more per cell it was extended, counted from 0 at the edge.
 int32_t backtrack_value(const Workspace& ws, int n, int i, int j) {
     const unsigned b = cell_bits(ws, n, i, j);
-    if (b & 1) return 0;
-    if (b & 2) {
+    if (!(b & sw_cpu::kGap)) return 0;
+    if (!(b & sw_cpu::kDown)) {
         int jj = j;
-        while (jj > 1 && !(cell_bits(ws, n, i, jj) & 4)) --jj;
+        while (jj > 1 && !(cell_bits(ws, n, i, jj) & sw_cpu::kNewH)) --jj;
         return -(j - jj + 1);
     }
     int ii = i;
-    while (ii > 1 && !(cell_bits(ws, n, ii, j) & 8)) --ii;
+    while (ii > 1 && !(cell_bits(ws, n, ii, j) & sw_cpu::kNewV)) --ii;
     return i - ii + 1;
 }
 

@@ -21,31 +21,42 @@ struct Op {
     int32_t len;
 };
 
-// Backtrack of one block of W consecutive cells of an anti-diagonal (W = the
-// fill's vector width): bit k of each plane is the cell of lane k. Bits
-// instead of GATK's gap lengths keep the fill free of gap-length state and
-// the matrix at 4 bits per cell; traceback recovers a gap's length by walking
-// back to the cell where that gap was opened (backtrack_value in sw_cpu.cc).
-struct BtBlock {
-    uint16_t diag;   // diagonal step chosen (ties prefer it)
-    uint16_t right;  // otherwise: insertion chosen over deletion
-    uint16_t new_h;  // horizontal gap opened here (GATK's gap_size_h = 1)
-    uint16_t new_v;  // vertical gap opened here (gap_size_v = 1)
+// Backtrack planes of a cell, as bits of cell_bits() in sw_cpu.cc. Ties in
+// GATK's rule prefer diagonal, then insertion, then deletion, so a plane
+// holds the strict comparisons the fill computes anyway.
+enum BtPlane : unsigned {
+    kGap = 1,   // a gap beats the diagonal step (not diagonal)
+    kDown = 2,  // deletion beats insertion (meaningful where kGap)
+    kNewH = 4,  // horizontal gap opened here (GATK's gap_size_h = 1)
+    kNewV = 8,  // vertical gap opened here (gap_size_v = 1)
 };
 
 // Per-thread scratch, grown on demand and reused across calls.
+//
+// Backtrack layout: diagonal d (= i + j) holds its cells i = lo(d)..hi(d) in
+// blocks of W = 2^lane_shift cells (W >= 8, the fill's vector width); a
+// block is W/2 bytes, 4W bits, for the cells lo(d) + (block index) * W + k,
+// k < W. Bit of plane q (BtPlane order 0..3) for lane k, little-endian:
+// - planar: q * W + k (the planes one after the other);
+// - paired: (q / 2) * 2W + 2k + q % 2 (kGap with kDown, then kNewH with
+//   kNewV, interleaved lane by lane: what AVX2's byte movemask gives).
+// blk_start[d] is the byte offset of diagonal d's first block. Bits instead of GATK's gap lengths keep the fill
+// free of gap-length state and the matrix at 4 bits per cell; traceback
+// recovers a gap's length by walking back to the cell where it was opened.
 struct Workspace {
-    std::vector<int32_t> refi, altr;          // bases widened to int32, alt reversed
-    std::vector<int32_t> h[3], e[2], f[2];    // scores and best gaps of diagonals d-2..d
-    std::vector<BtBlock> bt;                  // diagonal-major backtrack
-    std::vector<int64_t> blk_start;           // first block of diagonal d in bt
-    int lane_shift = 0;                       // log2(W) of the fill that wrote bt
+    std::vector<int16_t> ref16, alt16;                // bases, alt reversed, padded
+    std::vector<int16_t> dh[2], dv[2], de[2], df[2];  // difference fill: diagonals d-1, d
+    std::vector<int32_t> h[3], e[2], f[2];            // absolute fill: diagonals d-2..d
+    std::vector<uint8_t> bt;
+    std::vector<int64_t> blk_start;
+    int lane_shift = 3;
+    bool paired = false;
     std::vector<int32_t> last_col, last_row;  // H[i][n], H[m][j]
     std::vector<int32_t> row0, col0;          // edge initialisation
     std::vector<Op> ops;
 
     void trim() {
-        if (bt.capacity() * sizeof(BtBlock) > kKeepBytes) std::vector<BtBlock>().swap(bt);
+        if (bt.capacity() > kKeepBytes) std::vector<uint8_t>().swap(bt);
     }
 };
 

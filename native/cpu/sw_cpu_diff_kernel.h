@@ -1,0 +1,90 @@
+// The difference fill of the CPU Smith-Waterman, written once for every
+// vector width. sw_cpu_fill.cc includes this file once per instruction set,
+// inside a namespace that defines `Ops` (its vector type, W = 2^Ops::kShift
+// int16 lanes, and the handful of operations below) and under that ISA's
+// `#pragma GCC target`, so the AVX-512, AVX2, NEON and baseline kernels are
+// this same code at different widths. No include guard: that is the point.
+//
+// Recurrence (GATK's, docs/SMITH_WATERMAN.md), for cell (i, j) with
+// B = H[i-1][j-1]:
+//   diag  = B + s(i, j)
+//   F     = max(H[i-1][j] + open, F[i-1][j] + extend)   (deletion, column state)
+//   E     = max(H[i][j-1] + open, E[i][j-1] + extend)   (insertion, row state)
+//   H     = max(diag, F, E)
+// Every quantity is kept relative to a neighbour, as int16:
+//   dh(i, j) = H[i][j] - H[i][j-1]     dv(i, j) = H[i][j] - H[i-1][j]
+//   de(i, j) = E[i][j] - H[i][j]       df(i, j) = F[i][j] - H[i][j]
+// so the cell's candidates relative to B are
+//   diag - B = s,  F - B = dh(i-1, j) + max(open, df(i-1, j) + extend),
+//   E - B = dv(i, j-1) + max(open, de(i, j-1) + extend),
+// and every comparison GATK makes (which candidate wins, whether a gap is
+// opened or extended) compares two of these, i.e. is the same comparison
+// shifted by B: the backtrack bits are GATK's exactly. Bounds that make int16
+// exact are derived in sw_cpu_fill.cc (diff_admissible).
+//
+// Anti-diagonal order (d = i + j), vectorised along i: the inputs of cell
+// (i, j) are slot i-1 (cell (i-1, j)) and slot i (cell (i, j-1)) of diagonal
+// d-1, so two diagonals of state suffice. Lanes past the diagonal's end
+// compute garbage that is never read as a cell; the boundary slots they may
+// overrun are rewritten after each diagonal.
+
+// Fills ws.bt (layout in sw_cpu_fill.h), ws.blk_start, ws.last_col and
+// ws.last_row; prepare() has written the inputs, edges and diagonal 1.
+static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
+    typedef Ops::V V;
+    constexpr int W = 1 << Ops::kShift;
+    const V match = Ops::set1(p.match), mis = Ops::set1(p.mismatch), open = Ops::set1(p.gap_open),
+            ext = Ops::set1(p.gap_extend);
+    // Slot arrays of diagonals d-1 (…1) and d (…0). tf and te hold df + extend
+    // and de + extend: the only way the next diagonal uses them.
+    int16_t *dh1 = ws.dh[0].data(), *dh0 = ws.dh[1].data(), *dv1 = ws.dv[0].data(), *dv0 = ws.dv[1].data();
+    int16_t *te1 = ws.de[0].data(), *te0 = ws.de[1].data(), *tf1 = ws.df[0].data(), *tf0 = ws.df[1].data();
+    // Locals, not ws's members: the backtrack stores are bytes, which may
+    // alias anything, so members would be reloaded after every store.
+    const int16_t* const ref = ws.ref16.data();
+    const int16_t* const alt_r = ws.alt16.data();
+    const int32_t* const row0 = ws.row0.data();
+    const int32_t* const col0 = ws.col0.data();
+    int32_t* const last_col = ws.last_col.data();
+    int32_t* const last_row = ws.last_row.data();
+    int64_t* const blk_start = ws.blk_start.data();
+    uint8_t* const base = ws.bt.data();
+    uint8_t* out = base;
+    int32_t col_sum = row0[n], row_sum = col0[m];  // H[0][n], H[m][0]
+    for (int d = 2; d <= m + n; ++d) {
+        const int lo = d - n > 1 ? d - n : 1, hi = d - 1 < m ? d - 1 : m;
+        const int16_t* alt_d = alt_r + (n - d);  // alt_d[i] = alt[d - i - 1]
+        blk_start[d] = out - base;
+        for (int i = lo; i <= hi; i += W, out += W / 2) {
+            const V s = Ops::subst(Ops::load(ref + i - 1), Ops::load(alt_d + i), match, mis);
+            const V up = Ops::load(dh1 + i - 1);  // H[i-1][j] - B
+            const V tf = Ops::load(tf1 + i - 1);
+            const V down = Ops::add(up, Ops::max(open, tf));
+            const V left = Ops::load(dv1 + i);  // H[i][j-1] - B
+            const V te = Ops::load(te1 + i);
+            const V right = Ops::add(left, Ops::max(open, te));
+            const V gap = Ops::max(down, right);
+            const V h = Ops::max(s, gap);
+            const V h_ext = Ops::sub(h, ext);
+            Ops::store(dh0 + i, Ops::sub(h, left));
+            Ops::store(dv0 + i, Ops::sub(h, up));
+            Ops::store(tf0 + i, Ops::sub(down, h_ext));
+            Ops::store(te0 + i, Ops::sub(right, h_ext));
+            Ops::put_bits(out, Ops::gt(gap, s), Ops::gt(down, right), Ops::gt(open, te), Ops::gt(open, tf));
+        }
+        if (d > n) last_col[d - n] = col_sum += dv0[d - n];  // cell (d-n, n)
+        if (d > m) last_row[d - m] = row_sum += dh0[m];      // cell (m, d-m)
+        if (d <= n) {                                        // cell (0, d)
+            dh0[0] = static_cast<int16_t>(row0[d] - row0[d - 1]);
+            tf0[0] = kNoGap16;
+        }
+        if (d <= m) {  // cell (d, 0)
+            dv0[d] = static_cast<int16_t>(col0[d] - col0[d - 1]);
+            te0[d] = kNoGap16;
+        }
+        std::swap(dh0, dh1);
+        std::swap(dv0, dv1);
+        std::swap(te0, te1);
+        std::swap(tf0, tf1);
+    }
+}

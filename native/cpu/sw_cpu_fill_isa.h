@@ -1,0 +1,127 @@
+// The instruction-set instances of the difference fill, for sw_cpu_fill.cc
+// only (it includes this once, after the baseline): each namespace defines
+// the same `Ops` interface with one ISA's intrinsics and includes the one
+// kernel (sw_cpu_diff_kernel.h) under that ISA's target, so the kernel is
+// compiled for it whatever the baseline flags. Per operation:
+//   load/store    W int16 lanes, unaligned
+//   subst(a, b)   match where a == b, else mismatch
+//   gt(a, b)      the lanes where a > b, as Ops::M
+//   put_bits      four masks as one backtrack block of W/2 bytes, planar or
+//                 paired (kPaired; layouts in sw_cpu_fill.h)
+#pragma once
+
+#if defined(__x86_64__) || defined(__i386__)
+// GCC 12's own avx512fintrin.h trips -Wmaybe-uninitialized (_mm512_undefined).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw")
+namespace pyphmm {
+namespace sw_cpu {
+namespace {
+namespace avx512 {
+// 32 lanes; compares give the planes directly as mask registers.
+struct Ops {
+    static constexpr int kShift = 5;
+    static constexpr bool kPaired = false;
+    typedef __m512i V;
+    typedef __mmask32 M;
+    SW_OP V load(const int16_t* p) { return _mm512_loadu_si512(p); }
+    SW_OP void store(int16_t* p, V v) { _mm512_storeu_si512(p, v); }
+    SW_OP V set1(int x) { return _mm512_set1_epi16(static_cast<int16_t>(x)); }
+    SW_OP V add(V a, V b) { return _mm512_add_epi16(a, b); }
+    SW_OP V sub(V a, V b) { return _mm512_sub_epi16(a, b); }
+    SW_OP V max(V a, V b) { return _mm512_max_epi16(a, b); }
+    SW_OP V subst(V a, V b, V match, V mis) {
+        return _mm512_mask_blend_epi16(_mm512_cmpeq_epi16_mask(a, b), mis, match);
+    }
+    SW_OP M gt(V a, V b) { return _mm512_cmpgt_epi16_mask(a, b); }
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        const uint32_t planes[4] = {gap, down, new_h, new_v};
+        std::memcpy(out, planes, sizeof planes);
+    }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace avx512
+}  // namespace
+}  // namespace sw_cpu
+}  // namespace pyphmm
+#pragma GCC pop_options
+#pragma GCC diagnostic pop
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+namespace pyphmm {
+namespace sw_cpu {
+namespace {
+namespace avx2 {
+// 16 lanes; the paired layout: a byte blend takes the low byte of each
+// lane from one mask and the high byte from another, so one movemask reads
+// two planes interleaved.
+struct Ops {
+    static constexpr int kShift = 4;
+    static constexpr bool kPaired = true;
+    typedef __m256i V;
+    typedef __m256i M;
+    SW_OP V load(const int16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+    SW_OP void store(int16_t* p, V v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+    SW_OP V set1(int x) { return _mm256_set1_epi16(static_cast<int16_t>(x)); }
+    SW_OP V add(V a, V b) { return _mm256_add_epi16(a, b); }
+    SW_OP V sub(V a, V b) { return _mm256_sub_epi16(a, b); }
+    SW_OP V max(V a, V b) { return _mm256_max_epi16(a, b); }
+    SW_OP V subst(V a, V b, V match, V mis) { return _mm256_blendv_epi8(mis, match, _mm256_cmpeq_epi16(a, b)); }
+    SW_OP M gt(V a, V b) { return _mm256_cmpgt_epi16(a, b); }
+    SW_OP uint32_t two_planes(M x, M y) {
+        return static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_blendv_epi8(x, y, _mm256_set1_epi16(-256))));
+    }
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        const uint32_t planes[2] = {two_planes(gap, down), two_planes(new_h, new_v)};
+        std::memcpy(out, planes, sizeof planes);
+    }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace avx2
+}  // namespace
+}  // namespace sw_cpu
+}  // namespace pyphmm
+#pragma GCC pop_options
+#endif  // x86
+
+#if defined(__aarch64__)
+// Advanced SIMD is in the AArch64 baseline: no target pragma.
+namespace pyphmm {
+namespace sw_cpu {
+namespace {
+namespace neon {
+// 8 lanes; NEON has no movemask: each mask keeps one distinct bit per lane
+// and an across-vector add sums them into the plane's byte.
+struct Ops {
+    static constexpr int kShift = 3;
+    static constexpr bool kPaired = false;
+    typedef int16x8_t V;
+    typedef uint16x8_t M;
+    SW_OP V load(const int16_t* p) { return vld1q_s16(p); }
+    SW_OP void store(int16_t* p, V v) { vst1q_s16(p, v); }
+    SW_OP V set1(int x) { return vdupq_n_s16(static_cast<int16_t>(x)); }
+    SW_OP V add(V a, V b) { return vaddq_s16(a, b); }
+    SW_OP V sub(V a, V b) { return vsubq_s16(a, b); }
+    SW_OP V max(V a, V b) { return vmaxq_s16(a, b); }
+    SW_OP V subst(V a, V b, V match, V mis) { return vbslq_s16(vceqq_s16(a, b), match, mis); }
+    SW_OP M gt(V a, V b) { return vcgtq_s16(a, b); }
+    SW_OP uint8_t plane(M x) {
+        const uint16x8_t lane_bits = {1, 2, 4, 8, 16, 32, 64, 128};
+        return static_cast<uint8_t>(vaddvq_u16(vandq_u16(x, lane_bits)));
+    }
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        out[0] = plane(gap);
+        out[1] = plane(down);
+        out[2] = plane(new_h);
+        out[3] = plane(new_v);
+    }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace neon
+}  // namespace
+}  // namespace sw_cpu
+}  // namespace pyphmm
+#endif  // __aarch64__
