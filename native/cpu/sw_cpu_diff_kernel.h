@@ -1,9 +1,10 @@
 // The difference fill of the CPU Smith-Waterman, written once for every
-// vector width. sw_cpu_fill.cc includes this file once per instruction set,
-// inside a namespace that defines `Ops` (its vector type, W = 2^Ops::kShift
-// int16 lanes, and the handful of operations below) and under that ISA's
-// `#pragma GCC target`, so the AVX-512, AVX2, NEON and baseline kernels are
-// this same code at different widths. No include guard: that is the point.
+// vector width. sw_cpu_fill.cc includes this file once per instruction set
+// and lane type, inside a namespace that defines `Ops` (lane type Ops::T,
+// int8 or int16; W = 2^Ops::kShift lanes; the operations listed in
+// sw_cpu_fill_isa.h) and under that ISA's `#pragma GCC target`, so the
+// AVX-512, AVX2, NEON and baseline kernels are this same code at different
+// widths. No include guard: that is the point.
 //
 // Recurrence (GATK's, docs/SMITH_WATERMAN.md), for cell (i, j) with
 // B = H[i-1][j-1]:
@@ -11,7 +12,7 @@
 //   F     = max(H[i-1][j] + open, F[i-1][j] + extend)   (deletion, column state)
 //   E     = max(H[i][j-1] + open, E[i][j-1] + extend)   (insertion, row state)
 //   H     = max(diag, F, E)
-// Every quantity is kept relative to a neighbour, as int16:
+// Every quantity is kept relative to a neighbour, in narrow lanes:
 //   dh(i, j) = H[i][j] - H[i][j-1]     dv(i, j) = H[i][j] - H[i-1][j]
 //   de(i, j) = E[i][j] - H[i][j]       df(i, j) = F[i][j] - H[i][j]
 // so the cell's candidates relative to B are
@@ -19,8 +20,8 @@
 //   E - B = dv(i, j-1) + max(open, de(i, j-1) + extend),
 // and every comparison GATK makes (which candidate wins, whether a gap is
 // opened or extended) compares two of these, i.e. is the same comparison
-// shifted by B: the backtrack bits are GATK's exactly. Bounds that make int16
-// exact are derived in sw_cpu_fill.cc (diff_admissible).
+// shifted by B: the backtrack bits are GATK's exactly. The bounds that make
+// a lane type exact are derived in sw_cpu_fill.cc (diff_range).
 //
 // Anti-diagonal order (d = i + j), vectorised along i: the inputs of cell
 // (i, j) are slot i-1 (cell (i-1, j)) and slot i (cell (i, j-1)) of diagonal
@@ -32,17 +33,18 @@
 // ws.last_row; prepare() has written the inputs, edges and diagonal 1.
 static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
     typedef Ops::V V;
+    typedef Ops::T T;
     constexpr int W = 1 << Ops::kShift;
     const V match = Ops::set1(p.match), mis = Ops::set1(p.mismatch), open = Ops::set1(p.gap_open),
             ext = Ops::set1(p.gap_extend);
     // Slot arrays of diagonals d-1 (…1) and d (…0). tf and te hold df + extend
     // and de + extend: the only way the next diagonal uses them.
-    int16_t *dh1 = ws.dh[0].data(), *dh0 = ws.dh[1].data(), *dv1 = ws.dv[0].data(), *dv0 = ws.dv[1].data();
-    int16_t *te1 = ws.de[0].data(), *te0 = ws.de[1].data(), *tf1 = ws.df[0].data(), *tf0 = ws.df[1].data();
+    T *dh1 = lanes<T>(ws.dh[0]), *dh0 = lanes<T>(ws.dh[1]), *dv1 = lanes<T>(ws.dv[0]), *dv0 = lanes<T>(ws.dv[1]);
+    T *te1 = lanes<T>(ws.de[0]), *te0 = lanes<T>(ws.de[1]), *tf1 = lanes<T>(ws.df[0]), *tf0 = lanes<T>(ws.df[1]);
     // Locals, not ws's members: the backtrack stores are bytes, which may
     // alias anything, so members would be reloaded after every store.
-    const int16_t* const ref = ws.ref16.data();
-    const int16_t* const alt_r = ws.alt16.data();
+    const T* const ref = lanes<T>(ws.ref16);
+    const T* const alt_r = lanes<T>(ws.alt16);
     const int32_t* const row0 = ws.row0.data();
     const int32_t* const col0 = ws.col0.data();
     int32_t* const last_col = ws.last_col.data();
@@ -53,7 +55,7 @@ static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
     int32_t col_sum = row0[n], row_sum = col0[m];  // H[0][n], H[m][0]
     for (int d = 2; d <= m + n; ++d) {
         const int lo = d - n > 1 ? d - n : 1, hi = d - 1 < m ? d - 1 : m;
-        const int16_t* alt_d = alt_r + (n - d);  // alt_d[i] = alt[d - i - 1]
+        const T* alt_d = alt_r + (n - d);  // alt_d[i] = alt[d - i - 1]
         blk_start[d] = out - base;
         for (int i = lo; i <= hi; i += W, out += W / 2) {
             const V s = Ops::subst(Ops::load(ref + i - 1), Ops::load(alt_d + i), match, mis);
@@ -75,12 +77,12 @@ static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
         if (d > n) last_col[d - n] = col_sum += dv0[d - n];  // cell (d-n, n)
         if (d > m) last_row[d - m] = row_sum += dh0[m];      // cell (m, d-m)
         if (d <= n) {                                        // cell (0, d)
-            dh0[0] = static_cast<int16_t>(row0[d] - row0[d - 1]);
-            tf0[0] = kNoGap16;
+            dh0[0] = static_cast<T>(row0[d] - row0[d - 1]);
+            tf0[0] = Ops::kNoGap;
         }
         if (d <= m) {  // cell (d, 0)
-            dv0[d] = static_cast<int16_t>(col0[d] - col0[d - 1]);
-            te0[d] = kNoGap16;
+            dv0[d] = static_cast<T>(col0[d] - col0[d - 1]);
+            te0[d] = Ops::kNoGap;
         }
         std::swap(dh0, dh1);
         std::swap(dv0, dv1);

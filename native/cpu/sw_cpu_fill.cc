@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -43,51 +44,77 @@ namespace {
 
 constexpr int32_t kFloor = -100000000;     // GATK's MATRIX_MIN_CUTOFF (-1e8)
 constexpr int32_t kLowInit = INT_MIN / 2;  // GATK's initial "best gap"
-constexpr int kPad = 64;                   // slack for full-width vector tails (W <= 32)
+constexpr int kPad = 128;                  // slack for full-width vector tails (W <= 64)
 constexpr int kAbsShift = 3;               // the absolute fill's block width, 8 cells
 
-// The difference fill's "no gap yet" (GATK's INT_MIN/2) as its stored
-// df + extend or de + extend: any value below open works, since open then
-// beats it, as GATK's open beats INT_MIN/2 + extend.
-constexpr int16_t kNoGap16 = -16384;
-constexpr int kMaxDiffParam = 4096;
-
-// Whether the difference fill is exact for these parameters. For i, j >= 1,
-// with P = max |parameter| and open <= extend <= 0 (a gap costs most when
-// opened, as in all of GATK's sets):
-// - dh(i, j) >= open: H[i][j] >= E[i][j] >= H[i][j-1] + open (dv alike);
-// - dh(i, j) <= max(match, mismatch, 0) - open: the diagonal candidate is
-//   at most B + max(match, mismatch) and H[i][j-1] >= F[i][j-1] >= B + open;
-//   E[i][j] <= H[i][j-1]; and a deletion of length k ending at (i, j)
-//   exceeds H[i][j-1] by at most dh(i-k, j) (the same gap ends at (i, j-1)),
-//   which by induction down to row 0 (dh(0, j) <= 0) obeys the same bound;
-//   column 0 gives the same with extend >= open.
-// So |dh|, |dv| <= 2P, de and df lie in [-3P, 0], every intermediate of the
-// kernel in [-4P, 2P], all exact in int16 for P <= 4096. Scores must also
-// stay above GATK's -1e8 floor, which differences cannot apply.
+// Whether scores can fall to GATK's -1e8 floor, which differences cannot
+// apply. Every score is at least -(max |parameter|) * (m + n): a boundary
+// cell costs at most |open| + |extend| per step and each diagonal step at
+// most |mismatch| more.
 bool floor_reachable(const pyphmm_sw_params& p, int m, int n) {
     int64_t worst = std::max({std::llabs(int64_t(p.match)), std::llabs(int64_t(p.mismatch)),
                               std::llabs(int64_t(p.gap_open)), std::llabs(int64_t(p.gap_extend))});
     return worst * (int64_t(m) + n + 2) >= -int64_t(kFloor);
 }
 
-bool diff_admissible(const pyphmm_sw_params& p, int m, int n) {
-    const int worst = std::max({std::abs(p.match), std::abs(p.mismatch), std::abs(p.gap_open), std::abs(p.gap_extend)});
-    return p.gap_open <= p.gap_extend && p.gap_extend <= 0 && worst <= kMaxDiffParam && !floor_reachable(p, m, n);
+// The narrowest lane (1 or 2 bytes) that holds every value of the
+// difference fill exactly, or 0 (absolute fill). For i, j >= 1 and
+// open <= extend <= 0 (a gap costs most when opened, as in all of GATK's
+// sets), with D = max(match, mismatch, open) - open:
+// - dh(i, j) >= open: H[i][j] >= E[i][j] >= H[i][j-1] + open (dv alike);
+// - dh(i, j) <= D: the diagonal candidate is at most
+//   B + max(match, mismatch) while H[i][j-1] >= F[i][j-1] >= B + open;
+//   E[i][j] <= H[i][j-1]; and a deletion of length k ending at (i, j)
+//   exceeds H[i][j-1] by at most dh(i-k, j) (the same gap ends at (i, j-1)),
+//   which by induction down to row 0 (dh(0, j) <= 0) obeys the same bound;
+//   column 0 gives the same with extend >= open;
+// - de, df in [open - D, 0] (E >= H[i][j-1] + open), so the stored
+//   de + extend and df + extend lie in [open - D + extend, 0].
+// The kernel's intermediates then lie in [lo, hi] below: candidates in
+// [2 open, D], H - extend up to D - extend. Wrapping arithmetic is exact when
+// every value fits; the "no gap yet" sentinel is the lane's minimum, below
+// every real value (lo > minimum), so open beats it as GATK's open beats
+// INT_MIN/2 + extend.
+int diff_lane_bytes(const pyphmm_sw_params& p, int m, int n) {
+    if (p.gap_open > p.gap_extend || p.gap_extend > 0 || floor_reachable(p, m, n)) return 0;
+    const int64_t open = p.gap_open, ext = p.gap_extend;
+    const int64_t s_min = std::min(p.match, p.mismatch), s_max = std::max(p.match, p.mismatch);
+    const int64_t d = std::max(s_max, open) - open;
+    const int64_t lo = std::min({2 * open, open - d + ext, s_min}), hi = std::max(d - ext, s_max);
+    if (lo > INT8_MIN && hi <= INT8_MAX) return 1;
+    if (lo > INT16_MIN && hi <= INT16_MAX) return 2;
+    return 0;
+}
+
+template <typename T>
+T* lanes(std::vector<int16_t>& v) {
+    return reinterpret_cast<T*>(v.data());  // int8_t: char-type access
 }
 
 // Sizes the workspace for an m x n fill in blocks of 2^lane_shift cells and
 // writes the inputs, the edges and diagonal 1 of both fills' state.
+template <typename T>
+void put_sequences(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n) {
+    T* r = lanes<T>(ws.ref16);
+    T* a = lanes<T>(ws.alt16);
+    // Lanes past a diagonal's end read the padding; their cells are never used.
+    for (int i = 0; i < m; ++i) r[i] = static_cast<T>(ref[i]);
+    for (int i = m; i < m + kPad; ++i) r[i] = 0;
+    for (int k = 0; k < n; ++k) a[k] = static_cast<T>(alt[n - 1 - k]);
+    for (int k = n; k < n + kPad; ++k) a[k] = 0;
+}
+
+// lane_bytes: 1 or 2 (the difference fill's lanes), 4 (the absolute fill,
+// which reads int16 bases).
 void prepare(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
-             bool edge_gaps, int lane_shift) {
+             bool edge_gaps, int lane_shift, int lane_bytes) {
     const size_t slots = static_cast<size_t>(m) + 1 + kPad;
     if (ws.ref16.size() < slots) ws.ref16.resize(slots, 0);
     if (ws.alt16.size() < static_cast<size_t>(n) + kPad) ws.alt16.resize(static_cast<size_t>(n) + kPad, 0);
-    // Padding lanes compare bases against -1 / -2 so they never match.
-    for (int i = 0; i < m; ++i) ws.ref16[i] = ref[i];
-    for (int i = m; i < m + kPad; ++i) ws.ref16[i] = -1;
-    for (int k = 0; k < n; ++k) ws.alt16[k] = alt[n - 1 - k];
-    for (int k = n; k < n + kPad; ++k) ws.alt16[k] = -2;
+    if (lane_bytes == 1)
+        put_sequences<int8_t>(ws, ref, m, alt, n);
+    else
+        put_sequences<int16_t>(ws, ref, m, alt, n);
 
     ws.row0.resize(static_cast<size_t>(n) + 1);
     ws.col0.resize(static_cast<size_t>(m) + 1);
@@ -107,15 +134,16 @@ void prepare(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n
     ws.blk_start.resize(static_cast<size_t>(m) + n + 1);
 }
 
-// Diagonal 1, cells (0, 1) and (1, 0), of the difference fill.
+// Diagonal 1, cells (0, 1) and (1, 0), of the difference fill in lanes of T.
+template <typename T>
 void prepare_diff(Workspace& ws, int m) {
     const size_t slots = static_cast<size_t>(m) + 1 + kPad;
     for (auto* a : {&ws.dh[0], &ws.dh[1], &ws.dv[0], &ws.dv[1], &ws.de[0], &ws.de[1], &ws.df[0], &ws.df[1]})
         if (a->size() < slots) a->resize(slots, 0);
-    ws.dh[0][0] = static_cast<int16_t>(ws.row0[1]);
-    ws.df[0][0] = kNoGap16;
-    ws.dv[0][1] = static_cast<int16_t>(ws.col0[1]);
-    ws.de[0][1] = kNoGap16;
+    lanes<T>(ws.dh[0])[0] = static_cast<T>(ws.row0[1]);
+    lanes<T>(ws.df[0])[0] = std::numeric_limits<T>::min();
+    lanes<T>(ws.dv[0])[1] = static_cast<T>(ws.col0[1]);
+    lanes<T>(ws.de[0])[1] = std::numeric_limits<T>::min();
 }
 
 // The absolute fill: GATK's int32 scores with the -1e8 floor, one cell at a
@@ -176,20 +204,23 @@ void absolute_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
 #define SW_OP __attribute__((always_inline)) static inline
 
 // The baseline: 8 int16 lanes with GCC vector extensions (SSE2 on x86-64,
-// Advanced SIMD or scalar code elsewhere).
+// Advanced SIMD or scalar code elsewhere); no int8 instance.
 namespace base {
+namespace w16 {
 struct Ops {
+    typedef int16_t T;
+    static constexpr T kNoGap = INT16_MIN;
     static constexpr int kShift = 3;
     static constexpr bool kPaired = false;
     typedef int16_t V __attribute__((vector_size(16)));
     typedef V M;
-    SW_OP V load(const int16_t* p) {
+    SW_OP V load(const T* p) {
         V v;
         std::memcpy(&v, p, sizeof v);
         return v;
     }
-    SW_OP void store(int16_t* p, V v) { std::memcpy(p, &v, sizeof v); }
-    SW_OP V set1(int x) { return V{} + static_cast<int16_t>(x); }
+    SW_OP void store(T* p, V v) { std::memcpy(p, &v, sizeof v); }
+    SW_OP V set1(int x) { return V{} + static_cast<T>(x); }
     SW_OP V add(V a, V b) { return a + b; }
     SW_OP V sub(V a, V b) { return a - b; }
     SW_OP V max(V a, V b) { return a > b ? a : b; }
@@ -212,6 +243,7 @@ struct Ops {
     }
 };
 #include "sw_cpu_diff_kernel.h"
+}  // namespace w16
 }  // namespace base
 
 }  // namespace
@@ -225,11 +257,21 @@ namespace sw_cpu {
 namespace {
 
 using FillFn = void (*)(Workspace&, int, int, const pyphmm_sw_params&);
-struct Fill {
-    const char* name;
+
+// One instance of the difference fill: its entry point and block layout.
+struct Kernel {
     FillFn fn;
     int lane_shift;
     bool paired;
+};
+#define SW_KERNEL(ns) \
+    Kernel { ns::diff_fill, ns::Ops::kShift, ns::Ops::kPaired }
+
+// An instruction set's difference fills: int8 lanes (null where it has
+// none) and int16 lanes.
+struct Fill {
+    const char* name;
+    Kernel k8, k16;
     bool usable;
 };
 
@@ -237,17 +279,17 @@ struct Fill {
 // aid: sse or portable, avx2, avx512 on x86-64; neon or portable on AArch64;
 // a fill the CPU cannot run is refused with a note).
 const Fill& pick_fill() {
-    static const Fill portable{"portable", base::diff_fill, base::Ops::kShift, base::Ops::kPaired, true};
+    static const Fill portable{"portable", {nullptr, 0, false}, SW_KERNEL(base::w16), true};
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     static const Fill fills[] = {
-        {"avx512", avx512::diff_fill, avx512::Ops::kShift, avx512::Ops::kPaired,
+        {"avx512", SW_KERNEL(avx512::w8), SW_KERNEL(avx512::w16),
          __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")},
-        {"avx2", avx2::diff_fill, avx2::Ops::kShift, avx2::Ops::kPaired, __builtin_cpu_supports("avx2") != 0},
-        {"sse", base::diff_fill, base::Ops::kShift, base::Ops::kPaired, true},
+        {"avx2", SW_KERNEL(avx2::w8), SW_KERNEL(avx2::w16), __builtin_cpu_supports("avx2") != 0},
+        {"sse", {nullptr, 0, false}, SW_KERNEL(base::w16), true},
     };
 #elif defined(__aarch64__)
-    static const Fill fills[] = {{"neon", neon::diff_fill, neon::Ops::kShift, neon::Ops::kPaired, cpu_has_neon()}};
+    static const Fill fills[] = {{"neon", SW_KERNEL(neon::w8), SW_KERNEL(neon::w16), cpu_has_neon()}};
 #else
     static const Fill fills[] = {portable};
 #endif
@@ -272,16 +314,22 @@ const Fill& pick_fill() {
 void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
           bool edge_gaps) {
     static const Fill& chosen = pick_fill();
-    if (diff_admissible(p, m, n)) {
-        prepare(ws, ref, m, alt, n, p, edge_gaps, chosen.lane_shift);
-        ws.paired = chosen.paired;
-        prepare_diff(ws, m);
-        chosen.fn(ws, m, n, p);
-    } else {
-        prepare(ws, ref, m, alt, n, p, edge_gaps, kAbsShift);
+    int bytes = diff_lane_bytes(p, m, n);
+    if (bytes == 1 && !chosen.k8.fn) bytes = 2;
+    if (bytes == 0) {
+        prepare(ws, ref, m, alt, n, p, edge_gaps, kAbsShift, 4);
         ws.paired = false;
         absolute_fill(ws, m, n, p);
+        return;
     }
+    const Kernel& k = bytes == 1 ? chosen.k8 : chosen.k16;
+    prepare(ws, ref, m, alt, n, p, edge_gaps, k.lane_shift, bytes);
+    ws.paired = k.paired;
+    if (bytes == 1)
+        prepare_diff<int8_t>(ws, m);
+    else
+        prepare_diff<int16_t>(ws, m);
+    k.fn(ws, m, n, p);
 }
 
 }  // namespace sw_cpu

@@ -1,9 +1,11 @@
 // The instruction-set instances of the difference fill, for sw_cpu_fill.cc
 // only (it includes this once, after the baseline): each namespace defines
-// the same `Ops` interface with one ISA's intrinsics and includes the one
-// kernel (sw_cpu_diff_kernel.h) under that ISA's target, so the kernel is
-// compiled for it whatever the baseline flags. Per operation:
-//   load/store    W int16 lanes, unaligned
+// the same `Ops` interface with one ISA's intrinsics for one lane type and
+// includes the one kernel (sw_cpu_diff_kernel.h) under that ISA's target, so
+// the kernel is compiled for it whatever the baseline flags. Ops:
+//   T, kNoGap     lane type (int8_t or int16_t) and its minimum
+//   kShift        W = 2^kShift lanes
+//   load/store    W lanes, unaligned
 //   subst(a, b)   match where a == b, else mismatch
 //   gt(a, b)      the lanes where a > b, as Ops::M
 //   put_bits      four masks as one backtrack block of W/2 bytes, planar or
@@ -20,28 +22,43 @@ namespace pyphmm {
 namespace sw_cpu {
 namespace {
 namespace avx512 {
-// 32 lanes; compares give the planes directly as mask registers.
+// Compares give the planes directly as mask registers, stored planar.
+#define SW_AVX512_COMMON(bits, lanes_shift, mask_t)                                          \
+    static constexpr int kShift = lanes_shift;                                               \
+    static constexpr bool kPaired = false;                                                   \
+    typedef __m512i V;                                                                       \
+    typedef mask_t M;                                                                        \
+    SW_OP V load(const T* p) { return _mm512_loadu_si512(p); }                               \
+    SW_OP void store(T* p, V v) { _mm512_storeu_si512(p, v); }                               \
+    SW_OP V set1(int x) { return _mm512_set1_epi##bits(static_cast<T>(x)); }                 \
+    SW_OP V add(V a, V b) { return _mm512_add_epi##bits(a, b); }                             \
+    SW_OP V sub(V a, V b) { return _mm512_sub_epi##bits(a, b); }                             \
+    SW_OP V max(V a, V b) { return _mm512_max_epi##bits(a, b); }                             \
+    SW_OP V subst(V a, V b, V match, V mis) {                                                \
+        return _mm512_mask_blend_epi##bits(_mm512_cmpeq_epi##bits##_mask(a, b), mis, match); \
+    }                                                                                        \
+    SW_OP M gt(V a, V b) { return _mm512_cmpgt_epi##bits##_mask(a, b); }                     \
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {                     \
+        const M planes[4] = {gap, down, new_h, new_v};                                       \
+        std::memcpy(out, planes, sizeof planes);                                             \
+    }
+namespace w8 {
 struct Ops {
-    static constexpr int kShift = 5;
-    static constexpr bool kPaired = false;
-    typedef __m512i V;
-    typedef __mmask32 M;
-    SW_OP V load(const int16_t* p) { return _mm512_loadu_si512(p); }
-    SW_OP void store(int16_t* p, V v) { _mm512_storeu_si512(p, v); }
-    SW_OP V set1(int x) { return _mm512_set1_epi16(static_cast<int16_t>(x)); }
-    SW_OP V add(V a, V b) { return _mm512_add_epi16(a, b); }
-    SW_OP V sub(V a, V b) { return _mm512_sub_epi16(a, b); }
-    SW_OP V max(V a, V b) { return _mm512_max_epi16(a, b); }
-    SW_OP V subst(V a, V b, V match, V mis) {
-        return _mm512_mask_blend_epi16(_mm512_cmpeq_epi16_mask(a, b), mis, match);
-    }
-    SW_OP M gt(V a, V b) { return _mm512_cmpgt_epi16_mask(a, b); }
-    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
-        const uint32_t planes[4] = {gap, down, new_h, new_v};
-        std::memcpy(out, planes, sizeof planes);
-    }
+    typedef int8_t T;
+    static constexpr T kNoGap = INT8_MIN;
+    SW_AVX512_COMMON(8, 6, __mmask64)
 };
 #include "sw_cpu_diff_kernel.h"
+}  // namespace w8
+namespace w16 {
+struct Ops {
+    typedef int16_t T;
+    static constexpr T kNoGap = INT16_MIN;
+    SW_AVX512_COMMON(16, 5, __mmask32)
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace w16
+#undef SW_AVX512_COMMON
 }  // namespace avx512
 }  // namespace
 }  // namespace sw_cpu
@@ -55,22 +72,45 @@ namespace pyphmm {
 namespace sw_cpu {
 namespace {
 namespace avx2 {
-// 16 lanes; the paired layout: a byte blend takes the low byte of each
-// lane from one mask and the high byte from another, so one movemask reads
-// two planes interleaved.
+#define SW_AVX2_COMMON(bits)                                                                                         \
+    typedef __m256i V;                                                                                               \
+    typedef __m256i M;                                                                                               \
+    SW_OP V load(const T* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }                     \
+    SW_OP void store(T* p, V v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }                           \
+    SW_OP V set1(int x) { return _mm256_set1_epi##bits(static_cast<T>(x)); }                                         \
+    SW_OP V add(V a, V b) { return _mm256_add_epi##bits(a, b); }                                                     \
+    SW_OP V sub(V a, V b) { return _mm256_sub_epi##bits(a, b); }                                                     \
+    SW_OP V max(V a, V b) { return _mm256_max_epi##bits(a, b); }                                                     \
+    SW_OP V subst(V a, V b, V match, V mis) { return _mm256_blendv_epi8(mis, match, _mm256_cmpeq_epi##bits(a, b)); } \
+    SW_OP M gt(V a, V b) { return _mm256_cmpgt_epi##bits(a, b); }
+// 32 lanes; one byte movemask per plane, planar.
+namespace w8 {
 struct Ops {
+    typedef int8_t T;
+    static constexpr T kNoGap = INT8_MIN;
+    static constexpr int kShift = 5;
+    static constexpr bool kPaired = false;
+    SW_AVX2_COMMON(8)
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        const M planes[4] = {gap, down, new_h, new_v};
+        for (int q = 0; q < 4; ++q) {
+            const int bits = _mm256_movemask_epi8(planes[q]);
+            std::memcpy(out + 4 * q, &bits, 4);  // one scalar store each
+        }
+    }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace w8
+// 16 lanes; the paired layout: a byte blend takes the low byte of each lane
+// from one mask and the high byte from another, so one movemask reads two
+// planes interleaved.
+namespace w16 {
+struct Ops {
+    typedef int16_t T;
+    static constexpr T kNoGap = INT16_MIN;
     static constexpr int kShift = 4;
     static constexpr bool kPaired = true;
-    typedef __m256i V;
-    typedef __m256i M;
-    SW_OP V load(const int16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-    SW_OP void store(int16_t* p, V v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
-    SW_OP V set1(int x) { return _mm256_set1_epi16(static_cast<int16_t>(x)); }
-    SW_OP V add(V a, V b) { return _mm256_add_epi16(a, b); }
-    SW_OP V sub(V a, V b) { return _mm256_sub_epi16(a, b); }
-    SW_OP V max(V a, V b) { return _mm256_max_epi16(a, b); }
-    SW_OP V subst(V a, V b, V match, V mis) { return _mm256_blendv_epi8(mis, match, _mm256_cmpeq_epi16(a, b)); }
-    SW_OP M gt(V a, V b) { return _mm256_cmpgt_epi16(a, b); }
+    SW_AVX2_COMMON(16)
     SW_OP uint32_t two_planes(M x, M y) {
         return static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_blendv_epi8(x, y, _mm256_set1_epi16(-256))));
     }
@@ -80,6 +120,8 @@ struct Ops {
     }
 };
 #include "sw_cpu_diff_kernel.h"
+}  // namespace w16
+#undef SW_AVX2_COMMON
 }  // namespace avx2
 }  // namespace
 }  // namespace sw_cpu
@@ -88,21 +130,57 @@ struct Ops {
 #endif  // x86
 
 #if defined(__aarch64__)
-// Advanced SIMD is in the AArch64 baseline: no target pragma.
+// Advanced SIMD is in the AArch64 baseline: no target pragma. NEON has no
+// movemask: each mask keeps one distinct bit per lane and across-vector adds
+// sum them into the plane's bytes (planar).
 namespace pyphmm {
 namespace sw_cpu {
 namespace {
 namespace neon {
-// 8 lanes; NEON has no movemask: each mask keeps one distinct bit per lane
-// and an across-vector add sums them into the plane's byte.
+namespace w8 {
+// 16 lanes.
 struct Ops {
+    typedef int8_t T;
+    static constexpr T kNoGap = INT8_MIN;
+    static constexpr int kShift = 4;
+    static constexpr bool kPaired = false;
+    typedef int8x16_t V;
+    typedef uint8x16_t M;
+    SW_OP V load(const T* p) { return vld1q_s8(p); }
+    SW_OP void store(T* p, V v) { vst1q_s8(p, v); }
+    SW_OP V set1(int x) { return vdupq_n_s8(static_cast<T>(x)); }
+    SW_OP V add(V a, V b) { return vaddq_s8(a, b); }
+    SW_OP V sub(V a, V b) { return vsubq_s8(a, b); }
+    SW_OP V max(V a, V b) { return vmaxq_s8(a, b); }
+    SW_OP V subst(V a, V b, V match, V mis) { return vbslq_s8(vceqq_s8(a, b), match, mis); }
+    SW_OP M gt(V a, V b) { return vcgtq_s8(a, b); }
+    SW_OP void plane(uint8_t* out, M x) {
+        const uint8x16_t lane_bits = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+        const uint8x16_t b = vandq_u8(x, lane_bits);
+        out[0] = vaddv_u8(vget_low_u8(b));
+        out[1] = vaddv_u8(vget_high_u8(b));
+    }
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        plane(out, gap);
+        plane(out + 2, down);
+        plane(out + 4, new_h);
+        plane(out + 6, new_v);
+    }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace w8
+namespace w16 {
+// 8 lanes.
+struct Ops {
+    typedef int16_t T;
+    static constexpr T kNoGap = INT16_MIN;
     static constexpr int kShift = 3;
     static constexpr bool kPaired = false;
     typedef int16x8_t V;
     typedef uint16x8_t M;
-    SW_OP V load(const int16_t* p) { return vld1q_s16(p); }
-    SW_OP void store(int16_t* p, V v) { vst1q_s16(p, v); }
-    SW_OP V set1(int x) { return vdupq_n_s16(static_cast<int16_t>(x)); }
+    SW_OP V load(const T* p) { return vld1q_s16(p); }
+    SW_OP void store(T* p, V v) { vst1q_s16(p, v); }
+    SW_OP V set1(int x) { return vdupq_n_s16(static_cast<T>(x)); }
     SW_OP V add(V a, V b) { return vaddq_s16(a, b); }
     SW_OP V sub(V a, V b) { return vsubq_s16(a, b); }
     SW_OP V max(V a, V b) { return vmaxq_s16(a, b); }
@@ -120,6 +198,7 @@ struct Ops {
     }
 };
 #include "sw_cpu_diff_kernel.h"
+}  // namespace w16
 }  // namespace neon
 }  // namespace
 }  // namespace sw_cpu
