@@ -37,10 +37,15 @@ static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
     constexpr int W = 1 << Ops::kShift;
     const V match = Ops::set1(p.match), mis = Ops::set1(p.mismatch), open = Ops::set1(p.gap_open),
             ext = Ops::set1(p.gap_extend);
-    // Slot arrays of diagonals d-1 (…1) and d (…0). tf and te hold df + extend
-    // and de + extend: the only way the next diagonal uses them.
-    T *dh1 = lanes<T>(ws.dh[0]), *dh0 = lanes<T>(ws.dh[1]), *dv1 = lanes<T>(ws.dv[0]), *dv0 = lanes<T>(ws.dv[1]);
-    T *te1 = lanes<T>(ws.de[0]), *te0 = lanes<T>(ws.de[1]), *tf1 = lanes<T>(ws.df[0]), *tf0 = lanes<T>(ws.df[1]);
+    // Slot arrays of diagonals d-1 (prev) and d (cur), each four arrays S
+    // lanes apart: dh, dv, te, tf (te and tf hold de + extend and
+    // df + extend: the only way the next diagonal uses them). A constant S
+    // makes every access one base register plus a displacement, so the loop
+    // keeps its pointers in registers.
+    constexpr int S = kStateStride / sizeof(T);
+    constexpr int DH = 0, DV = S, TE = 2 * S, TF = 3 * S;
+    T* prev = lanes<T>(ws.diag);
+    T* cur = prev + 4 * S;
     // Locals, not ws's members: the backtrack stores are bytes, which may
     // alias anything, so members would be reloaded after every store.
     const T* const ref = lanes<T>(ws.ref16);
@@ -59,34 +64,31 @@ static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
         blk_start[d] = out - base;
         for (int i = lo; i <= hi; i += W, out += W / 2) {
             const V s = Ops::subst(Ops::load(ref + i - 1), Ops::load(alt_d + i), match, mis);
-            const V up = Ops::load(dh1 + i - 1);  // H[i-1][j] - B
-            const V tf = Ops::load(tf1 + i - 1);
+            const V up = Ops::load(prev + DH + i - 1);  // H[i-1][j] - B
+            const V tf = Ops::load(prev + TF + i - 1);
             const V down = Ops::add(up, Ops::max(open, tf));
-            const V left = Ops::load(dv1 + i);  // H[i][j-1] - B
-            const V te = Ops::load(te1 + i);
+            const V left = Ops::load(prev + DV + i);  // H[i][j-1] - B
+            const V te = Ops::load(prev + TE + i);
             const V right = Ops::add(left, Ops::max(open, te));
             const V gap = Ops::max(down, right);
             const V h = Ops::max(s, gap);
             const V h_ext = Ops::sub(h, ext);
-            Ops::store(dh0 + i, Ops::sub(h, left));
-            Ops::store(dv0 + i, Ops::sub(h, up));
-            Ops::store(tf0 + i, Ops::sub(down, h_ext));
-            Ops::store(te0 + i, Ops::sub(right, h_ext));
+            Ops::store(cur + DH + i, Ops::sub(h, left));
+            Ops::store(cur + DV + i, Ops::sub(h, up));
+            Ops::store(cur + TF + i, Ops::sub(down, h_ext));
+            Ops::store(cur + TE + i, Ops::sub(right, h_ext));
             Ops::put_bits(out, Ops::gt(gap, s), Ops::gt(down, right), Ops::gt(open, te), Ops::gt(open, tf));
         }
-        if (d > n) last_col[d - n] = col_sum += dv0[d - n];  // cell (d-n, n)
-        if (d > m) last_row[d - m] = row_sum += dh0[m];      // cell (m, d-m)
-        if (d <= n) {                                        // cell (0, d)
-            dh0[0] = static_cast<T>(row0[d] - row0[d - 1]);
-            tf0[0] = Ops::kNoGap;
+        if (d > n) last_col[d - n] = col_sum += cur[DV + d - n];  // cell (d-n, n)
+        if (d > m) last_row[d - m] = row_sum += cur[DH + m];      // cell (m, d-m)
+        if (d <= n) {                                             // cell (0, d)
+            cur[DH] = static_cast<T>(row0[d] - row0[d - 1]);
+            cur[TF] = Ops::kNoGap;
         }
         if (d <= m) {  // cell (d, 0)
-            dv0[d] = static_cast<T>(col0[d] - col0[d - 1]);
-            te0[d] = Ops::kNoGap;
+            cur[DV + d] = static_cast<T>(col0[d] - col0[d - 1]);
+            cur[TE + d] = Ops::kNoGap;
         }
-        std::swap(dh0, dh1);
-        std::swap(dv0, dv1);
-        std::swap(te0, te1);
-        std::swap(tf0, tf1);
+        std::swap(prev, cur);
     }
 }

@@ -45,7 +45,8 @@ namespace {
 constexpr int32_t kFloor = -100000000;     // GATK's MATRIX_MIN_CUTOFF (-1e8)
 constexpr int32_t kLowInit = INT_MIN / 2;  // GATK's initial "best gap"
 constexpr int kPad = 128;                  // slack for full-width vector tails (W <= 64)
-constexpr int kAbsShift = 3;               // the absolute fill's block width, 8 cells
+static_assert(kStateStride >= 2 * (PYPHMM_SW_MAX_LENGTH + 1 + kPad), "slot arrays overlap");
+constexpr int kAbsShift = 3;  // the absolute fill's block width, 8 cells
 
 // Whether scores can fall to GATK's -1e8 floor, which differences cannot
 // apply. Every score is at least -(max |parameter|) * (m + n): a boundary
@@ -135,15 +136,17 @@ void prepare(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n
 }
 
 // Diagonal 1, cells (0, 1) and (1, 0), of the difference fill in lanes of T.
+// Slot arrays as in sw_cpu_diff_kernel.h: dh, dv, te, tf, kStateStride
+// bytes apart, diagonal d-1 first.
 template <typename T>
-void prepare_diff(Workspace& ws, int m) {
-    const size_t slots = static_cast<size_t>(m) + 1 + kPad;
-    for (auto* a : {&ws.dh[0], &ws.dh[1], &ws.dv[0], &ws.dv[1], &ws.de[0], &ws.de[1], &ws.df[0], &ws.df[1]})
-        if (a->size() < slots) a->resize(slots, 0);
-    lanes<T>(ws.dh[0])[0] = static_cast<T>(ws.row0[1]);
-    lanes<T>(ws.df[0])[0] = std::numeric_limits<T>::min();
-    lanes<T>(ws.dv[0])[1] = static_cast<T>(ws.col0[1]);
-    lanes<T>(ws.de[0])[1] = std::numeric_limits<T>::min();
+void prepare_diff(Workspace& ws) {
+    constexpr int S = kStateStride / sizeof(T);
+    if (ws.diag.size() < 4 * static_cast<size_t>(kStateStride)) ws.diag.resize(4 * static_cast<size_t>(kStateStride));
+    T* prev = lanes<T>(ws.diag);
+    prev[0] = static_cast<T>(ws.row0[1]);         // dh(0, 1)
+    prev[3 * S] = std::numeric_limits<T>::min();  // no vertical gap above row 1
+    prev[S + 1] = static_cast<T>(ws.col0[1]);     // dv(1, 0)
+    prev[2 * S + 1] = std::numeric_limits<T>::min();
 }
 
 // The absolute fill: GATK's int32 scores with the -1e8 floor, one cell at a
@@ -326,9 +329,9 @@ void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, c
     prepare(ws, ref, m, alt, n, p, edge_gaps, k.lane_shift, bytes);
     ws.paired = k.paired;
     if (bytes == 1)
-        prepare_diff<int8_t>(ws, m);
+        prepare_diff<int8_t>(ws);
     else
-        prepare_diff<int16_t>(ws, m);
+        prepare_diff<int16_t>(ws);
     k.fn(ws, m, n, p);
 }
 

@@ -11,6 +11,11 @@
 namespace pyphmm {
 namespace sw_cpu {
 
+// Bytes between the difference fill's slot arrays (four per diagonal, two
+// diagonals): room for the longest sequence plus vector padding, and not a
+// multiple of 4 KiB, so the eight arrays fall into different cache sets.
+constexpr int kStateStride = 2 * (PYPHMM_SW_MAX_LENGTH + 1 + 128) + 512;
+
 // Buffers above this many bytes are released after the call instead of being
 // kept for the next call of the same thread.
 constexpr size_t kKeepBytes = size_t(64) << 20;
@@ -44,9 +49,9 @@ enum BtPlane : unsigned {
 // free of gap-length state and the matrix at 4 bits per cell; traceback
 // recovers a gap's length by walking back to the cell where it was opened.
 struct Workspace {
-    std::vector<int16_t> ref16, alt16;                // bases, alt reversed, padded
-    std::vector<int16_t> dh[2], dv[2], de[2], df[2];  // difference fill: diagonals d-1, d
-    std::vector<int32_t> h[3], e[2], f[2];            // absolute fill: diagonals d-2..d
+    std::vector<int16_t> ref16, alt16;      // bases, alt reversed, padded
+    std::vector<int16_t> diag;              // difference fill: diagonals d-1, d
+    std::vector<int32_t> h[3], e[2], f[2];  // absolute fill: diagonals d-2..d
     std::vector<uint8_t> bt;
     std::vector<int64_t> blk_start;
     int lane_shift = 3;

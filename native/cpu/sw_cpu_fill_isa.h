@@ -23,11 +23,11 @@ namespace sw_cpu {
 namespace {
 namespace avx512 {
 // Compares give the planes directly as mask registers, stored planar.
-#define SW_AVX512_COMMON(bits, lanes_shift, mask_t)                                          \
+#define SW_AVX512_COMMON(bits, lanes_shift, lanes)                                           \
     static constexpr int kShift = lanes_shift;                                               \
     static constexpr bool kPaired = false;                                                   \
     typedef __m512i V;                                                                       \
-    typedef mask_t M;                                                                        \
+    typedef __mmask##lanes M;                                                                \
     SW_OP V load(const T* p) { return _mm512_loadu_si512(p); }                               \
     SW_OP void store(T* p, V v) { _mm512_storeu_si512(p, v); }                               \
     SW_OP V set1(int x) { return _mm512_set1_epi##bits(static_cast<T>(x)); }                 \
@@ -38,15 +38,18 @@ namespace avx512 {
         return _mm512_mask_blend_epi##bits(_mm512_cmpeq_epi##bits##_mask(a, b), mis, match); \
     }                                                                                        \
     SW_OP M gt(V a, V b) { return _mm512_cmpgt_epi##bits##_mask(a, b); }                     \
-    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {                     \
-        const M planes[4] = {gap, down, new_h, new_v};                                       \
-        std::memcpy(out, planes, sizeof planes);                                             \
-    }
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) { put_planes(out, gap, down, new_h, new_v); }
 namespace w8 {
 struct Ops {
     typedef int8_t T;
     static constexpr T kNoGap = INT8_MIN;
-    SW_AVX512_COMMON(8, 6, __mmask64)
+    SW_AVX512_COMMON(8, 6, 64)
+    SW_OP void put_planes(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        _store_mask64(reinterpret_cast<__mmask64*>(out), gap);
+        _store_mask64(reinterpret_cast<__mmask64*>(out + 8), down);
+        _store_mask64(reinterpret_cast<__mmask64*>(out + 16), new_h);
+        _store_mask64(reinterpret_cast<__mmask64*>(out + 24), new_v);
+    }
 };
 #include "sw_cpu_diff_kernel.h"
 }  // namespace w8
@@ -54,7 +57,13 @@ namespace w16 {
 struct Ops {
     typedef int16_t T;
     static constexpr T kNoGap = INT16_MIN;
-    SW_AVX512_COMMON(16, 5, __mmask32)
+    SW_AVX512_COMMON(16, 5, 32)
+    // Two planes per 64-bit mask (kunpck), as four 32-bit stores would be
+    // merged through vector registers.
+    SW_OP void put_planes(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        _store_mask64(reinterpret_cast<__mmask64*>(out), _mm512_kunpackd(down, gap));
+        _store_mask64(reinterpret_cast<__mmask64*>(out + 8), _mm512_kunpackd(new_v, new_h));
+    }
 };
 #include "sw_cpu_diff_kernel.h"
 }  // namespace w16
@@ -92,11 +101,12 @@ struct Ops {
     static constexpr bool kPaired = false;
     SW_AVX2_COMMON(8)
     SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
-        const M planes[4] = {gap, down, new_h, new_v};
-        for (int q = 0; q < 4; ++q) {
-            const int bits = _mm256_movemask_epi8(planes[q]);
-            std::memcpy(out + 4 * q, &bits, 4);  // one scalar store each
-        }
+        const uint64_t lo = static_cast<uint32_t>(_mm256_movemask_epi8(gap)) |
+                            static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(down))) << 32;
+        const uint64_t hi = static_cast<uint32_t>(_mm256_movemask_epi8(new_h)) |
+                            static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(new_v))) << 32;
+        std::memcpy(out, &lo, 8);
+        std::memcpy(out + 8, &hi, 8);
     }
 };
 #include "sw_cpu_diff_kernel.h"
