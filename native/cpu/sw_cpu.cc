@@ -33,42 +33,83 @@ namespace {
 using sw_cpu::Op;
 using sw_cpu::Workspace;
 
-// Backtrack planes of cell (i, j), 1 <= i <= m, 1 <= j <= n, as BtPlane
-// bits (layout in sw_cpu_fill.h).
-inline unsigned cell_bits(const Workspace& ws, int n, int i, int j) {
+// Plane q's bit (BtPlane q = 0..3) of cell (i, j), 1 <= i <= m,
+// 1 <= j <= n (layout in sw_cpu_fill.h). Traceback reads one plane at a
+// time: every step needs kGap, only gap steps the others.
+inline bool cell_bit(const Workspace& ws, int q, int n, int i, int j) {
     const int d = i + j;
     const int k = i - std::max(1, d - n);
     const int shift = ws.lane_shift, w = 1 << shift, lane = k & (w - 1);
     const uint8_t* blk = ws.bt.data() + ws.blk_start[d] + (static_cast<int64_t>(k >> shift) << (shift - 1));
-    unsigned bits = 0;
-    for (int q = 0; q < 4; ++q) {
-        const int pos = ws.paired ? (q >> 1) * 2 * w + 2 * lane + (q & 1) : q * w + lane;
-        bits |= ((blk[pos >> 3] >> (pos & 7)) & 1u) << q;
-    }
-    return bits;
+    const int half = w >> 1;
+    const int pos = ws.layout == sw_cpu::kPlanar   ? q * w + lane
+                    : ws.layout == sw_cpu::kPaired ? (q >> 1) * 2 * w + 2 * lane + (q & 1)
+                                                   : 8 * (lane % half) + 4 * (lane / half) + q;
+    return (blk[pos >> 3] >> (pos & 7)) & 1u;
 }
 
 // GATK's backtrack value of cell (i, j): 0 (diagonal), -k (insertion of k)
 // or +k (deletion of k). A gap's length is GATK's gap_size: 1 where it was
 // opened, one more per cell it was extended, counted from 0 at the edge.
 int32_t backtrack_value(const Workspace& ws, int n, int i, int j) {
-    const unsigned b = cell_bits(ws, n, i, j);
-    if (!(b & sw_cpu::kGap)) return 0;
-    if (!(b & sw_cpu::kDown)) {
+    if (!cell_bit(ws, 0, n, i, j)) return 0;  // kGap
+    if (!cell_bit(ws, 1, n, i, j)) {          // kDown: insertion
         int jj = j;
-        while (jj > 1 && !(cell_bits(ws, n, i, jj) & sw_cpu::kNewH)) --jj;
+        while (jj > 1 && !cell_bit(ws, 2, n, i, jj)) --jj;  // kNewH
         return -(j - jj + 1);
     }
     int ii = i;
-    while (ii > 1 && !(cell_bits(ws, n, ii, j) & sw_cpu::kNewV)) --ii;
+    while (ii > 1 && !cell_bit(ws, 3, n, ii, j)) --ii;  // kNewV
     return i - ii + 1;
 }
 
-// Last occurrence of alt in ref, or -1 (GATK's Utils.lastIndexOf).
+// Last occurrence of alt in ref, or -1 (GATK's Utils.lastIndexOf). The
+// first four bytes are compared as one word before the whole.
 int last_index_of(const uint8_t* ref, int m, const uint8_t* alt, int n) {
+    if (n >= 4) {
+        uint32_t head;
+        std::memcpy(&head, alt, 4);
+        for (int pos = m - n; pos >= 0; --pos) {
+            uint32_t w;
+            std::memcpy(&w, ref + pos, 4);
+            if (w == head && std::memcmp(ref + pos + 4, alt + 4, n - 4) == 0) return pos;
+        }
+        return -1;
+    }
     for (int pos = m - n; pos >= 0; --pos)
         if (ref[pos] == alt[0] && std::memcmp(ref + pos, alt, n) == 0) return pos;
     return -1;
+}
+
+// Where the alignment ends for SOFTCLIP, IGNORE and LEADING_INDEL (GATK's
+// rule, docs/SMITH_WATERMAN.md): the bottom-most maximum of the last column;
+// then, unless LEADING_INDEL, a last-row cell that scores more, or as much
+// and closer to the diagonal, scanning left to right. Maxima first (loops
+// that vectorise), then only the cells that can win. Returns the overhang
+// (alt bases after the end cell).
+int32_t find_end(const Workspace& ws, int m, int n, bool scan_row, int& p1, int& p2) {
+    const int32_t* col = ws.last_col.data();
+    int32_t best = INT_MIN;
+    for (int i = 1; i <= m; ++i) best = std::max(best, col[i]);
+    p1 = m;
+    while (col[p1] != best) --p1;
+    p2 = n;
+    if (!scan_row) return 0;
+    const int32_t* row = ws.last_row.data();
+    int32_t row_best = INT_MIN;
+    for (int j = 1; j <= n; ++j) row_best = std::max(row_best, row[j]);
+    if (row_best < best) return 0;
+    int32_t segment = 0;
+    for (int j = 1; j <= n; ++j) {
+        const int32_t s = row[j];
+        if (s > best || (s == best && std::abs(m - j) < std::abs(p1 - p2))) {
+            p1 = m;
+            p2 = j;
+            best = s;
+            segment = n - j;
+        }
+    }
+    return segment;
 }
 
 // Writes "<len><op>" at out, returns the number of characters written.
@@ -128,24 +169,7 @@ int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const
         p1 = m;
         p2 = n;
     } else {
-        int32_t best = INT_MIN;
-        p2 = n;
-        for (int i = 1; i <= m; ++i)
-            if (ws.last_col[i] >= best) {
-                p1 = i;
-                best = ws.last_col[i];
-            }
-        if (strategy != PYPHMM_SW_LEADING_INDEL) {
-            for (int j = 1; j <= n; ++j) {
-                int32_t s = ws.last_row[j];
-                if (s > best || (s == best && std::abs(m - j) < std::abs(p1 - p2))) {
-                    p1 = m;
-                    p2 = j;
-                    best = s;
-                    segment = n - j;
-                }
-            }
-        }
+        segment = find_end(ws, m, n, strategy != PYPHMM_SW_LEADING_INDEL, p1, p2);
     }
     std::vector<Op>& ops = ws.ops;
     ops.clear();

@@ -29,66 +29,109 @@
 // compute garbage that is never read as a cell; the boundary slots they may
 // overrun are rewritten after each diagonal.
 
+// Slot arrays of diagonals d-1 (prev) and d (cur), each four arrays S lanes
+// apart: dh, dv, te, tf (te and tf hold de + extend and df + extend: the
+// only way the next diagonal uses them). A constant S makes every access one
+// base register plus a displacement, so the loop keeps its pointers in
+// registers. Everything the sweep reads is a local copy: the backtrack
+// stores are bytes, which may alias anything, so ws's members would be
+// reloaded after every store.
+struct DiffSweep {
+    typedef Ops::V V;
+    typedef Ops::T T;
+    static constexpr int W = 1 << Ops::kShift;
+    static constexpr int S = kStateStride / sizeof(T);
+    static constexpr int DH = 0, DV = S, TE = 2 * S, TF = 3 * S;
+
+    const int m, n;
+    const V match, mis, open, ext;
+    const T* const ref;
+    const T* const alt_r;
+    const int32_t* const row0;
+    const int32_t* const col0;
+    int32_t* const last_col;
+    int32_t* const last_row;
+    int64_t* const blk_start;
+    uint8_t* const base;
+    T* prev;
+    T* cur;
+    uint8_t* out;
+    int32_t col_sum, row_sum;  // H[d-n][n] and H[m][d-m] so far
+
+    DiffSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p)
+        : m(m_),
+          n(n_),
+          match(Ops::set1(p.match)),
+          mis(Ops::set1(p.mismatch)),
+          open(Ops::set1(p.gap_open)),
+          ext(Ops::set1(p.gap_extend)),
+          ref(lanes<T>(ws.ref16)),
+          alt_r(lanes<T>(ws.alt16)),
+          row0(ws.row0.data()),
+          col0(ws.col0.data()),
+          last_col(ws.last_col.data()),
+          last_row(ws.last_row.data()),
+          blk_start(ws.blk_start.data()),
+          base(ws.bt.data()),
+          prev(lanes<T>(ws.diag)),
+          cur(lanes<T>(ws.diag) + 4 * S),
+          out(ws.bt.data()),
+          col_sum(row0[n_]),
+          row_sum(col0[m_]) {}
+
+    // Diagonals d0..d1 (inclusive), all on the same side of m and n, so
+    // which edges and last row / column they touch is known at compile time:
+    // kRowEdge: d <= n (cell (0, d)), kColEdge: d <= m (cell (d, 0)),
+    // kLastCol: d > n (cell (d-n, n)), kLastRow: d > m (cell (m, d-m)).
+    template <bool kRowEdge, bool kColEdge, bool kLastCol, bool kLastRow>
+    __attribute__((always_inline)) inline void run(int d0, int d1) {
+        for (int d = d0; d <= d1; ++d) {
+            const int lo = kLastCol ? d - n : 1, hi = kLastRow ? m : d - 1;
+            const T* alt_d = alt_r + (n - d);  // alt_d[i] = alt[d - i - 1]
+            blk_start[d] = out - base;
+            for (int i = lo; i <= hi; i += W, out += W / 2) {
+                const V s = Ops::subst(Ops::load(ref + i - 1), Ops::load(alt_d + i), match, mis);
+                const V up = Ops::load(prev + DH + i - 1);  // H[i-1][j] - B
+                const V tf = Ops::load(prev + TF + i - 1);
+                const V down = Ops::add(up, Ops::max(open, tf));
+                const V left = Ops::load(prev + DV + i);  // H[i][j-1] - B
+                const V te = Ops::load(prev + TE + i);
+                const V right = Ops::add(left, Ops::max(open, te));
+                const V gap = Ops::max(down, right);
+                const V h = Ops::max(s, gap);
+                const V h_ext = Ops::sub(h, ext);
+                Ops::store(cur + DH + i, Ops::sub(h, left));
+                Ops::store(cur + DV + i, Ops::sub(h, up));
+                Ops::store(cur + TF + i, Ops::sub(down, h_ext));
+                Ops::store(cur + TE + i, Ops::sub(right, h_ext));
+                Ops::put_bits(out, Ops::gt(gap, s), Ops::gt(down, right), Ops::gt(open, te), Ops::gt(open, tf));
+            }
+            if (kLastCol) last_col[d - n] = col_sum += cur[DV + d - n];
+            if (kLastRow) last_row[d - m] = row_sum += cur[DH + m];
+            if (kRowEdge) {
+                cur[DH] = static_cast<T>(row0[d] - row0[d - 1]);
+                cur[TF] = Ops::kNoGap;
+            }
+            if (kColEdge) {
+                cur[DV + d] = static_cast<T>(col0[d] - col0[d - 1]);
+                cur[TE + d] = Ops::kNoGap;
+            }
+            T* t = prev;
+            prev = cur;
+            cur = t;
+        }
+    }
+};
+
 // Fills ws.bt (layout in sw_cpu_fill.h), ws.blk_start, ws.last_col and
 // ws.last_row; prepare() has written the inputs, edges and diagonal 1.
 static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
-    typedef Ops::V V;
-    typedef Ops::T T;
-    constexpr int W = 1 << Ops::kShift;
-    const V match = Ops::set1(p.match), mis = Ops::set1(p.mismatch), open = Ops::set1(p.gap_open),
-            ext = Ops::set1(p.gap_extend);
-    // Slot arrays of diagonals d-1 (prev) and d (cur), each four arrays S
-    // lanes apart: dh, dv, te, tf (te and tf hold de + extend and
-    // df + extend: the only way the next diagonal uses them). A constant S
-    // makes every access one base register plus a displacement, so the loop
-    // keeps its pointers in registers.
-    constexpr int S = kStateStride / sizeof(T);
-    constexpr int DH = 0, DV = S, TE = 2 * S, TF = 3 * S;
-    T* prev = lanes<T>(ws.diag);
-    T* cur = prev + 4 * S;
-    // Locals, not ws's members: the backtrack stores are bytes, which may
-    // alias anything, so members would be reloaded after every store.
-    const T* const ref = lanes<T>(ws.ref16);
-    const T* const alt_r = lanes<T>(ws.alt16);
-    const int32_t* const row0 = ws.row0.data();
-    const int32_t* const col0 = ws.col0.data();
-    int32_t* const last_col = ws.last_col.data();
-    int32_t* const last_row = ws.last_row.data();
-    int64_t* const blk_start = ws.blk_start.data();
-    uint8_t* const base = ws.bt.data();
-    uint8_t* out = base;
-    int32_t col_sum = row0[n], row_sum = col0[m];  // H[0][n], H[m][0]
-    for (int d = 2; d <= m + n; ++d) {
-        const int lo = d - n > 1 ? d - n : 1, hi = d - 1 < m ? d - 1 : m;
-        const T* alt_d = alt_r + (n - d);  // alt_d[i] = alt[d - i - 1]
-        blk_start[d] = out - base;
-        for (int i = lo; i <= hi; i += W, out += W / 2) {
-            const V s = Ops::subst(Ops::load(ref + i - 1), Ops::load(alt_d + i), match, mis);
-            const V up = Ops::load(prev + DH + i - 1);  // H[i-1][j] - B
-            const V tf = Ops::load(prev + TF + i - 1);
-            const V down = Ops::add(up, Ops::max(open, tf));
-            const V left = Ops::load(prev + DV + i);  // H[i][j-1] - B
-            const V te = Ops::load(prev + TE + i);
-            const V right = Ops::add(left, Ops::max(open, te));
-            const V gap = Ops::max(down, right);
-            const V h = Ops::max(s, gap);
-            const V h_ext = Ops::sub(h, ext);
-            Ops::store(cur + DH + i, Ops::sub(h, left));
-            Ops::store(cur + DV + i, Ops::sub(h, up));
-            Ops::store(cur + TF + i, Ops::sub(down, h_ext));
-            Ops::store(cur + TE + i, Ops::sub(right, h_ext));
-            Ops::put_bits(out, Ops::gt(gap, s), Ops::gt(down, right), Ops::gt(open, te), Ops::gt(open, tf));
-        }
-        if (d > n) last_col[d - n] = col_sum += cur[DV + d - n];  // cell (d-n, n)
-        if (d > m) last_row[d - m] = row_sum += cur[DH + m];      // cell (m, d-m)
-        if (d <= n) {                                             // cell (0, d)
-            cur[DH] = static_cast<T>(row0[d] - row0[d - 1]);
-            cur[TF] = Ops::kNoGap;
-        }
-        if (d <= m) {  // cell (d, 0)
-            cur[DV + d] = static_cast<T>(col0[d] - col0[d - 1]);
-            cur[TE + d] = Ops::kNoGap;
-        }
-        std::swap(prev, cur);
-    }
+    DiffSweep sweep(ws, m, n, p);
+    const int lo = std::min(m, n), hi = std::max(m, n);
+    sweep.run<true, true, false, false>(2, lo);
+    if (n < m)
+        sweep.run<false, true, true, false>(lo + 1, hi);
+    else
+        sweep.run<true, false, false, true>(lo + 1, hi);
+    sweep.run<false, false, true, true>(hi + 1, m + n);
 }

@@ -214,7 +214,7 @@ struct Ops {
     typedef int16_t T;
     static constexpr T kNoGap = INT16_MIN;
     static constexpr int kShift = 3;
-    static constexpr bool kPaired = false;
+    static constexpr BtLayout kLayout = kPlanar;
     typedef int16_t V __attribute__((vector_size(16)));
     typedef V M;
     SW_OP V load(const T* p) {
@@ -265,10 +265,10 @@ using FillFn = void (*)(Workspace&, int, int, const pyphmm_sw_params&);
 struct Kernel {
     FillFn fn;
     int lane_shift;
-    bool paired;
+    BtLayout layout;
 };
 #define SW_KERNEL(ns) \
-    Kernel { ns::diff_fill, ns::Ops::kShift, ns::Ops::kPaired }
+    Kernel { ns::diff_fill, ns::Ops::kShift, ns::Ops::kLayout }
 
 // An instruction set's difference fills: int8 lanes (null where it has
 // none) and int16 lanes.
@@ -282,14 +282,14 @@ struct Fill {
 // aid: sse or portable, avx2, avx512 on x86-64; neon or portable on AArch64;
 // a fill the CPU cannot run is refused with a note).
 const Fill& pick_fill() {
-    static const Fill portable{"portable", {nullptr, 0, false}, SW_KERNEL(base::w16), true};
+    static const Fill portable{"portable", {nullptr, 0, kPlanar}, SW_KERNEL(base::w16), true};
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     static const Fill fills[] = {
         {"avx512", SW_KERNEL(avx512::w8), SW_KERNEL(avx512::w16),
          __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")},
         {"avx2", SW_KERNEL(avx2::w8), SW_KERNEL(avx2::w16), __builtin_cpu_supports("avx2") != 0},
-        {"sse", {nullptr, 0, false}, SW_KERNEL(base::w16), true},
+        {"sse", {nullptr, 0, kPlanar}, SW_KERNEL(base::w16), true},
     };
 #elif defined(__aarch64__)
     static const Fill fills[] = {{"neon", SW_KERNEL(neon::w8), SW_KERNEL(neon::w16), cpu_has_neon()}};
@@ -321,13 +321,13 @@ void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, c
     if (bytes == 1 && !chosen.k8.fn) bytes = 2;
     if (bytes == 0) {
         prepare(ws, ref, m, alt, n, p, edge_gaps, kAbsShift, 4);
-        ws.paired = false;
+        ws.layout = kPlanar;
         absolute_fill(ws, m, n, p);
         return;
     }
     const Kernel& k = bytes == 1 ? chosen.k8 : chosen.k16;
     prepare(ws, ref, m, alt, n, p, edge_gaps, k.lane_shift, bytes);
-    ws.paired = k.paired;
+    ws.layout = k.layout;
     if (bytes == 1)
         prepare_diff<int8_t>(ws);
     else

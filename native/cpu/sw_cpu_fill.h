@@ -36,15 +36,20 @@ enum BtPlane : unsigned {
     kNewV = 8,  // vertical gap opened here (gap_size_v = 1)
 };
 
+enum BtLayout { kPlanar, kPaired, kNibble };
+
 // Per-thread scratch, grown on demand and reused across calls.
 //
 // Backtrack layout: diagonal d (= i + j) holds its cells i = lo(d)..hi(d) in
 // blocks of W = 2^lane_shift cells (W >= 8, the fill's vector width); a
 // block is W/2 bytes, 4W bits, for the cells lo(d) + (block index) * W + k,
 // k < W. Bit of plane q (BtPlane order 0..3) for lane k, little-endian:
-// - planar: q * W + k (the planes one after the other);
-// - paired: (q / 2) * 2W + 2k + q % 2 (kGap with kDown, then kNewH with
-//   kNewV, interleaved lane by lane: what AVX2's byte movemask gives).
+// - kPlanar: q * W + k (the planes one after the other);
+// - kPaired: (q / 2) * 2W + 2k + q % 2 (kGap with kDown, then kNewH with
+//   kNewV, interleaved lane by lane: what AVX2's byte movemask gives);
+// - kNibble: 8 (k % (W/2)) + 4 (k / (W/2)) + q (a cell's four bits side by
+//   side, lanes k and k + W/2 sharing a byte: what NEON's shift-insert
+//   gives).
 // blk_start[d] is the byte offset of diagonal d's first block. Bits instead of GATK's gap lengths keep the fill
 // free of gap-length state and the matrix at 4 bits per cell; traceback
 // recovers a gap's length by walking back to the cell where it was opened.
@@ -55,7 +60,7 @@ struct Workspace {
     std::vector<uint8_t> bt;
     std::vector<int64_t> blk_start;
     int lane_shift = 3;
-    bool paired = false;
+    BtLayout layout = kPlanar;
     std::vector<int32_t> last_col, last_row;  // H[i][n], H[m][j]
     std::vector<int32_t> row0, col0;          // edge initialisation
     std::vector<Op> ops;

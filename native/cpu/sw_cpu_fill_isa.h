@@ -8,8 +8,8 @@
 //   load/store    W lanes, unaligned
 //   subst(a, b)   match where a == b, else mismatch
 //   gt(a, b)      the lanes where a > b, as Ops::M
-//   put_bits      four masks as one backtrack block of W/2 bytes, planar or
-//                 paired (kPaired; layouts in sw_cpu_fill.h)
+//   put_bits      four masks as one backtrack block of W/2 bytes in the
+//                 layout kLayout (layouts in sw_cpu_fill.h)
 #pragma once
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -25,7 +25,7 @@ namespace avx512 {
 // Compares give the planes directly as mask registers, stored planar.
 #define SW_AVX512_COMMON(bits, lanes_shift, lanes)                                           \
     static constexpr int kShift = lanes_shift;                                               \
-    static constexpr bool kPaired = false;                                                   \
+    static constexpr BtLayout kLayout = kPlanar;                                             \
     typedef __m512i V;                                                                       \
     typedef __mmask##lanes M;                                                                \
     SW_OP V load(const T* p) { return _mm512_loadu_si512(p); }                               \
@@ -98,7 +98,7 @@ struct Ops {
     typedef int8_t T;
     static constexpr T kNoGap = INT8_MIN;
     static constexpr int kShift = 5;
-    static constexpr bool kPaired = false;
+    static constexpr BtLayout kLayout = kPlanar;
     SW_AVX2_COMMON(8)
     SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
         const uint64_t lo = static_cast<uint32_t>(_mm256_movemask_epi8(gap)) |
@@ -119,7 +119,7 @@ struct Ops {
     typedef int16_t T;
     static constexpr T kNoGap = INT16_MIN;
     static constexpr int kShift = 4;
-    static constexpr bool kPaired = true;
+    static constexpr BtLayout kLayout = kPaired;
     SW_AVX2_COMMON(16)
     SW_OP uint32_t two_planes(M x, M y) {
         return static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_blendv_epi8(x, y, _mm256_set1_epi16(-256))));
@@ -141,19 +141,27 @@ struct Ops {
 
 #if defined(__aarch64__)
 // Advanced SIMD is in the AArch64 baseline: no target pragma. NEON has no
-// movemask: each mask keeps one distinct bit per lane and across-vector adds
-// sum them into the plane's bytes (planar).
+// movemask; the nibble layout suits it: bit selects put a cell's four masks
+// into one byte lane (bits 0-3), and one shift-insert packs two lanes per
+// byte.
 namespace pyphmm {
 namespace sw_cpu {
 namespace {
 namespace neon {
+// The four masks of 16 byte lanes as a cell's four bits per lane.
+SW_OP uint8x16_t cell_nibbles(uint8x16_t gap, uint8x16_t down, uint8x16_t new_h, uint8x16_t new_v) {
+    uint8x16_t x = vandq_u8(gap, vdupq_n_u8(kGap));
+    x = vbslq_u8(vdupq_n_u8(kDown), down, x);
+    x = vbslq_u8(vdupq_n_u8(kNewH), new_h, x);
+    return vbslq_u8(vdupq_n_u8(kNewV), new_v, x);
+}
 namespace w8 {
-// 16 lanes.
+// 16 lanes: byte k holds lanes k and k + 8.
 struct Ops {
     typedef int8_t T;
     static constexpr T kNoGap = INT8_MIN;
     static constexpr int kShift = 4;
-    static constexpr bool kPaired = false;
+    static constexpr BtLayout kLayout = kNibble;
     typedef int8x16_t V;
     typedef uint8x16_t M;
     SW_OP V load(const T* p) { return vld1q_s8(p); }
@@ -164,28 +172,20 @@ struct Ops {
     SW_OP V max(V a, V b) { return vmaxq_s8(a, b); }
     SW_OP V subst(V a, V b, V match, V mis) { return vbslq_s8(vceqq_s8(a, b), match, mis); }
     SW_OP M gt(V a, V b) { return vcgtq_s8(a, b); }
-    SW_OP void plane(uint8_t* out, M x) {
-        const uint8x16_t lane_bits = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-        const uint8x16_t b = vandq_u8(x, lane_bits);
-        out[0] = vaddv_u8(vget_low_u8(b));
-        out[1] = vaddv_u8(vget_high_u8(b));
-    }
     SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
-        plane(out, gap);
-        plane(out + 2, down);
-        plane(out + 4, new_h);
-        plane(out + 6, new_v);
+        const uint8x16_t x = cell_nibbles(gap, down, new_h, new_v);
+        vst1_u8(out, vsli_n_u8(vget_low_u8(x), vget_high_u8(x), 4));
     }
 };
 #include "sw_cpu_diff_kernel.h"
 }  // namespace w8
 namespace w16 {
-// 8 lanes.
+// 8 lanes, narrowed to bytes: byte k holds lanes k and k + 4.
 struct Ops {
     typedef int16_t T;
     static constexpr T kNoGap = INT16_MIN;
     static constexpr int kShift = 3;
-    static constexpr bool kPaired = false;
+    static constexpr BtLayout kLayout = kNibble;
     typedef int16x8_t V;
     typedef uint16x8_t M;
     SW_OP V load(const T* p) { return vld1q_s16(p); }
@@ -196,15 +196,13 @@ struct Ops {
     SW_OP V max(V a, V b) { return vmaxq_s16(a, b); }
     SW_OP V subst(V a, V b, V match, V mis) { return vbslq_s16(vceqq_s16(a, b), match, mis); }
     SW_OP M gt(V a, V b) { return vcgtq_s16(a, b); }
-    SW_OP uint8_t plane(M x) {
-        const uint16x8_t lane_bits = {1, 2, 4, 8, 16, 32, 64, 128};
-        return static_cast<uint8_t>(vaddvq_u16(vandq_u16(x, lane_bits)));
-    }
     SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
-        out[0] = plane(gap);
-        out[1] = plane(down);
-        out[2] = plane(new_h);
-        out[3] = plane(new_v);
+        // Narrowed pairs of masks, one per 8-byte half: [gap | down], [new_h | new_v].
+        const uint8x16_t gd = vcombine_u8(vmovn_u16(gap), vmovn_u16(down));
+        const uint8x16_t hv = vcombine_u8(vmovn_u16(new_h), vmovn_u16(new_v));
+        const uint8x8_t x = vget_low_u8(cell_nibbles(gd, vextq_u8(gd, gd, 8), hv, vextq_u8(hv, hv, 8)));
+        const uint8x8_t packed = vsli_n_u8(x, vext_u8(x, x, 4), 4);  // bytes 0-3: lanes k | k+4
+        vst1_lane_u32(reinterpret_cast<uint32_t*>(out), vreinterpret_u32_u8(packed), 0);
     }
 };
 #include "sw_cpu_diff_kernel.h"
