@@ -33,35 +33,60 @@ namespace {
 using sw_cpu::Op;
 using sw_cpu::Workspace;
 
-// Plane q's bit (BtPlane q = 0..3) of cell (i, j), 1 <= i <= m,
-// 1 <= j <= n (layout in sw_cpu_fill.h). Traceback reads one plane at a
-// time: every step needs kGap, only gap steps the others.
-inline bool cell_bit(const Workspace& ws, int q, int n, int i, int j) {
-    const int d = i + j;
-    const int k = i - std::max(1, d - n);
-    const int shift = ws.lane_shift, w = 1 << shift, lane = k & (w - 1);
-    const uint8_t* blk = ws.bt.data() + ws.blk_start[d] + (static_cast<int64_t>(k >> shift) << (shift - 1));
-    const int half = w >> 1;
-    const int pos = ws.layout == sw_cpu::kPlanar   ? q * w + lane
-                    : ws.layout == sw_cpu::kPaired ? (q >> 1) * 2 * w + 2 * lane + (q & 1)
-                                                   : 8 * (lane % half) + 4 * (lane / half) + q;
-    return (blk[pos >> 3] >> (pos & 7)) & 1u;
-}
-
-// GATK's backtrack value of cell (i, j): 0 (diagonal), -k (insertion of k)
-// or +k (deletion of k). A gap's length is GATK's gap_size: 1 where it was
-// opened, one more per cell it was extended, counted from 0 at the edge.
-int32_t backtrack_value(const Workspace& ws, int n, int i, int j) {
-    if (!cell_bit(ws, 0, n, i, j)) return 0;  // kGap
-    if (!cell_bit(ws, 1, n, i, j)) {          // kDown: insertion
-        int jj = j;
-        while (jj > 1 && !cell_bit(ws, 2, n, i, jj)) --jj;  // kNewH
-        return -(j - jj + 1);
+// Reads the backtrack bits the fill left (layout in sw_cpu_fill.h), one
+// plane at a time: every traceback step needs kGap, only gap steps the
+// others. The layout's constants are copied once per traceback.
+class BtReader {
+  public:
+    BtReader(const Workspace& ws, int n)
+        : bt_(ws.bt.data()), blk_start_(ws.blk_start.data()), n_(n), shift_(ws.lane_shift), layout_(ws.layout) {
+        const int w = 1 << shift_;
+        for (int q = 0; q < 4; ++q)
+            plane_pos_[q] = layout_ == sw_cpu::kPlanar   ? q * w
+                            : layout_ == sw_cpu::kPaired ? (q >> 1) * 2 * w + (q & 1)
+                                                         : q;
     }
-    int ii = i;
-    while (ii > 1 && !cell_bit(ws, 3, n, ii, j)) --ii;  // kNewV
-    return i - ii + 1;
-}
+
+    // Plane q's bit (BtPlane q = 0..3) of cell (i, j), 1 <= i <= m, 1 <= j <= n.
+    bool bit(int q, int i, int j) const {
+        const int d = i + j;
+        const int k = i - std::max(1, d - n_);
+        const int lane = k & ((1 << shift_) - 1);
+        const uint8_t* blk = bt_ + blk_start_[d] + (static_cast<int64_t>(k >> shift_) << (shift_ - 1));
+        int pos = plane_pos_[q];
+        if (layout_ == sw_cpu::kPlanar) {
+            pos += lane;
+        } else if (layout_ == sw_cpu::kPaired) {
+            pos += 2 * lane;
+        } else {
+            const int half_shift = shift_ - 1;
+            pos += 8 * (lane & ((1 << half_shift) - 1)) + 4 * (lane >> half_shift);
+        }
+        return (blk[pos >> 3] >> (pos & 7)) & 1u;
+    }
+
+    // GATK's backtrack value of cell (i, j): 0 (diagonal), -k (insertion of
+    // k) or +k (deletion of k). A gap's length is GATK's gap_size: 1 where it
+    // was opened, one more per cell it was extended, counted from 0 at the edge.
+    int32_t value(int i, int j) const {
+        if (!bit(0, i, j)) return 0;  // kGap
+        if (!bit(1, i, j)) {          // kDown: insertion
+            int jj = j;
+            while (jj > 1 && !bit(2, i, jj)) --jj;  // kNewH
+            return -(j - jj + 1);
+        }
+        int ii = i;
+        while (ii > 1 && !bit(3, ii, j)) --ii;  // kNewV
+        return i - ii + 1;
+    }
+
+  private:
+    const uint8_t* bt_;
+    const int64_t* blk_start_;
+    int n_, shift_;
+    sw_cpu::BtLayout layout_;
+    int plane_pos_[4];
+};
 
 // Last occurrence of alt in ref, or -1 (GATK's Utils.lastIndexOf). The
 // first four bytes are compared as one word before the whole.
@@ -177,9 +202,10 @@ int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const
         ops.push_back({'S', segment});
         segment = 0;
     }
+    const BtReader bt(ws, n);
     char state = 'M';
     do {
-        const int32_t b = backtrack_value(ws, n, p1, p2);
+        const int32_t b = bt.value(p1, p2);
         char next;
         int32_t step;
         if (b > 0) {

@@ -47,8 +47,7 @@ struct DiffSweep {
     const V match, mis, open, ext;
     const T* const ref;
     const T* const alt_r;
-    const int32_t* const row0;
-    const int32_t* const col0;
+    const T edge_step;  // dh(0, d) and dv(d, 0) for d >= 2: extend with edge gaps, else 0
     int32_t* const last_col;
     int32_t* const last_row;
     int64_t* const blk_start;
@@ -58,7 +57,7 @@ struct DiffSweep {
     uint8_t* out;
     int32_t col_sum, row_sum;  // H[d-n][n] and H[m][d-m] so far
 
-    DiffSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p)
+    DiffSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
         : m(m_),
           n(n_),
           match(Ops::set1(p.match)),
@@ -67,8 +66,7 @@ struct DiffSweep {
           ext(Ops::set1(p.gap_extend)),
           ref(lanes<T>(ws.ref16)),
           alt_r(lanes<T>(ws.alt16)),
-          row0(ws.row0.data()),
-          col0(ws.col0.data()),
+          edge_step(static_cast<T>(edge ? p.gap_extend : 0)),
           last_col(ws.last_col.data()),
           last_row(ws.last_row.data()),
           blk_start(ws.blk_start.data()),
@@ -76,8 +74,8 @@ struct DiffSweep {
           prev(lanes<T>(ws.diag)),
           cur(lanes<T>(ws.diag) + 4 * S),
           out(ws.bt.data()),
-          col_sum(row0[n_]),
-          row_sum(col0[m_]) {}
+          col_sum(edge ? p.gap_open + (n_ - 1) * p.gap_extend : 0),
+          row_sum(edge ? p.gap_open + (m_ - 1) * p.gap_extend : 0) {}
 
     // Diagonals d0..d1 (inclusive), all on the same side of m and n, so
     // which edges and last row / column they touch is known at compile time:
@@ -109,11 +107,11 @@ struct DiffSweep {
             if (kLastCol) last_col[d - n] = col_sum += cur[DV + d - n];
             if (kLastRow) last_row[d - m] = row_sum += cur[DH + m];
             if (kRowEdge) {
-                cur[DH] = static_cast<T>(row0[d] - row0[d - 1]);
+                cur[DH] = edge_step;
                 cur[TF] = Ops::kNoGap;
             }
             if (kColEdge) {
-                cur[DV + d] = static_cast<T>(col0[d] - col0[d - 1]);
+                cur[DV + d] = edge_step;
                 cur[TE + d] = Ops::kNoGap;
             }
             T* t = prev;
@@ -124,9 +122,9 @@ struct DiffSweep {
 };
 
 // Fills ws.bt (layout in sw_cpu_fill.h), ws.blk_start, ws.last_col and
-// ws.last_row; prepare() has written the inputs, edges and diagonal 1.
-static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
-    DiffSweep sweep(ws, m, n, p);
+// ws.last_row; prepare() has written the inputs and prepare_diff() diagonal 1.
+static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p, bool edge_gaps) {
+    DiffSweep sweep(ws, m, n, p, edge_gaps);
     const int lo = std::min(m, n), hi = std::max(m, n);
     sweep.run<true, true, false, false>(2, lo);
     if (n < m)

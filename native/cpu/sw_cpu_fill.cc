@@ -106,7 +106,7 @@ void put_sequences(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt,
 }
 
 // lane_bytes: 1 or 2 (the difference fill's lanes), 4 (the absolute fill,
-// which reads int16 bases).
+// which reads int16 bases and the edge scores row0 / col0).
 void prepare(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
              bool edge_gaps, int lane_shift, int lane_bytes) {
     const size_t slots = static_cast<size_t>(m) + 1 + kPad;
@@ -117,13 +117,15 @@ void prepare(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n
     else
         put_sequences<int16_t>(ws, ref, m, alt, n);
 
-    ws.row0.resize(static_cast<size_t>(n) + 1);
-    ws.col0.resize(static_cast<size_t>(m) + 1);
-    ws.row0[0] = ws.col0[0] = 0;
-    int32_t v = p.gap_open;
-    for (int j = 1; j <= n; ++j, v += p.gap_extend) ws.row0[j] = edge_gaps ? v : 0;
-    v = p.gap_open;
-    for (int i = 1; i <= m; ++i, v += p.gap_extend) ws.col0[i] = edge_gaps ? v : 0;
+    if (lane_bytes == 4) {  // the absolute fill's edges (the difference fill's are constants)
+        ws.row0.resize(static_cast<size_t>(n) + 1);
+        ws.col0.resize(static_cast<size_t>(m) + 1);
+        ws.row0[0] = ws.col0[0] = 0;
+        int32_t v = p.gap_open;
+        for (int j = 1; j <= n; ++j, v += p.gap_extend) ws.row0[j] = edge_gaps ? v : 0;
+        v = p.gap_open;
+        for (int i = 1; i <= m; ++i, v += p.gap_extend) ws.col0[i] = edge_gaps ? v : 0;
+    }
     ws.last_col.resize(static_cast<size_t>(m) + 1);
     ws.last_row.resize(static_cast<size_t>(n) + 1);
 
@@ -139,13 +141,14 @@ void prepare(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n
 // Slot arrays as in sw_cpu_diff_kernel.h: dh, dv, te, tf, kStateStride
 // bytes apart, diagonal d-1 first.
 template <typename T>
-void prepare_diff(Workspace& ws) {
+void prepare_diff(Workspace& ws, const pyphmm_sw_params& p, bool edge_gaps) {
     constexpr int S = kStateStride / sizeof(T);
     if (ws.diag.size() < 4 * static_cast<size_t>(kStateStride)) ws.diag.resize(4 * static_cast<size_t>(kStateStride));
     T* prev = lanes<T>(ws.diag);
-    prev[0] = static_cast<T>(ws.row0[1]);         // dh(0, 1)
+    const T first = static_cast<T>(edge_gaps ? p.gap_open : 0);
+    prev[0] = first;                              // dh(0, 1)
     prev[3 * S] = std::numeric_limits<T>::min();  // no vertical gap above row 1
-    prev[S + 1] = static_cast<T>(ws.col0[1]);     // dv(1, 0)
+    prev[S + 1] = first;                          // dv(1, 0)
     prev[2 * S + 1] = std::numeric_limits<T>::min();
 }
 
@@ -259,7 +262,7 @@ namespace pyphmm {
 namespace sw_cpu {
 namespace {
 
-using FillFn = void (*)(Workspace&, int, int, const pyphmm_sw_params&);
+using FillFn = void (*)(Workspace&, int, int, const pyphmm_sw_params&, bool);
 
 // One instance of the difference fill: its entry point and block layout.
 struct Kernel {
@@ -329,10 +332,10 @@ void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, c
     prepare(ws, ref, m, alt, n, p, edge_gaps, k.lane_shift, bytes);
     ws.layout = k.layout;
     if (bytes == 1)
-        prepare_diff<int8_t>(ws);
+        prepare_diff<int8_t>(ws, p, edge_gaps);
     else
-        prepare_diff<int16_t>(ws);
-    k.fn(ws, m, n, p);
+        prepare_diff<int16_t>(ws, p, edge_gaps);
+    k.fn(ws, m, n, p, edge_gaps);
 }
 
 }  // namespace sw_cpu

@@ -62,7 +62,7 @@ struct Workspace {
     int lane_shift = 3;
     BtLayout layout = kPlanar;
     std::vector<int32_t> last_col, last_row;  // H[i][n], H[m][j]
-    std::vector<int32_t> row0, col0;          // edge initialisation
+    std::vector<int32_t> row0, col0;          // edge scores of the absolute fill
     std::vector<Op> ops;
 
     void trim() {
