@@ -20,6 +20,13 @@ the CPU's per-call median on haplotype-vs-reference pairs from Java.
 
   PYTHONPATH=. python3 scripts/bench_sw_calls.py [--pairs 3000] [--reps 5]
         [--jvms 16] [--classes DIR] [--shim-jar JAR] [--json OUT]
+  PYTHONPATH=. python3 scripts/bench_sw_calls.py --write-pairs DIR [--pairs N]
+
+--write-pairs writes the mix's read-vs-haplotype and SOFTCLIP
+haplotype-vs-reference pairs as DIR/read_vs_hap.tsv and DIR/hap_vs_ref.tsv
+(REF TAB ALT, the input of scripts/sw_latency.c) and exits: instruction
+counts per call come from running that program under callgrind, e.g.
+  valgrind --tool=callgrind sw_latency DIR/read_vs_hap.tsv 10 -15 -30 -5 9 1
 
 Needs what scripts/bench_jni.py needs (a JRE, GKL's jars and libraries, the
 shim jar, javac or prebuilt harness classes); without a JRE only the Python
@@ -208,7 +215,18 @@ def main(argv=None) -> int:
     ap.add_argument("--classes", default=None, help="directory holding BenchSwCalls.class")
     ap.add_argument("--shim-jar", default=shim.SHIM_JAR)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--write-pairs", default=None, metavar="DIR", help="write per-kind pair files and exit")
     args = ap.parse_args(argv)
+    if args.write_pairs:
+        os.makedirs(args.write_pairs, exist_ok=True)
+        for kind in ("read_vs_hap", "hap_vs_ref"):
+            rows = [
+                (r, a) for r, a, _, s, k in haplotype_caller_mix(args.pairs, args.seed) if k == kind and s == "SOFTCLIP"
+            ]
+            with open(os.path.join(args.write_pairs, f"{kind}.tsv"), "wb") as f:
+                f.write(b"".join(r + b"\t" + a + b"\n" for r, a in rows))
+            print(f"{kind}: {len(rows)} pairs, {sum(len(r) * len(a) for r, a in rows) / len(rows):.0f} cells a pair")
+        return 0
     inf = pyphmm.info()
     print(f"pyphmm {inf['version']}; cpu threads {inf['cpu_threads']}; {os.uname().machine}")
     pairs = haplotype_caller_mix(args.pairs, args.seed)
