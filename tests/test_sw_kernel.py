@@ -3,9 +3,11 @@ HaplotypeCaller-shaped pairs: reads vs haplotypes, padded haplotypes vs
 reference windows, dangling ends, with repeats, indels, N bases and lowercase,
 under GATK's four parameter sets and sets at the edges of the kernel's lane
 types (int8, int16, and the int32 absolute fill beyond), every strategy, and
-every vector width this CPU runs (PYPHMM_SW_ISA forced per child process)."""
+every vector width this CPU runs (PYPHMM_SW_ISA forced per child process),
+and the AVX-512 instance wherever it does not (emulated intrinsics)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 
 from devtools.child import child_env
-from devtools.oracle.gkl_sw import STRATEGIES, fold_trailing_clip
+from devtools.oracle.gkl_sw import STRATEGIES, STRATEGY_NAMES, fold_trailing_clip
 from devtools.sw_pairs import haplotype_caller_mix
 from pyphmm import sw
 
@@ -128,3 +130,42 @@ def test_each_width_vs_gkl(gkl_results, isa):
     to the widest it has, so every width available here is covered)."""
     pairs, expected = gkl_results
     check(run_child(isa, pairs), pairs, expected)
+
+
+def test_avx512_instance_emulated_vs_gkl(gkl_results, native_check_exe):
+    """The AVX-512 instance, compiled against portable definitions of its
+    intrinsics (tests/native/sw_avx512_emulation.h), so it runs and is checked
+    on CPUs without AVX-512 too."""
+    if not sys.platform.startswith("linux") or os.uname().machine != "x86_64":
+        pytest.skip("the AVX-512 instance exists on x86-64 only")
+    exe = native_check_exe(
+        "sw_avx512_check",
+        "cpu/sw_cpu.cc",
+        "cpu/sw_cpu_fill.cc",
+        "common/config.cc",
+        "common/thread_pool.cc",
+        extra=(
+            "-DPYPHMM_SW_EMULATE_AVX512",
+            "-include",
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "native", "sw_avx512_emulation.h"),
+        ),
+    )
+    pairs, expected = gkl_results
+    codes = {name: code for code, name in STRATEGY_NAMES.items()}
+    lines = [
+        f"{r.hex()} {a.hex()} {p[0]} {p[1]} {p[2]} {p[3]} {codes[s]}"
+        for p in PARAMS
+        for s in STRATEGIES
+        for r, a in pairs
+    ]
+    res = subprocess.run(
+        [exe],
+        input="\n".join(lines) + "\n",
+        env=dict(os.environ, PYPHMM_SW_ISA="avx512"),
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0 and "warning" not in res.stderr, res.stderr
+    out = [(c, int(o)) for c, o in (ln.split() for ln in res.stdout.splitlines())]
+    rows = [out[k * len(pairs) : (k + 1) * len(pairs)] for k in range(len(PARAMS) * len(STRATEGIES))]
+    check(rows, pairs, expected)

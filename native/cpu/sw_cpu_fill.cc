@@ -290,7 +290,11 @@ const Fill& pick_fill() {
     __builtin_cpu_init();
     static const Fill fills[] = {
         {"avx512", SW_KERNEL(avx512::w8), SW_KERNEL(avx512::w16),
+#if defined(PYPHMM_SW_EMULATE_AVX512)
+         true},
+#else
          __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")},
+#endif
         {"avx2", SW_KERNEL(avx2::w8), SW_KERNEL(avx2::w16), __builtin_cpu_supports("avx2") != 0},
         {"sse", {nullptr, 0, kPlanar}, SW_KERNEL(base::w16), true},
     };

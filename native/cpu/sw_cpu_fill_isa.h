@@ -17,7 +17,13 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC push_options
+// PYPHMM_SW_EMULATE_AVX512: a test build (tests/native/sw_avx512_check.cc)
+// compiles this instance against portable definitions of the intrinsics it
+// uses, to run it where no AVX-512 is; without the target, since the
+// compiler would otherwise emit AVX-512 code for the emulation too.
+#if !defined(PYPHMM_SW_EMULATE_AVX512)
 #pragma GCC target("avx512f,avx512bw")
+#endif
 namespace pyphmm {
 namespace sw_cpu {
 namespace {
