@@ -64,11 +64,16 @@ struct Ops {
     typedef int16_t T;
     static constexpr T kNoGap = INT16_MIN;
     SW_AVX512_COMMON(16, 5, 32)
-    // Two planes per 64-bit mask (kunpck), as four 32-bit stores would be
-    // merged through vector registers.
+    // One kmov store per plane. The stores are volatile so that GCC's SLP
+    // vectoriser does not merge the four into one vector store built lane
+    // by lane (or, with kunpck, spend two uops of port 5, which the
+    // compares already load).
     SW_OP void put_planes(uint8_t* out, M gap, M down, M new_h, M new_v) {
-        _store_mask64(reinterpret_cast<__mmask64*>(out), _mm512_kunpackd(down, gap));
-        _store_mask64(reinterpret_cast<__mmask64*>(out + 8), _mm512_kunpackd(new_v, new_h));
+        volatile M* planes = reinterpret_cast<volatile M*>(out);
+        planes[0] = gap;
+        planes[1] = down;
+        planes[2] = new_h;
+        planes[3] = new_v;
     }
 };
 #include "sw_cpu_diff_kernel.h"
