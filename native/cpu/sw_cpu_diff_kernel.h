@@ -83,9 +83,11 @@ struct DiffSweep {
     // kLastCol: d > n (cell (d-n, n)), kLastRow: d > m (cell (m, d-m)).
     template <bool kRowEdge, bool kColEdge, bool kLastCol, bool kLastRow>
     __attribute__((always_inline)) inline void run(int d0, int d1) {
-        for (int d = d0; d <= d1; ++d) {
-            const int lo = kLastCol ? d - n : 1, hi = kLastRow ? m : d - 1;
-            const T* alt_d = alt_r + (n - d);  // alt_d[i] = alt[d - i - 1]
+        // The diagonal's cells lo..hi and alt_d (alt_d[i] = alt[d - i - 1])
+        // move by at most one per diagonal, as the phase fixes.
+        int lo = kLastCol ? d0 - n : 1, hi = kLastRow ? m : d0 - 1;
+        const T* alt_d = alt_r + (n - d0);
+        for (int d = d0; d <= d1; ++d, --alt_d) {
             blk_start[d] = out - base;
             for (int i = lo; i <= hi; i += W, out += W / 2) {
                 const V s = Ops::subst(Ops::load(ref + i - 1), Ops::load(alt_d + i), match, mis);
@@ -104,19 +106,21 @@ struct DiffSweep {
                 Ops::store(cur + TE + i, Ops::sub(right, h_ext));
                 Ops::put_bits(out, Ops::gt(gap, s), Ops::gt(down, right), Ops::gt(open, te), Ops::gt(open, tf));
             }
-            if (kLastCol) last_col[d - n] = col_sum += cur[DV + d - n];
+            if (kLastCol) last_col[lo] = col_sum += cur[DV + lo];  // cell (d-n, n)
             if (kLastRow) last_row[d - m] = row_sum += cur[DH + m];
             if (kRowEdge) {
                 cur[DH] = edge_step;
                 cur[TF] = Ops::kNoGap;
             }
-            if (kColEdge) {
-                cur[DV + d] = edge_step;
-                cur[TE + d] = Ops::kNoGap;
+            if (kColEdge) {  // cell (d, 0): hi = d - 1
+                cur[DV + hi + 1] = edge_step;
+                cur[TE + hi + 1] = Ops::kNoGap;
             }
             T* t = prev;
             prev = cur;
             cur = t;
+            if (kLastCol) ++lo;  // lo = d - n
+            if (kColEdge) ++hi;  // hi = d - 1
         }
     }
 };
