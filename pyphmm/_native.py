@@ -84,7 +84,7 @@ def stats_dict(stats) -> dict:
         "hybrid": bool(stats.hybrid),
         "hybrid_gpu_threads": stats.hybrid_gpu_threads,
         "hybrid_cpu_threads": stats.hybrid_cpu_threads,
-        # GPU work: the device, launch-constant pairs, and (PYPHMM_CUDA_TIMING=1) kernel
+        # GPU work: the device, launch-constant pairs, and (PYPHMM_DEV=cuda_timing=1) kernel
         # and host-phase seconds
         "device": stats.device,
         "const_pairs": stats.const_pairs,
@@ -140,6 +140,7 @@ def info() -> dict:
         "cuda_nap_percent": i.cuda_nap_percent,
         "jni_compiled": bool(i.jni_compiled),
         "library": library_path(),
+        "settings_error": settings_error(),
     }
 
 
@@ -147,9 +148,20 @@ def library_path() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libpyphmm.so")
 
 
+def settings_error():
+    """None, or the message naming the first PYPHMM_* setting in the
+    environment whose value does not parse (every call refuses to run
+    meanwhile, with this message)."""
+    err = ffi.new("pyphmm_error *")
+    if lib.pyphmm_config_check(err) == lib.PYPHMM_OK:
+        return None
+    return ffi.string(err.message).decode("utf-8", "replace")
+
+
 def config_text() -> str:
-    """The native library's PYPHMM_* environment variables: one line each
-    with the value in use, where it came from and what it does."""
+    """The settings the native library reads: one line each with the value
+    in use, where it came from and what it does (the user settings, then
+    PYPHMM_DEV's keys)."""
     n = lib.pyphmm_config_describe(ffi.NULL, 0)
     buf = ffi.new("char[]", n + 1)
     lib.pyphmm_config_describe(buf, n + 1)

@@ -323,7 +323,7 @@ def compute_regions(
     lets GPU and CPU threads share the regions (the GPU the largest, the CPU
     threads the smallest, as long as that finishes sooner than the GPU
     alone) when the CPU's predicted share of the work is at least
-    PYPHMM_HYBRID_MIN_CPU_SHARE percent (default 5); otherwise the GPU
+    PYPHMM_DEV's hybrid_min_cpu_share percent (default 5); otherwise the GPU
     computes them alone. ``hybrid=False`` overrides PYPHMM_HYBRID=1.
     ``backend="cuda"`` is always GPU only, ``"cpu"`` CPU only.
     """

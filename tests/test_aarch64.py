@@ -3,7 +3,7 @@
 scripts/build_aarch64.sh cross-builds libpyphmm.so for AArch64 with the
 check program tests/native/aarch64_check.cc; qemu-aarch64 runs it, through
 the C ABI only, once per CPU kernel (neon and portable, forced with
-PYPHMM_CPU_KERNEL / PYPHMM_SW_ISA). What it computes is compared here with
+PYPHMM_DEV's cpu_kernel and sw_isa). What it computes is compared here with
 GKL (the x86 library, through jpype, in this same run) and with the x86
 build of pyphmm:
 
@@ -71,10 +71,9 @@ class Arm:
 
     def run(self, kernel, *args):
         env = dict(os.environ)
-        env.pop("PYPHMM_CPU_KERNEL", None)
-        env.pop("PYPHMM_SW_ISA", None)
+        env.pop("PYPHMM_DEV", None)
         if kernel:
-            env.update(PYPHMM_CPU_KERNEL=kernel, PYPHMM_SW_ISA=kernel)
+            env.update(PYPHMM_DEV=f"cpu_kernel={kernel},sw_isa={kernel}")
         res = subprocess.run(
             [QEMU, "-L", SYSROOT, self.exe, *map(str, args)], env=env, capture_output=True, text=True, timeout=600
         )

@@ -24,7 +24,7 @@ GOOD = "ACGT IIII IIII IIII ++++"
 
 
 def cli(*args, native=True, **kw):
-    return run_cli(*args, env={"PYPHMM_NATIVE_READER": "1" if native else "0"}, **kw)
+    return run_cli(*args, env={"PYPHMM_DEV": "native_reader=1" if native else "native_reader=0"}, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_temporary_files_are_unique_and_private(tmp_path):
 @PATHS
 def test_concurrent_runs_to_one_output(tmp_path, native, sample_results):
     out = str(tmp_path / "same.out")
-    env = child_env(PYPHMM_NATIVE_READER="1" if native else "0")
+    env = child_env(PYPHMM_DEV="native_reader=1" if native else "native_reader=0")
     cmd = [
         sys.executable,
         "-m",
@@ -168,7 +168,7 @@ def test_signals_leave_no_file(tmp_path, native, sig, code):
     src = slow_input(tmp_path)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    env = child_env(PYPHMM_NATIVE_READER="1" if native else "0")
+    env = child_env(PYPHMM_DEV="native_reader=1" if native else "native_reader=0")
     p = subprocess.Popen(
         [
             sys.executable,

@@ -44,7 +44,7 @@ def test_kernel_matches_gkl(kernel, tmp_path, gkl_jvm):
     if not cpu_supports(kernel):
         pytest.skip(f"this CPU cannot run the {kernel} kernel")
     out = str(tmp_path / kernel)
-    p = run_python(CHILD.format(kernel=kernel, regions=REGIONS, out=out), env={"PYPHMM_CPU_KERNEL": kernel})
+    p = run_python(CHILD.format(kernel=kernel, regions=REGIONS, out=out), env={"PYPHMM_DEV": f"cpu_kernel={kernel}"})
     assert p.returncode == 0, p.stdout + p.stderr
     regions = generate(**REGIONS)
     for double in (False, True):
@@ -86,5 +86,5 @@ def test_stripe_kernel_equals_group_kernel(kernel):
     """A pair's result must not depend on which CPU kernel computed it."""
     if not cpu_supports(kernel):
         pytest.skip(f"this CPU cannot run the {kernel} kernel")
-    p = run_python(IDENTITY_CHILD, env={"PYPHMM_CPU_KERNEL": kernel})
+    p = run_python(IDENTITY_CHILD, env={"PYPHMM_DEV": f"cpu_kernel={kernel}"})
     assert p.returncode == 0, p.stdout + p.stderr

@@ -53,7 +53,7 @@ def test_repr_of_doubles_is_pythons(native_check_exe):
 
 
 def run_cli(*args, native=True):
-    env = child_env(ROOT, PYPHMM_NATIVE_READER="1" if native else "0")
+    env = child_env(ROOT, PYPHMM_DEV="native_reader=1" if native else "native_reader=0")
     return subprocess.run([sys.executable, "-m", "pyphmm", *args], capture_output=True, text=True, env=env, timeout=300)
 
 

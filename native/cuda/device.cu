@@ -97,23 +97,15 @@ struct DeviceInit {
     std::mutex mutex;
     std::atomic<bool> settled{false};  // result is final
     cudaError_t result = cudaErrorNotReady;
-    bool yield = false;
     bool tried = false;                          // (under mutex)
     std::chrono::steady_clock::time_point last;  // the last start
 };
 constexpr std::chrono::milliseconds kFullRetryGap{100};
 
-// How host threads wait on a device (PYPHMM_CUDA_SYNC). Spinning answers
-// fastest, and it stays fastest with as many processes as cores under MPS:
-// sleeping threads wake late (benchmark: scripts/bench_multiproc.py --mps on
-// with PYPHMM_CUDA_SYNC set; docs/PERFORMANCE.md).
-unsigned sync_flags(bool* yield) {
-    const int mode = static_cast<int>(config::get(config::Knob::kCudaSync));
-    *yield = mode != config::kSyncSpin;
-    return mode == config::kSyncSpin    ? cudaDeviceScheduleSpin
-           : mode == config::kSyncYield ? cudaDeviceScheduleYield
-                                        : cudaDeviceScheduleBlockingSync;
-}
+// Host threads spin while they wait on a device: spinning answers fastest,
+// and it stays fastest with as many processes as cores under MPS, where
+// threads that yield or sleep wake late (docs/PERFORMANCE.md).
+constexpr unsigned kSyncFlags = cudaDeviceScheduleSpin;
 DeviceInit g_init[kMaxCudaDevices];
 
 }  // namespace
@@ -146,10 +138,10 @@ bool device_full(cudaError_t e) {
 namespace {
 
 // Device d's context with this process's flags, and a kernel image for it.
-cudaError_t start_device(int d, bool* yield) {
+cudaError_t start_device(int d) {
     cudaFuncAttributes attr;
     cudaError_t e = cudaSetDevice(d);
-    if (e == cudaSuccess) e = cudaSetDeviceFlags(sync_flags(yield) | cudaDeviceMapHost);
+    if (e == cudaSuccess) e = cudaSetDeviceFlags(kSyncFlags | cudaDeviceMapHost);
     if (e == cudaErrorSetOnActiveProcess) {  // another library made the context first: keep its flags
         cudaGetLastError();
         e = cudaSuccess;
@@ -174,7 +166,7 @@ cudaError_t use_device(int d) {
         if (!init.settled.load(std::memory_order_relaxed) && (!init.tried || now - init.last >= kFullRetryGap)) {
             init.tried = true;
             init.last = now;
-            init.result = start_device(d, &init.yield);
+            init.result = start_device(d);
             init.settled.store(!device_full(init.result), std::memory_order_release);
         }
         e = init.result;
@@ -183,8 +175,6 @@ cudaError_t use_device(int d) {
 }
 
 int sm_count(int d) { return cuda_probe().device[d].sms; }
-
-bool waits_yield(int d) { return g_init[d].yield; }
 
 cudaError_t DeviceBuffer::reserve(size_t bytes) {
     if (bytes <= cap) return cudaSuccess;

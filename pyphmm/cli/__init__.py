@@ -65,7 +65,7 @@ def cmd_info(args) -> int:
     inf = _native.info()
     if args.json:
         print(json.dumps(inf, indent=2))
-        return 0
+        return _settings_status(inf)
     cuda = (
         f"CUDA on {inf['device_name']} (device {inf['device']}, {inf['device_choice']})"
         if inf["cuda_usable"]
@@ -82,8 +82,16 @@ def cmd_info(args) -> int:
     print(f"GKL JNI entry points: {'yes' if inf['jni_compiled'] else 'no (built without a JDK)'}")
     print(f"library: {inf['library']}")
     if args.verbose:
-        print("environment (PYPHMM_*):")
+        print("settings (README: Configuration; PYPHMM_DEV: docs/DEVELOPING.md):")
         print(_native.config_text(), end="")
+    return _settings_status(inf)
+
+
+def _settings_status(inf) -> int:
+    """info's exit status: 2, with the error, when a setting does not parse."""
+    if inf["settings_error"]:
+        print(f"pyphmm: error: {inf['settings_error']}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -117,7 +125,9 @@ def build_parser(argv=()) -> argparse.ArgumentParser:
     align.add_parser(sub, _positive_int)
     inf = sub.add_parser("info", help="version, backends, GPU")
     inf.add_argument("--json", action="store_true", help="machine-readable output")
-    inf.add_argument("--verbose", "-v", action="store_true", help="also list the PYPHMM_* environment variables")
+    inf.add_argument(
+        "--verbose", "-v", action="store_true", help="also list the settings (PYPHMM_* variables) and their values"
+    )
     inf.set_defaults(func=cmd_info)
     if first not in _OWN_COMMANDS:  # (also for --help and mistyped commands, which list every command)
         from .. import (
@@ -141,6 +151,11 @@ def main(argv=None) -> int:
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
+        if args.command in ("likelihoods", "align"):
+            # a setting that does not parse fails the run before any input is read
+            problem = _native.settings_error()
+            if problem:
+                raise ValueError(problem)
         return args.func(args)
     except (ValueError, TypeError, OSError, MemoryError, _native.BackendUnavailableError) as e:
         text = str(e) or type(e).__name__

@@ -62,8 +62,9 @@ class Progress:
 
 def _native_file(args, out: OutputFile, progress: Progress) -> bool:
     """Runs the file through native/frontends/records/ into out.path. True when done,
-    False when the file is outside the native reader's subset; raises for
-    every other failure, in the native reader's words."""
+    False when the file is outside the native reader's subset (or
+    PYPHMM_DEV=native_reader=0 turns that reader off); raises for every
+    other failure, in the native reader's words."""
     opts = _native.make_options(args.backend, args.threads, args.double)
     err, st, records = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
     done = ffi.new("int64_t[3]")  # records, pairs, cells written so far
@@ -107,7 +108,7 @@ def _python_path(args, out: OutputFile, progress: Progress) -> None:
 def cmd_likelihoods(args) -> int:
     progress = Progress()
     with OutputFile(args.output, input_path=args.input) as out:
-        native = args.input != "-" and not out.stdout and os.environ.get("PYPHMM_NATIVE_READER", "1") != "0"
+        native = args.input != "-" and not out.stdout
         if not (native and _native_file(args, out, progress)):
             _python_path(args, out, progress)
         out.commit()

@@ -40,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/config.h"
 #include "common/errors.h"
 #include "common/repr.h"
 #include "common/thread_pool.h"
@@ -475,6 +476,9 @@ extern "C" int pyphmm_pairhmm_file(const char* in_path, const char* out_path, co
     using namespace pyphmm::records;
     clear_error(error);
     if (!in_path || !out_path) return set_error(error, PYPHMM_E_INVALID, "in_path and out_path must not be NULL");
+    if (const int rc = config::check(error)) return rc;
+    if (!config::on(config::Knob::kNativeReader))
+        return set_error(error, PYPHMM_E_UNSUPPORTED, "the native record reader is off (PYPHMM_DEV's native_reader)");
     Totals t;
     t.progress = progress;
     t.out_path = out_path;
