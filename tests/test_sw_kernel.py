@@ -3,7 +3,7 @@ HaplotypeCaller-shaped pairs: reads vs haplotypes, padded haplotypes vs
 reference windows, dangling ends, with repeats, indels, N bases and lowercase,
 under GATK's four parameter sets and sets at the edges of the kernel's lane
 types (int8, int16, and the int32 absolute fill beyond), every strategy, and
-every vector width this CPU runs (PYPHMM_SW_ISA forced per child process),
+every vector width this CPU runs (PYPHMM_DEV's sw_isa forced per child process),
 and the AVX-512 instance wherever it does not (emulated intrinsics)."""
 
 import json
@@ -70,7 +70,7 @@ def run_child(isa, pairs):
     arg_pairs = json.dumps([(r.hex(), a.hex()) for r, a in pairs])
     res = subprocess.run(
         [sys.executable, "-c", code, arg_pairs, json.dumps(PARAMS)],
-        env=child_env(PYPHMM_SW_ISA=isa),
+        env=child_env(PYPHMM_DEV=f"sw_isa={isa}"),
         capture_output=True,
         text=True,
         check=True,
@@ -161,7 +161,7 @@ def test_avx512_instance_emulated_vs_gkl(gkl_results, native_check_exe):
     res = subprocess.run(
         [exe],
         input="\n".join(lines) + "\n",
-        env=dict(os.environ, PYPHMM_SW_ISA="avx512"),
+        env=dict(os.environ, PYPHMM_DEV="sw_isa=avx512"),
         capture_output=True,
         text=True,
     )

@@ -281,7 +281,7 @@ struct Fill {
     bool usable;
 };
 
-// The widest fill this CPU runs, or the one PYPHMM_SW_ISA names (a testing
+// The widest fill this CPU runs, or the one PYPHMM_DEV's sw_isa names (a testing
 // aid: sse or portable, avx2, avx512 on x86-64; neon or portable on AArch64;
 // a fill the CPU cannot run is refused with a note).
 const Fill& pick_fill() {
@@ -315,7 +315,8 @@ const Fill& pick_fill() {
     if (!std::strcmp(force, portable.name)) return portable;
     for (const Fill& f : fills)
         if (f.usable && !std::strcmp(force, f.name)) return f;
-    std::fprintf(stderr, "pyphmm: warning: PYPHMM_SW_ISA=%s is not available here; using %s\n", force, best->name);
+    std::fprintf(stderr, "pyphmm: warning: PYPHMM_DEV's sw_isa=%s is not available here; using %s\n", force,
+                 best->name);
     return *best;
 }
 

@@ -73,7 +73,7 @@ struct Workspace {
 // GATK's score recurrence over the m x n matrix of ref x alt, with gap
 // penalties on the edges (edge_gaps: the INDEL and LEADING_INDEL overhang
 // strategies) or free edges. Fills ws.bt, ws.last_col and ws.last_row with
-// the widest vector code this CPU runs (or PYPHMM_SW_ISA's).
+// the widest vector code this CPU runs (or PYPHMM_DEV's sw_isa).
 void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
           bool edge_gaps);
 

@@ -1,7 +1,7 @@
 // The AVX-512 instance of the Smith-Waterman difference fill on any x86-64
 // CPU: built by tests/test_sw_kernel.py with -DPYPHMM_SW_EMULATE_AVX512 and
 // -include sw_avx512_emulation.h (portable definitions of the intrinsics it
-// uses), run with PYPHMM_SW_ISA=avx512. Reads "REF ALT MATCH MISMATCH OPEN
+// uses), run with PYPHMM_DEV=sw_isa=avx512. Reads "REF ALT MATCH MISMATCH OPEN
 // EXTEND STRATEGY" lines (sequences hex) on standard input and writes
 // "CIGAR OFFSET" per line, aligned one pair per call as GATK calls.
 #include <cstdint>
