@@ -44,6 +44,8 @@ import sys
 import tempfile
 import time
 
+import _checkout  # noqa: F401  (the repository root importable)
+
 import pyphmm
 from devtools import ROOT as REPO
 from devtools import java_classes
