@@ -196,8 +196,9 @@ def test_commands_load_only_what_they_need(tmp_path):
     assert p.returncode == 0 and mods == "[]", p.stdout + p.stderr
     p, mods = loaded("info")
     assert p.returncode == 0 and mods == "[]", p.stdout + p.stderr
-    p, mods = loaded("gatk-jar")
-    assert p.returncode == 0 and "pyphmm.gatk" in mods, p.stdout + p.stderr
+    p, mods = loaded("gatk-jar")  # (a build without a JDK has no jar: status 2, saying so)
+    jar_built = os.path.exists(os.path.join(ROOT, "pyphmm", "pyphmm-gatk.jar"))
+    assert p.returncode == (0 if jar_built else 2) and "pyphmm.gatk" in mods, p.stdout + p.stderr
     help_text = run("--help").stdout
     assert all(c in help_text for c in ("likelihoods", "align", "info", "gatk-jar", "gatk-libdir", "mps"))
     p = run("bogus")

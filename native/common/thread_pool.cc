@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -40,8 +41,20 @@ struct Job {
 
 class Pool {
   public:
+    // Starts up to `workers` threads. A thread that cannot start (no memory
+    // for its stack under a small address-space limit, a thread limit) leaves
+    // the pool smaller: the callers still compute, with fewer helpers, and
+    // the threads already started are never left joinable in a destroyed
+    // vector (which would end the process in std::terminate).
     explicit Pool(int workers) {
-        for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
+        threads_.reserve(static_cast<size_t>(workers));
+        for (int i = 0; i < workers; ++i) {
+            try {
+                threads_.emplace_back([this] { loop(); });
+            } catch (const std::system_error&) {
+                break;
+            }
+        }
     }
     // Never destroyed: workers may be blocked at exit, and after fork() the
     // child's copy has no threads at all (see reset_after_fork).
