@@ -9,6 +9,7 @@ last base of a span that may be absent. Reads are the PairHMM's
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -167,13 +168,18 @@ def _joined_offsets(offset_list) -> np.ndarray:
 
 
 class _PackedPD:
-    """Several regions in one set of private buffers, as pyphmm_pdhmm wants them."""
+    """Several regions in one set of private buffers, as pyphmm_pdhmm wants
+    them. Regions without reads or haplotypes (whose results are empty) are
+    left out: the C ABI refuses them, as GKL does."""
 
     def __init__(self, regions):
         batches = [_as_pd_region(r, k) for k, r in enumerate(regions)]
         reads = [_read_arrays(r, k) for k, (r, _) in enumerate(batches)]
         haps = [_pd_hap_arrays(h, k) for k, (_, h) in enumerate(batches)]
-        self.shapes = [(o.size - 1, ho.size - 1) for (_, o), (_, _, ho) in zip(reads, haps)]
+        self.all_shapes = [(o.size - 1, ho.size - 1) for (_, o), (_, _, ho) in zip(reads, haps)]
+        self.kept = [k for k, (nr, nh) in enumerate(self.all_shapes) if nr and nh]
+        reads, haps = [reads[k] for k in self.kept], [haps[k] for k in self.kept]
+        self.shapes = [self.all_shapes[k] for k in self.kept]
         self.total = sum(nr * nh for nr, nh in self.shapes)
         buffers = [_cat([arrays[i] for arrays, _ in reads]) for i in range(5)]
         buffers += [_cat([b for b, _, _ in haps]), _cat([p for _, p, _ in haps])]
@@ -209,13 +215,18 @@ def compute_pd_regions(regions: Iterable, *, backend: str = "auto", threads: int
     err = ffi.new("pyphmm_error *")
     st = ffi.new("pyphmm_stats *")
     rc = lib.pyphmm_pdhmm(packed.c_regions, len(packed.shapes), ffi.from_buffer("double[]", out), opts, st, err)
-    _native.raise_for_status(rc, err)
+    if rc != lib.PYPHMM_OK:
+        # the library numbers the regions it was given: name the caller's
+        message = ffi.string(err.message).decode("utf-8", "replace")
+        message = re.sub(r"^region (\d+)", lambda m: f"region {packed.kept[int(m.group(1))]}", message)
+        _native.raise_status(rc, message)
     if stats is not None:
         stats.update(_native.stats_dict(st))
     results, start = [], 0
-    for nr, nh in packed.shapes:
-        results.append(out[start : start + nr * nh].reshape(nr, nh))
-        start += nr * nh
+    for nr, nh in packed.all_shapes:
+        size = nr * nh
+        results.append(out[start : start + size].reshape(nr, nh) if size else np.empty((nr, nh)))
+        start += size
     return results
 
 
