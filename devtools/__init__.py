@@ -26,8 +26,9 @@ installed package).
   memory (tests of the out-of-memory fallback).
 
 The repository root must be importable: pytest does that through
-``[tool.pytest.ini_options] pythonpath`` in pyproject.toml; scripts are run
-from the root as ``PYTHONPATH=. python3 scripts/NAME.py``.
+``[tool.pytest.ini_options] pythonpath`` in pyproject.toml, and a script run
+as ``python3 scripts/NAME.py`` through scripts/_checkout.py, which it
+imports first.
 """
 
 import os

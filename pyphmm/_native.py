@@ -28,6 +28,11 @@ class BackendUnavailableError(RuntimeError):
     """The backend that was asked for cannot run here (e.g. no usable GPU)."""
 
 
+class InternalError(RuntimeError):
+    """The native library failed in a way no argument explains (a thread that
+    could not start, a bug): PYPHMM_E_INTERNAL."""
+
+
 def raise_status(code: int, message: str) -> None:
     """Raises the Python exception of an ABI status code (none for OK)."""
     if code == lib.PYPHMM_OK:
@@ -40,7 +45,7 @@ def raise_status(code: int, message: str) -> None:
         raise BackendUnavailableError(message)
     if code == lib.PYPHMM_E_IO:
         raise OSError(message)
-    raise RuntimeError(f"pyphmm internal error: {message}")
+    raise InternalError(f"pyphmm internal error: {message}")
 
 
 def raise_for_status(code: int, error) -> None:
@@ -57,6 +62,8 @@ def make_options(backend: str = "auto", threads: int | None = None, double: bool
         raise ValueError(f"backend must be one of {sorted(BACKENDS)}, not {backend!r}")
     if threads is not None:
         threads = as_int(threads, "threads", 1, MAX_THREADS)
+    if not isinstance(double, bool):
+        raise TypeError(f"double must be True or False, not {type(double).__name__}")
     if hybrid is not None and not isinstance(hybrid, bool):
         raise TypeError(f"hybrid must be True, False or None, not {type(hybrid).__name__}")
     opts = ffi.new("pyphmm_options *")

@@ -19,7 +19,16 @@ from . import _native
 from ._convert import as_bases as _as_bases
 from ._convert import check_stats
 from ._pyphmm import ffi, lib
-from .pairhmm import _as_read_batch, _check_offsets, _int_offsets, _read_arrays, _region_list, _u8
+from .pairhmm import (
+    _as_read_batch,
+    _check_offsets,
+    _check_result_size,
+    _int_offsets,
+    _iterable,
+    _read_arrays,
+    _region_list,
+    _u8,
+)
 
 PD_SNP = lib.PYPHMM_PD_SNP
 PD_DEL_START = lib.PYPHMM_PD_DEL_START
@@ -127,8 +136,15 @@ def _as_pd_haplotype(value, i: int) -> PDHaplotype:
     raise TypeError(f"haplotype {i}: expected pyphmm.PDHaplotype or a (bases, pd) tuple, not {type(value).__name__}")
 
 
-def _as_pd_hap_batch(haps) -> PDHaplotypeBatch:
-    return haps if isinstance(haps, PDHaplotypeBatch) else PDHaplotypeBatch.from_haplotypes(haps)
+def _as_pd_hap_batch(haps, what: str) -> PDHaplotypeBatch:
+    if isinstance(haps, PDHaplotypeBatch):
+        return haps
+    if not _iterable(haps) or isinstance(haps, PDHaplotype):
+        raise TypeError(
+            f"{what} must be a PDHaplotypeBatch or a sequence of PDHaplotype or (bases, pd) pairs, "
+            f"not {type(haps).__name__}"
+        )
+    return PDHaplotypeBatch.from_haplotypes(haps)
 
 
 def _pd_hap_arrays(batch: PDHaplotypeBatch, k: int):
@@ -144,13 +160,14 @@ def _pd_hap_arrays(batch: PDHaplotypeBatch, k: int):
     return bases, pd, offsets
 
 
-def _as_pd_region(region, k: int):
+def _as_pd_region(region, k: int, single: bool):
     if not isinstance(region, (tuple, list)) or len(region) != 2:
         raise TypeError(
             f"regions[{k}] must be a (reads, haplotypes) pair, not {type(region).__name__}"
             + (f" of length {len(region)}" if isinstance(region, (tuple, list)) else "")
         )
-    return _as_read_batch(region[0]), _as_pd_hap_batch(region[1])
+    where = "" if single else f"regions[{k}] "
+    return _as_read_batch(region[0], f"{where}reads"), _as_pd_hap_batch(region[1], f"{where}haplotypes")
 
 
 def _cat(arrays) -> np.ndarray:
@@ -172,14 +189,16 @@ class _PackedPD:
     them. Regions without reads or haplotypes (whose results are empty) are
     left out: the C ABI refuses them, as GKL does."""
 
-    def __init__(self, regions):
-        batches = [_as_pd_region(r, k) for k, r in enumerate(regions)]
+    def __init__(self, regions, single: bool = False):
+        batches = [_as_pd_region(r, k, single) for k, r in enumerate(regions)]
         reads = [_read_arrays(r, k) for k, (r, _) in enumerate(batches)]
         haps = [_pd_hap_arrays(h, k) for k, (_, h) in enumerate(batches)]
         self.all_shapes = [(o.size - 1, ho.size - 1) for (_, o), (_, _, ho) in zip(reads, haps)]
         self.kept = [k for k, (nr, nh) in enumerate(self.all_shapes) if nr and nh]
         reads, haps = [reads[k] for k in self.kept], [haps[k] for k in self.kept]
         self.shapes = [self.all_shapes[k] for k in self.kept]
+        if self.shapes:
+            _check_result_size(self.shapes)
         self.total = sum(nr * nh for nr, nh in self.shapes)
         buffers = [_cat([arrays[i] for arrays, _ in reads]) for i in range(5)]
         buffers += [_cat([b for b, _, _ in haps]), _cat([p for _, p, _ in haps])]
@@ -208,9 +227,15 @@ def compute_pd_regions(regions: Iterable, *, backend: str = "auto", threads: int
     array per region. If ``stats`` is a dict it receives what the call did
     (pairs, cells, backend, seconds, ...).
     """
+    return _compute(_region_list(regions), False, backend, threads, stats)
+
+
+def _compute(regions: list, single: bool, backend, threads, stats) -> list:
+    """compute_pd_regions; single: one region, whose arguments are named
+    reads and haplotypes in messages (compute_pd_likelihoods)."""
     check_stats(stats)
     opts = _native.make_options(backend, threads)
-    packed = _PackedPD(_region_list(regions))
+    packed = _PackedPD(regions, single)
     out = np.empty(packed.total, dtype=np.float64)
     err = ffi.new("pyphmm_error *")
     st = ffi.new("pyphmm_stats *")
@@ -252,4 +277,4 @@ def compute_pd_likelihoods(
     position), empty reads or haplotypes and unequal lengths, TypeError for
     wrong types.
     """
-    return compute_pd_regions([(reads, haplotypes)], backend=backend, threads=threads, stats=stats)[0]
+    return _compute([(reads, haplotypes)], True, backend, threads, stats)[0]

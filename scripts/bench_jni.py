@@ -4,7 +4,7 @@ cores) on the same regions, one computeLikelihoods call per region as GATK
 makes them (java_shim/bench/BenchJni.java does the timing): total seconds,
 GCUPS, per-call latency median / p99.
 
-  PYTHONPATH=. python3 scripts/bench_jni.py [--realistic N] [--regions FILE.in]
+  python3 scripts/bench_jni.py [--realistic N] [--regions FILE.in]
         [--generated N] [--reps K] [--classes DIR] [--shim-jar JAR] [--copy-methods] [--trace]
 
 Data, in order: --realistic N GATK-like regions (default 2000, the realistic
@@ -45,6 +45,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+import _checkout  # noqa: F401  (the repository root importable)
 
 from devtools import ROOT as REPO
 from devtools import java_classes

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GPU PairHMM benchmark: peak shapes, a realistic whole workload, per-region calls.
 
-  PYTHONPATH=. python3 scripts/bench_pairhmm_gpu.py [--peak-pairs 500000] [--regions 2000]
+  python3 scripts/bench_pairhmm_gpu.py [--peak-pairs 500000] [--regions 2000]
       [--seed 1] [--arith fast|exact] [--skip peak,whole,region,dispatch] [--check]
 
 (1) peak: N pairs of one shape (128x256, 64x128, 256x512) in one call.
@@ -36,6 +36,7 @@ for _i, _a in enumerate(sys.argv):  # must be set before the library loads
     if _a.startswith("--arith"):
         os.environ["PYPHMM_DEV"] = "cuda_arith=" + (_a.split("=", 1)[1] if "=" in _a else sys.argv[_i + 1])
 
+import _checkout  # noqa: E402, F401  (the repository root importable)
 import numpy as np  # noqa: E402
 from pyphmm._pyphmm import ffi, lib  # noqa: E402
 

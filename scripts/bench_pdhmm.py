@@ -23,9 +23,9 @@ is max |x - GKL serial| (``--no-check`` skips computing GKL's serial
 results); "others" is the share of the machine's CPU that other processes
 used meanwhile (near 0% for comparable timings).
 
-Run from the repository root with it on PYTHONPATH:
+Run from anywhere (scripts/_checkout.py makes this checkout importable):
 
-    PYTHONPATH=. python3 scripts/bench_pdhmm.py --gkl /path/to/oracle --regions 60 --shape gatk
+    python3 scripts/bench_pdhmm.py --gkl /path/to/oracle --regions 60 --shape gatk
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import argparse
 import os
 import time
 
+import _checkout  # noqa: F401  (the repository root importable)
 import numpy as np
 from bench_pairhmm import OtherLoad  # (this script's directory is on sys.path)
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """pyphmm vs the gpuPairHMM paper's code, side by side on one GPU.
 
-  PYTHONPATH=. python3 scripts/bench_peer.py --peer DIR [--regions 2000] [--seed 1] [--arch 90]
-  PYTHONPATH=. python3 scripts/bench_peer.py --skip-build --build BUILT_DIR ...
+  python3 scripts/bench_peer.py --peer DIR [--regions 2000] [--seed 1] [--arch 90]
+  python3 scripts/bench_peer.py --skip-build --build BUILT_DIR ...
 
 DIR is a checkout of https://github.com/asbschmidt/gpuPairHMM (not part of
 this project; nothing of it is copied here). The script builds it in a
@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 
+import _checkout  # noqa: F401  (the repository root importable)
 import numpy as np
 
 from devtools import ROOT

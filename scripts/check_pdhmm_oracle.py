@@ -20,9 +20,10 @@ Exits 1 if pyphmm is farther than 1e-5 from GKL's serial results, gives NaN,
 or gives -inf elsewhere than GKL.
 
 ``--gkl DIR`` is an oracle build of GKL 0.9 and GATK (see
-devtools/oracle/gkl_pdhmm.py). Run from the repository root:
+devtools/oracle/gkl_pdhmm.py). Run from anywhere (scripts/_checkout.py
+makes this checkout importable):
 
-    PYTHONPATH=. python3 scripts/check_pdhmm_oracle.py --gkl /path/to/oracle --pairs 100000 --avx2 --java
+    python3 scripts/check_pdhmm_oracle.py --gkl /path/to/oracle --pairs 100000 --avx2 --java
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import argparse
 import sys
 import time
 
+import _checkout  # noqa: F401  (the repository root importable)
 import numpy as np
 
 import pyphmm

@@ -14,10 +14,10 @@ regions to ``--results FILE`` in the results format of ``pyphmm
 pd-likelihoods``; ``--edge-cases`` writes the regions of
 ``devtools.pd_edges`` with GKL's results instead (tests/data/'s format).
 
-Run from the repository root, which must be importable:
+Run from anywhere (scripts/_checkout.py makes this checkout importable):
 
-    PYTHONPATH=. python3 scripts/gen_pd_regions.py --regions 200 --shape hc -o hc.pd
-    PYTHONPATH=. python3 scripts/gen_pd_regions.py --regions 12 --seed 7 --shape gatk \\
+    python3 scripts/gen_pd_regions.py --regions 200 --shape hc -o hc.pd
+    python3 scripts/gen_pd_regions.py --regions 12 --seed 7 --shape gatk \\
         -o tests/data/pdhmm-gatk-regions.pd.gz --gkl /path/to/oracle --results tests/data/pdhmm-gatk-regions.gkl.gz
 """
 
@@ -26,6 +26,8 @@ from __future__ import annotations
 import argparse
 import gzip
 import sys
+
+import _checkout  # noqa: F401  (the repository root importable)
 
 from devtools.oracle.gkl_pdhmm import gkl_region, missing
 from devtools.pd_edges import edge_regions

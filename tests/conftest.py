@@ -7,6 +7,7 @@ processes, native check builds) live in the ``devtools`` package at the
 repository root, importable through pytest's ``pythonpath`` setting."""
 
 import os
+import stat
 
 import pytest
 
@@ -56,3 +57,22 @@ def knob(monkeypatch):
     yield set_knob
     monkeypatch.undo()
     _native.reload_config()
+
+
+@pytest.fixture
+def device_node(tmp_path):
+    """device_node(name, major, minor) -> a character device made in
+    tmp_path (1, 3 is what /dev/null is, 1, 7 /dev/full): tests never write
+    to a node of the real /dev. Skips where this process may not make or
+    open one (not root, a container's device rules)."""
+
+    def make(name, major, minor):
+        path = tmp_path / name
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(major, minor))
+            os.close(os.open(path, os.O_WRONLY))
+        except OSError as e:
+            pytest.skip(f"cannot make and open a device node here: {e.strerror}")
+        return path
+
+    return make

@@ -48,7 +48,7 @@ from devtools.oracle.gkl_pdhmm import as_tuples
 from devtools.oracle.gkl_sw import GklSmithWaterman
 from devtools.pd_testdata import gkl_cases, raw_pdhmm, read_edge_file, stored_regions
 from devtools.regions import generate, make_region
-from devtools.sw_pairs import hap_vs_ref, make_pairs, read_vs_hap
+from devtools.sw_pairs import hap_vs_ref, haplotype_caller_mix, make_pairs, read_vs_hap
 from devtools.testdata import pairhmm_cases
 from pyphmm import sw
 
@@ -341,7 +341,12 @@ def test_pdhmm_equals_gkl_and_x86(arm, tmp_path):
                 assert np.array_equal(got, reference), (kernel, calls)
 
 
-def sw_settings(n_short, n_hap, n_read):
+# Parameters at the bounds of the NEON kernel's lane types (int8 up to a low
+# end of -127, int16 from -128, the int32 absolute fill past int16's).
+EDGE_PARAMS = [(20, -30, -40, -27), (20, -30, -40, -28), (10000, -10000, -10000, -2000), (10000, -10000, -11000, -2000)]
+
+
+def sw_settings(n_short, n_hap, n_read, n_mix=0):
     refs, alts, _ = make_pairs(n_short, 16)
     r2, a2 = hap_vs_ref(n_hap, 17)
     r3, a3 = read_vs_hap(n_read, 18)
@@ -350,11 +355,15 @@ def sw_settings(n_short, n_hap, n_read):
     for params in sw.PRESETS.values():
         for name, code in STRATEGIES.items():
             rows += [(r, a, params, name, code) for r, a in zip(refs, alts)]
+    mix = haplotype_caller_mix(n_mix, 19)
+    for params in EDGE_PARAMS:
+        for name, code in STRATEGIES.items():
+            rows += [(r, a, params, name, code) for r, a, *_ in mix]
     return rows
 
 
 def test_smith_waterman_identical_to_x86_and_gkl(arm, tmp_path, gkl_jvm):
-    rows = sw_settings(240, 6, 24)
+    rows = sw_settings(240, 6, 24, 12)
     inp, out = tmp_path / "sw.txt", tmp_path / "sw-out.txt"
     with open(inp, "w") as f:
         f.write(f"{len(rows)}\n")

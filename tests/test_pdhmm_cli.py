@@ -85,7 +85,7 @@ def test_stdin_and_stdout(tmp_path):
         ("1 1\nACGT III IIII IIII ++++\nACGT 00000000\n", "in.pd:5: read has 4 bases but QUAL has 3 characters"),
         ("1 2\nACGT IIII IIII IIII ++++\nACGT 00000000\n", "in.pd: truncated record: expected haplotype 2 of 2"),
         # valid text GKL refuses: a read base other than ACGTN at a SNP position
-        ("1 1\nACXT IIII IIII IIII ++++\nACGT 00000900\n", "in.pd: record 2, read 0, position 2: base 0x58"),
+        ("1 1\nACXT IIII IIII IIII ++++\nACGT 00000900\n", "in.pd:4: read 0, position 2: base 0x58"),
     ],
 )
 def test_errors_exit_2_without_output(tmp_path, content, words):

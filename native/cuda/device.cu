@@ -27,12 +27,27 @@ namespace {
 // build carries an image (SASS or PTX) for a device.
 __global__ void image_probe_kernel() {}
 
+// Whether the NVIDIA driver's library can be loaded. The CUDA runtime
+// reports a machine without any driver as "CUDA driver version is
+// insufficient for CUDA runtime version", the words it uses for a driver that
+// is too old; this tells the two apart.
+bool driver_library_loads() {
+    void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!lib) return false;
+    dlclose(lib);
+    return true;
+}
+
 void probe_devices(CudaProbe& p) {
     p.compiled = true;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
-        std::snprintf(p.status, sizeof(p.status), "no usable CUDA driver or device: %s", cudaGetErrorString(e));
+        if (!driver_library_loads())
+            std::snprintf(p.status, sizeof(p.status), "no NVIDIA driver found: libcuda.so.1 cannot be loaded");
+        else
+            std::snprintf(p.status, sizeof(p.status), "no usable CUDA driver or device: %s", cudaGetErrorString(e));
         cudaGetLastError();
         return;
     }

@@ -44,8 +44,8 @@ extern "C" {
 #define PYPHMM_E_NOMEM       2 /* host allocation failed */
 #define PYPHMM_E_UNAVAILABLE 3 /* the backend asked for is not usable here */
 #define PYPHMM_E_INTERNAL    4 /* a bug or an unexpected device failure */
-/* valid input this entry point does not handle (the native record reader's
- * subset): use the general path */
+/* an entry point declined valid input: pyphmm_pairhmm_file while
+ * PYPHMM_DEV's native_reader=0 turns the native record reader off */
 #define PYPHMM_E_UNSUPPORTED 5
 #define PYPHMM_E_IO          6 /* reading or writing a file failed; message names the file */
 
@@ -155,12 +155,12 @@ int pyphmm_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* ou
  * results written to out_path in the results format (values as Python's
  * repr()), in chunks of up to chunk_cells cells (<= 0: a default) while the
  * next chunks are parsed (on a few threads) and the previous one formatted.
- * This reader takes a strict subset of the format (fields split by spaces
- * or tabs, printable ASCII, unsigned counts): text outside it is
- * PYPHMM_E_UNSUPPORTED (the Python reader, pyphmm.io, which defines the
- * format, is the one to use then); a malformed file is
- * PYPHMM_E_INVALID with the Python reader's message naming file and line;
- * a failed read or write is PYPHMM_E_IO naming the file.
+ * It accepts the language pyphmm.io's reader accepts and reports a
+ * malformed file as PYPHMM_E_INVALID with that reader's message naming
+ * file and line; a failed read or write is PYPHMM_E_IO naming the file,
+ * memory that runs out PYPHMM_E_NOMEM naming the line of the first record
+ * being read or computed; PYPHMM_E_UNSUPPORTED, before anything is opened,
+ * while PYPHMM_DEV's native_reader=0 turns this reader off.
  * out_path may be partly written on failure. *records receives the number
  * of records, *stats the sums over the chunks' calls. progress (may be
  * NULL) points at 3 values, records, pairs and cells written so far, which
