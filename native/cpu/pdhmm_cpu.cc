@@ -75,8 +75,9 @@ int cpu_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions, double* out,
         order[i] = &pairs[i];
         cells += static_cast<int64_t>(pairs[i].m) * pairs[i].n;
     }
-    // Waking a pool thread costs microseconds: give each at least ~1 ms of
-    // work, so a small region (GATK's per-call case) does not pay for idle cores.
+    // Waking a pool thread costs microseconds: give each at least 256K cells
+    // (a few hundred microseconds), so a small region (GATK's per-call case)
+    // does not pay for idle cores.
     constexpr int64_t kCellsPerThread = 256 * 1024;
     threads = static_cast<int>(std::max<int64_t>(
         1, std::min<int64_t>(threads > 0 ? threads : available_cores(), cells / kCellsPerThread + 1)));
