@@ -7,7 +7,8 @@ runs in a child that saves its results; the parent compares them. The
 inputs mix lanes of every shape: stored GATK- and HaplotypeCaller-shaped
 regions (one call for all, and one call per region: other lane-mates),
 the edge cases (empty reads and haplotypes, underflow, open and nested
-deletion spans ...), and one of GKL's own test files.
+deletion spans ...), one of GKL's own test files, and regions of random
+bytes that GKL accepts.
 """
 
 import os
@@ -27,6 +28,7 @@ KERNELS = ["avx512", "avx2", "neon", "portable"]
 CHILD = """
 import numpy as np, pyphmm
 from devtools.pd_testdata import gkl_cases, raw_pdhmm, read_edge_file, stored_regions
+from test_pdhmm_kernels import random_regions
 parts = []
 for shape in ("gatk", "hc"):
     regions, _ = stored_regions(shape)
@@ -34,8 +36,41 @@ for shape in ("gatk", "hc"):
     parts += [pyphmm.compute_pd_likelihoods(r, h, backend="cpu", threads=1) for r, h in regions[:6]]
 parts += raw_pdhmm([(r, h) for _, r, h, _ in read_edge_file()])
 parts += raw_pdhmm([([r], [h]) for r, h, _ in gkl_cases("pdhmm_syn_199_68_51.txt")])
+parts += raw_pdhmm(random_regions(), threads=2)
 np.save({out!r}, np.concatenate([p.ravel() for p in parts]))
 """
+
+
+def random_regions(seed=41, count=40):
+    """Regions of random bytes GKL accepts: lengths 0..70 (empty reads and
+    haplotypes too), any PD byte, base qualities 0..254, gap qualities
+    0..127, bases of either case and N (and other bytes in reads whose
+    region has no SNP position), so lanes meet every combination."""
+    rng = np.random.default_rng(seed)
+    regions = []
+    for k in range(count):
+        odd = k % 4 == 3
+        alphabet = np.frombuffer(b"ACGTNacgtX.-" if odd else b"ACGTNacgt", np.uint8)
+
+        def seq(n, alphabet=alphabet):
+            return alphabet[rng.integers(0, alphabet.size, n)].tobytes()
+
+        def quals(n, hi):
+            return rng.integers(0, hi + 1, n).astype(np.uint8).tobytes()
+
+        reads = []
+        for _ in range(int(rng.integers(1, 9))):
+            n = int(rng.integers(0, 71))
+            reads.append((seq(n), quals(n, 254), quals(n, 127), quals(n, 127), quals(n, 127)))
+        haps = []
+        for _ in range(int(rng.integers(1, 7))):
+            n = int(rng.integers(0, 71))
+            pd = rng.integers(0, 256, n).astype(np.uint8)
+            if odd:
+                pd &= 0xFE  # no SNP positions where reads hold other bytes
+            haps.append((seq(n, np.frombuffer(b"ACGTNacgt", np.uint8)), pd.tobytes()))
+        regions.append((reads, haps))
+    return regions
 
 
 def cpu_runs(kernel):
@@ -54,7 +89,7 @@ def cpu_runs(kernel):
 
 def run_kernel(kernel, tmp_path):
     out = str(tmp_path / f"{kernel}.npy")
-    p = run_python(CHILD.format(out=out), env={"PYPHMM_DEV": f"cpu_kernel={kernel}"})
+    p = run_python(CHILD.format(out=out), env={"PYPHMM_DEV": f"cpu_kernel={kernel}"}, import_tests=True)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "warning" not in p.stderr, p.stderr  # a kernel the CPU cannot run is refused with a warning
     return np.load(out)
@@ -74,6 +109,7 @@ def gkl_values():
         parts += gkl + gkl[:6]
     parts += [w for *_, w in read_edge_file()]
     parts.append(np.full(199, np.nan))  # GKL's printed values: test_pdhmm.py checks them
+    parts += [np.full(len(r) * len(h), np.nan) for r, h in random_regions()]  # no stored values
     return np.concatenate([p.ravel() for p in parts])
 
 
