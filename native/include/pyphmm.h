@@ -35,7 +35,7 @@ extern "C" {
 /* CDEF-BEGIN */
 
 /* 3: options.device honoured + flags, stats GPU timing, info GPU sharing, config; 4: info.cuda_nap_percent;
- * 5: pyphmm_config_check, settings that do not parse are errors */
+ * 5: pyphmm_config_check, settings that do not parse are errors; pyphmm_pdhmm */
 #define PYPHMM_ABI_VERSION 5
 
 /* ---- status codes ------------------------------------------------------ */
@@ -229,6 +229,59 @@ int64_t pyphmm_sw_compact_cigars(char* cigars, const int64_t* cigar_offsets, int
 int pyphmm_sw_align_one(const uint8_t* ref, int64_t ref_len, const uint8_t* alt, int64_t alt_len,
                         const pyphmm_sw_params* params, int32_t strategy, char* cigar, int64_t cigar_capacity,
                         int32_t* alignment_offset, pyphmm_error* error);
+
+/* ---- PDHMM (GKL 0.9's partially determined PairHMM) ----------------------
+ * The PairHMM of GATK's --use-pdhmm and DRAGEN mode: a haplotype carries one
+ * PD byte per base that marks undetermined events (docs/PDHMM.md):
+ * a SNP position whose bits name the bases it may also be, and deletion
+ * spans (DEL_START on the first base, DEL_END on the last) that may be
+ * absent. Computed in double, as GKL is, with GKL's tables and GATK's
+ * rules (GKL's serial code: the deletion state carries across rows).
+ *
+ * Read r occupies [read_offsets[r], read_offsets[r+1]) of the five read
+ * arrays (raw phred qualities, not ASCII+33); haplotype h occupies
+ * [hap_offsets[h], hap_offsets[h+1]) of hap_bases and of hap_pd. Bases are
+ * compared as raw bytes ('N' matches everything, lowercase is not
+ * uppercase); at a SNP position a read base matches if it is one of the
+ * position's bases (A, C, G, T in either case).
+ * Results: region k writes num_reads*num_haps doubles at out + the previous
+ * regions' counts, out[r * num_haps + h]; -inf where the likelihood is
+ * zero (an empty read or haplotype, qualities of 0), as in GKL.
+ * PYPHMM_E_INVALID (message names region, read and position): an
+ * insertion, deletion or gap continuation quality above 127 (a negative
+ * Java byte), a base quality of 255 (GKL has no table entry for it; 128..254
+ * are used as GKL uses them), a read base other than A, C, G, T (either
+ * case) or N at a SNP position whose base it does not equal, offsets that
+ * are not non-decreasing, a region without reads or haplotypes.
+ * PYPHMM_E_INTERNAL: a result above 0 or NaN (GKL's failure status, a
+ * RuntimeException in Java; no valid input is known to give one).
+ * options->double_precision is ignored: PDHMM is double throughout.
+ * Backend: AUTO and CPU run on the CPU; CUDA is PYPHMM_E_UNAVAILABLE while
+ * the library has no GPU PDHMM. */
+#define PYPHMM_PD_SNP       1
+#define PYPHMM_PD_DEL_START 2
+#define PYPHMM_PD_DEL_END   4
+#define PYPHMM_PD_A         8
+#define PYPHMM_PD_C         16
+#define PYPHMM_PD_G         32
+#define PYPHMM_PD_T         64
+
+typedef struct pyphmm_pd_region {
+    int32_t num_reads;
+    int32_t num_haps;
+    const uint8_t* read_bases;
+    const uint8_t* read_quals;
+    const uint8_t* read_ins;
+    const uint8_t* read_dels;
+    const uint8_t* read_gcp;
+    const int64_t* read_offsets; /* num_reads + 1 entries, non-decreasing */
+    const uint8_t* hap_bases;
+    const uint8_t* hap_pd;      /* one PD byte per haplotype base, at hap_bases' offsets */
+    const int64_t* hap_offsets; /* num_haps + 1 entries, non-decreasing */
+} pyphmm_pd_region;
+
+int pyphmm_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions, double* out, const pyphmm_options* options,
+                 pyphmm_stats* stats, pyphmm_error* error);
 
 /* ---- library information ------------------------------------------------ */
 typedef struct pyphmm_info {

@@ -1,5 +1,5 @@
-"""Command line: ``pyphmm likelihoods``, ``pyphmm align``, ``pyphmm info``
-and the GATK and MPS helpers (docs/CLI.md).
+"""Command line: ``pyphmm likelihoods``, ``pyphmm pd-likelihoods``,
+``pyphmm align``, ``pyphmm info`` and the GATK and MPS helpers (docs/CLI.md).
 
 This package sits above the library: it imports pyphmm's modules, and none
 of them imports it.

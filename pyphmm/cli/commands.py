@@ -13,7 +13,7 @@ import sys
 
 from .. import _native
 from .._version import __version__
-from . import align, likelihoods
+from . import align, likelihoods, pd_likelihoods
 from .output import WriteError
 
 # Exceptions of a command that end it with one `pyphmm: error:` line: the
@@ -93,7 +93,7 @@ def _settings_status(inf) -> int:
 def check_settings(command: str) -> None:
     """A setting that does not parse fails a computing command before any
     input is read (ValueError: status 2)."""
-    if command in ("likelihoods", "align"):
+    if command in ("likelihoods", "pd-likelihoods", "align"):
         problem = _native.settings_error()
         if problem:
             raise ValueError(problem)
@@ -117,15 +117,16 @@ def _sharing_line(inf) -> str:
 # Commands defined in this package: a command line that names one of them
 # needs neither the GATK nor the MPS module (their imports are ~15 ms of a
 # record file's start-up).
-_OWN_COMMANDS = ("likelihoods", "align", "info")
+_OWN_COMMANDS = ("likelihoods", "pd-likelihoods", "align", "info")
 
 
 def build_parser(argv=()) -> argparse.ArgumentParser:
     first = next((a for a in argv if not a.startswith("-")), None)
-    p = argparse.ArgumentParser(prog="pyphmm", description="GATK PairHMM and Smith-Waterman, GPU and CPU.")
+    p = argparse.ArgumentParser(prog="pyphmm", description="GATK PairHMM, PDHMM and Smith-Waterman, GPU and CPU.")
     p.add_argument("--version", action="version", version=f"pyphmm {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     likelihoods.add_parser(sub, _positive_int)
+    pd_likelihoods.add_parser(sub, _positive_int)
     align.add_parser(sub, _positive_int)
     inf = sub.add_parser("info", help="version, backends, GPU")
     inf.add_argument("--json", action="store_true", help="machine-readable output")
