@@ -5,12 +5,14 @@ Two ways to make unmodified GATK call pyphmm:
 - the shim jar (pyphmm-gatk.jar) placed before GATK on the class path: it
   holds GKL's binding classes, backed by libpyphmm.so;
 - a directory of libraries with GKL's file names, for GKL's own classes when
-  GATK runs with USE_LIBRARY_PATH=1 and -Djava.library.path=DIR (Debian's
-  GKL always loads from there). GKL's loader then takes *every* GKL library
-  from that directory, so besides pyphmm under the PairHMM, Smith-Waterman
-  and utils names it must hold GKL's own compression (IntelDeflater /
-  IntelInflater) and PDHMM libraries, taken from the user's GATK jar or a
-  directory of GKL libraries.
+  GATK runs with USE_LIBRARY_PATH=1 and -Djava.library.path=DIR (GKL 0.9,
+  in GATK 4.6, reads java.library.path only when the environment variable
+  USE_LIBRARY_PATH is set, else it extracts its own libraries from its jar;
+  Debian's GKL always loads from there). GKL's loader then takes *every*
+  GKL library from that directory, so besides pyphmm under the PairHMM,
+  PDHMM, Smith-Waterman and utils names it must hold GKL's own compression
+  library (IntelDeflater / IntelInflater), taken from the user's GATK jar or
+  a directory of GKL libraries.
 """
 
 from __future__ import annotations
@@ -24,13 +26,18 @@ import zipfile
 from . import _native
 
 JAR_NAME = "pyphmm-gatk.jar"
-GKL_LIBRARY_NAMES = ("libgkl_pairhmm.so", "libgkl_pairhmm_omp.so", "libgkl_smithwaterman.so", "libgkl_utils.so")
+GKL_LIBRARY_NAMES = (
+    "libgkl_pairhmm.so",
+    "libgkl_pairhmm_omp.so",
+    "libgkl_pdhmm.so",
+    "libgkl_smithwaterman.so",
+    "libgkl_utils.so",
+)
 # GKL's libraries pyphmm does not replace, with what GATK loses without them
 # under USE_LIBRARY_PATH=1.
 GKL_OWN_LIBRARIES = {
     "libgkl_compression.so": "Intel's deflater and inflater (GATK falls back to the JDK's, "
     "slower BAM/CRAM/VCF.gz compression)",
-    "libgkl_pdhmm.so": "PDHMM (HaplotypeCaller --use-pdhmm of GATK 4.6 / GKL 0.9 fails to load it)",
 }
 GKL_NATIVE_IN_JAR = "com/intel/gkl/native/"  # where GKL's jar (inside GATK's) keeps them
 GATK_MAIN = "org.broadinstitute.hellbender.Main"
@@ -51,7 +58,7 @@ def write_libdir(directory: str, copy: bool = False, gatk_jar: str | None = None
     """Fills `directory` for GATK's USE_LIBRARY_PATH=1 mode; returns
     (written paths, {missing GKL library: what GATK loses}).
 
-    pyphmm's four GKL names are links to libpyphmm.so (not copies) so the JVM,
+    pyphmm's GKL names (GKL_LIBRARY_NAMES) are links to libpyphmm.so (not copies) so the JVM,
     which keys loaded libraries by canonical path, loads pyphmm once and every
     GKL native shares its state; with copy=True, libpyphmm.so itself is copied
     into the directory first (a relocatable directory) and the names link to
@@ -205,7 +212,7 @@ def add_subcommands(sub) -> None:
     d.add_argument(
         "--gatk-jar",
         default=None,
-        help="GATK local jar to take GKL's own compression and PDHMM libraries from (default: $GATK_LOCAL_JAR)",
+        help="GATK local jar to take GKL's own compression library from (default: $GATK_LOCAL_JAR)",
     )
     d.add_argument(
         "--gkl-libs",
