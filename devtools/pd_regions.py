@@ -19,7 +19,8 @@ not) with sequencing errors at their base qualities, GATK's gap penalties
 (flat 45/45/10, or per-base BI/BD-like values) and the occasional N.
 
 Shapes follow HaplotypeCaller's --use-pdhmm calls (issue 41): many reads x
-few haplotypes, reads 50-150 bp, haplotypes 100-400 bp. A read is (bases,
+few haplotypes, reads 50-150 bp, haplotypes 100-400 bp; ``workload`` gives
+the benchmarks' sets. A read is (bases,
 quals, ins, dels, gcp) and a haplotype (bases, pd), all bytes, qualities raw
 phred: the fields of gatk-native-bindings 1.1.0's holders.
 """
@@ -99,33 +100,43 @@ def _haplotype(ref: bytes, events: list, determined: int) -> tuple:
     return bytes(bases), bytes(pd)
 
 
-def _realise(rng, bases: bytes, pd: bytes) -> bytes:
+def _realise(rng, bases: bytes, pd: bytes, marked: list) -> bytes:
     """One sequence a haplotype stands for: each undetermined SNP takes
-    one of its bases, each marked span is kept or dropped."""
+    one of its bases, each marked span is kept or dropped. marked: the
+    positions whose PD byte is not 0."""
     out, j = bytearray(), 0
-    while j < len(bases):
-        p = pd[j]
+    k = 0
+    while k < len(marked):
+        at = marked[k]
+        out += bases[j:at]
+        p = pd[at]
         if p & DEL_START:
-            end = j
-            while end < len(bases) and not pd[end] & DEL_END:
+            end = at
+            while not pd[end] & DEL_END:
                 end += 1
             if rng.random() < 0.5:
-                out += bases[j : end + 1]
+                out += bases[at : end + 1]
             j = end + 1
+            while k < len(marked) and marked[k] <= end:
+                k += 1
             continue
         if p & SNP and rng.random() < 0.5:
             choices = [b for b, bit in BASE_BIT.items() if p & bit]
             out.append(choices[int(rng.integers(0, len(choices)))])
         else:
-            out.append(bases[j])
-        j += 1
+            out.append(bases[at])
+        j = at + 1
+        k += 1
+    out += bases[j:]
     return bytes(out)
 
 
 def _read(rng, source: bytes, length: int, flat_gaps: bool) -> tuple:
     length = min(length, len(source))
     start = int(rng.integers(0, len(source) - length + 1))
-    q = np.clip(np.rint(rng.normal(34, 6, length) - np.linspace(0, rng.uniform(0, 10), length)), 6, 41)
+    q = np.clip(
+        np.rint(rng.normal(34, 6, length) - np.arange(length) * (rng.uniform(0, 10) / max(1, length - 1))), 6, 41
+    )
     quals = q.astype(np.uint8)
     read = bytearray(source[start : start + length])
     err = rng.random(length) < np.maximum(10.0 ** (-q / 10.0), 1e-3)
@@ -152,22 +163,53 @@ def make_pd_region(rng, n_reads: int, n_haps: int, read_len=(50, 150), ref_len=(
     haps = [_haplotype(ref, events, h - 1) for h in range(n_haps)]
     flat = rng.random() < 0.6
     nominal = int(rng.integers(read_len[0], read_len[1] + 1))
+    marks = [[i for i, p in enumerate(pd) if p] for _, pd in haps]
     reads = []
     for _ in range(n_reads):
-        bases, pd = haps[int(rng.integers(0, n_haps))]
+        h = int(rng.integers(0, n_haps))
         length = nominal if rng.random() < 0.7 else int(rng.integers(read_len[0], nominal + 1))
-        reads.append(_read(rng, _realise(rng, bases, pd), length, flat))
+        reads.append(_read(rng, _realise(rng, *haps[h], marks[h]), length, flat))
     return reads, haps
 
 
-def gatk_regions(n: int, seed: int, reads=(10, 60), haps=(2, 8)) -> list:
+def gatk_regions(n: int, seed: int, reads=(10, 60), haps=(2, 8), read_len=(50, 150), ref_len=(100, 400)) -> list:
     """n regions of GATK's --use-pdhmm shape (seeded: the same arguments
     always give the same regions)."""
     rng = np.random.default_rng(seed)
     return [
-        make_pd_region(rng, int(rng.integers(reads[0], reads[1] + 1)), int(rng.integers(haps[0], haps[1] + 1)))
+        make_pd_region(
+            rng, int(rng.integers(reads[0], reads[1] + 1)), int(rng.integers(haps[0], haps[1] + 1)), read_len, ref_len
+        )
         for _ in range(n)
     ]
+
+
+def _hc_haps(rng) -> int:
+    u = rng.random()
+    if u < 0.75:
+        return int(rng.integers(2, 9))
+    if u < 0.95:
+        return int(rng.integers(9, 25))
+    return int(rng.integers(25, 115))
+
+
+def workload(shape: str, n: int, seed: int) -> list:
+    """Benchmark workloads (seeded):
+    - "hc": HaplotypeCaller --use-pdhmm's calls as measured in issue 41 (a
+      median of 90 reads, 46-203, x 6 haplotypes, 2-114 with a long tail;
+      reads 50-100 bp, haplotypes 100-365 bp);
+    - "issue": issue 41's GKL scale figure (10-60 reads of 100-150 bp x
+      2-16 haplotypes of 250-500 bp)."""
+    rng = np.random.default_rng(seed)
+    if shape == "issue":
+        return gatk_regions(n, seed, reads=(10, 60), haps=(2, 16), read_len=(100, 150), ref_len=(250, 500))
+    if shape != "hc":
+        raise ValueError(f"unknown workload shape {shape!r} (hc, issue)")
+    out = []
+    for _ in range(n):
+        reads = int(np.clip(np.rint(rng.lognormal(np.log(90), 0.45)), 10, 250))
+        out.append(make_pd_region(rng, reads, _hc_haps(rng), (50, 100), (100, 365)))
+    return out
 
 
 def region_cells(region) -> int:
