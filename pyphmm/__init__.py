@@ -1,4 +1,4 @@
-"""pyphmm: GATK's PairHMM and Smith-Waterman kernels on GPU and CPU.
+"""pyphmm: GATK's PairHMM, PDHMM and Smith-Waterman kernels on GPU and CPU.
 
 Results follow Intel GKL (what GATK's HaplotypeCaller runs): PairHMM log10
 likelihoods within 1e-5 of GKL's, Smith-Waterman CIGARs identical to GATK's.
@@ -17,6 +17,24 @@ from ._version import __version__
 # The array API loads on first use (PEP 562), so `python -m pyphmm` on a
 # record file, which runs in native code, starts without importing numpy.
 _LAZY = {name: ".pairhmm" for name in ("HaplotypeBatch", "Read", "ReadBatch", "compute_likelihoods", "compute_regions")}
+_LAZY.update(
+    {
+        name: ".pdhmm"
+        for name in (
+            "PDHaplotype",
+            "PDHaplotypeBatch",
+            "compute_pd_likelihoods",
+            "compute_pd_regions",
+            "PD_SNP",
+            "PD_DEL_START",
+            "PD_DEL_END",
+            "PD_A",
+            "PD_C",
+            "PD_G",
+            "PD_T",
+        )
+    }
+)
 _LAZY.update(
     {
         name: ".sw"
@@ -57,6 +75,17 @@ __all__ = [
     "HaplotypeBatch",
     "compute_likelihoods",
     "compute_regions",
+    "PDHaplotype",
+    "PDHaplotypeBatch",
+    "compute_pd_likelihoods",
+    "compute_pd_regions",
+    "PD_SNP",
+    "PD_DEL_START",
+    "PD_DEL_END",
+    "PD_A",
+    "PD_C",
+    "PD_G",
+    "PD_T",
     "sw",
     "align",
     "align_batch",

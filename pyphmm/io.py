@@ -6,6 +6,9 @@ Input, one record per active region::
     READ QUAL INS DEL GCP      # R lines; qualities are ASCII+33 text
     HAP                        # H lines
 
+PDHMM records (``read_pd_records``) are the same but for the haplotype
+lines, ``HAP PD``: the PD bytes as two hex digits per base.
+
 Output, per record: the header line ``R H`` then R lines of H
 space-separated log10 likelihoods.
 
@@ -21,6 +24,7 @@ from typing import IO, Iterator, Tuple, Union
 import numpy as np
 
 from .pairhmm import HaplotypeBatch, ReadBatch
+from .pdhmm import PDHaplotypeBatch
 
 PathOrFile = Union[str, os.PathLike, IO[str]]
 
@@ -105,6 +109,19 @@ def read_records(source: PathOrFile) -> Iterator[Tuple[ReadBatch, HaplotypeBatch
     ASCII text (a byte-order mark, non-ASCII, NUL) and records whose results
     would not fit in this machine's memory.
     """
+    return _records(source, _parse_hap, _hap_batch)
+
+
+def read_pd_records(source: PathOrFile) -> Iterator[Tuple[ReadBatch, PDHaplotypeBatch]]:
+    """Yields ``(reads, haplotypes)`` for each record of a PDHMM record file
+    (haplotype lines ``HAP PD``), ready for :func:`pyphmm.compute_pd_likelihoods`:
+    ``haplotypes`` is a :class:`PDHaplotypeBatch`. Errors as
+    :func:`read_records`, and for a PD field that is not two hex digits
+    per base."""
+    return _records(source, _parse_pd_hap, _pd_hap_batch)
+
+
+def _records(source, parse_hap, hap_batch):
     f, owned, name = _open_lines(source)
     lineno = 0
     try:
@@ -135,8 +152,8 @@ def read_records(source: PathOrFile) -> Iterator[Tuple[ReadBatch, HaplotypeBatch
             reads = _ReadColumns()
             for i in range(num_reads):
                 reads.add(record_line("read", i, num_reads), name, lineno)
-            haps = [_parse_hap(record_line("haplotype", i, num_haps), name, lineno) for i in range(num_haps)]
-            yield reads.batch(name), _hap_batch(haps)
+            haps = [parse_hap(record_line("haplotype", i, num_haps), name, lineno) for i in range(num_haps)]
+            yield reads.batch(name), hap_batch(haps)
     finally:
         if owned:
             f.close()
@@ -211,6 +228,28 @@ def _hap_batch(haps) -> HaplotypeBatch:
     return HaplotypeBatch(np.frombuffer("".join(haps).encode("ascii"), dtype=np.uint8), offsets)
 
 
+def _parse_pd_hap(line: str, name: str, lineno: int) -> Tuple[str, bytes]:
+    parts = line.split()
+    if len(parts) != 2:
+        raise RecordError(f"{name}:{lineno}: expected a haplotype and its PD bytes (HAP PD), found {len(parts)} fields")
+    hap, pd = parts
+    if len(pd) != 2 * len(hap):
+        raise RecordError(
+            f"{name}:{lineno}: haplotype has {len(hap)} bases but PD has {len(pd)} characters (two hex digits per base)"
+        )
+    try:
+        return hap, bytes.fromhex(pd)
+    except ValueError:
+        raise RecordError(f"{name}:{lineno}: PD {quote(pd)} is not hex digits") from None
+
+
+def _pd_hap_batch(haps) -> PDHaplotypeBatch:
+    offsets = np.zeros(len(haps) + 1, dtype=np.int64)
+    np.cumsum([len(h) for h, _ in haps], out=offsets[1:])
+    bases = np.frombuffer("".join(h for h, _ in haps).encode("ascii"), dtype=np.uint8)
+    return PDHaplotypeBatch(bases, np.frombuffer(b"".join(p for _, p in haps), dtype=np.uint8), offsets)
+
+
 def format_record(likelihoods: np.ndarray) -> str:
     """One record of results: header line, then one line per read.
 
@@ -265,13 +304,9 @@ def read_results(source: PathOrFile) -> Iterator[np.ndarray]:
             f.close()
 
 
-def format_input_record(reads: ReadBatch, haplotypes: HaplotypeBatch) -> str:
-    """One input record (header, read lines, haplotype lines) as text.
-
-    Qualities are written as ASCII+33, so raw values must lie within 0..93
-    (``~`` is the last printable character).
-    """
-    lines = [f"{len(reads)} {len(haplotypes)}"]
+def _read_lines(reads: ReadBatch) -> list:
+    """A record's read lines; raw qualities must lie within 0..93 (ASCII+33
+    ends at ``~``)."""
     quals = []
     for name in ("quals", "ins", "dels", "gcp"):
         arr = getattr(reads, name)
@@ -279,21 +314,52 @@ def format_input_record(reads: ReadBatch, haplotypes: HaplotypeBatch) -> str:
             raise ValueError(f"read {name}: value {int(arr.max())} does not fit ASCII+33 text (max 93)")
         quals.append((arr + 33).astype(np.uint8).tobytes().decode("ascii"))
     bases = reads.bases.tobytes().decode("ascii")
+    lines = []
     for s, e in zip(reads.offsets[:-1].tolist(), reads.offsets[1:].tolist()):
         lines.append(" ".join([bases[s:e]] + [q[s:e] for q in quals]))
+    return lines
+
+
+def format_input_record(reads: ReadBatch, haplotypes: HaplotypeBatch) -> str:
+    """One input record (header, read lines, haplotype lines) as text.
+
+    Qualities are written as ASCII+33, so raw values must lie within 0..93
+    (``~`` is the last printable character).
+    """
+    lines = [f"{len(reads)} {len(haplotypes)}"] + _read_lines(reads)
     hap = haplotypes.bases.tobytes().decode("ascii")
     for s, e in zip(haplotypes.offsets[:-1].tolist(), haplotypes.offsets[1:].tolist()):
         lines.append(hap[s:e])
     return "\n".join(lines) + "\n"
 
 
+def format_pd_input_record(reads: ReadBatch, haplotypes: PDHaplotypeBatch) -> str:
+    """One PDHMM input record: as :func:`format_input_record`, with each
+    haplotype line followed by its PD bytes in hex."""
+    lines = [f"{len(reads)} {len(haplotypes)}"] + _read_lines(reads)
+    hap = haplotypes.bases.tobytes().decode("ascii")
+    for s, e in zip(haplotypes.offsets[:-1].tolist(), haplotypes.offsets[1:].tolist()):
+        lines.append(f"{hap[s:e]} {haplotypes.pd[s:e].tobytes().hex()}")
+    return "\n".join(lines) + "\n"
+
+
 def write_input_records(target: PathOrFile, regions) -> None:
     """Writes an iterable of ``(ReadBatch, HaplotypeBatch)`` as a record file
     that :func:`read_records` reads back to the same arrays."""
+    _write_inputs(target, regions, format_input_record)
+
+
+def write_pd_input_records(target: PathOrFile, regions) -> None:
+    """Writes an iterable of ``(ReadBatch, PDHaplotypeBatch)`` as a PDHMM
+    record file that :func:`read_pd_records` reads back to the same arrays."""
+    _write_inputs(target, regions, format_pd_input_record)
+
+
+def _write_inputs(target, regions, fmt) -> None:
     f, owned = _open(target, "w")
     try:
         for reads, haps in regions:
-            f.write(format_input_record(reads, haps))
+            f.write(fmt(reads, haps))
     finally:
         if owned:
             f.close()

@@ -1,6 +1,7 @@
 // What the CPU kernels need to know about the processor they run on, per
 // architecture: whether AArch64's Advanced SIMD (NEON) is usable, and the
-// calling thread's flush-to-zero (FTZ) mode.
+// calling thread's flush-to-zero (FTZ) mode: PairHMM runs with it on (as
+// GKL's PairHMM does), PDHMM with denormals kept (as GKL's PDHMM does).
 //
 // FTZ is MXCSR bit 15 on x86 (FTZ only; DAZ is left alone, as GKL does) and
 // FPCR bit 24 (FZ) on AArch64. FZ also reads denormal inputs as zero, which
@@ -66,6 +67,40 @@ class FlushToZero {
 
   private:
     bool saved_;
+};
+
+// Denormals kept for the calling thread while alive: FTZ off, and DAZ off
+// on x86 (MXCSR bit 6); the caller's mode is restored afterwards. GKL's
+// PDHMM never sets FTZ, and its results below about -300 (and every cell
+// on the way to one) depend on denormal arithmetic.
+class KeepDenormals {
+  public:
+    KeepDenormals() {
+#if defined(__x86_64__) || defined(__i386__)
+        saved_ = _mm_getcsr();
+        if (saved_ & kFtzDaz) _mm_setcsr(saved_ & ~kFtzDaz);
+#else
+        saved_ = flush_to_zero();
+        if (saved_) set_flush_to_zero(false);
+#endif
+    }
+    ~KeepDenormals() {
+#if defined(__x86_64__) || defined(__i386__)
+        if (saved_ & kFtzDaz) _mm_setcsr(saved_);
+#else
+        if (saved_) set_flush_to_zero(true);
+#endif
+    }
+    KeepDenormals(const KeepDenormals&) = delete;
+    KeepDenormals& operator=(const KeepDenormals&) = delete;
+
+  private:
+#if defined(__x86_64__) || defined(__i386__)
+    static constexpr unsigned kFtzDaz = 0x8040u;
+    unsigned saved_;
+#else
+    bool saved_;
+#endif
 };
 
 }  // namespace pyphmm

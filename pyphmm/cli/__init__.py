@@ -1,5 +1,5 @@
-"""Command line: ``pyphmm likelihoods``, ``pyphmm align``, ``pyphmm info``
-and the GATK helpers.
+"""Command line: ``pyphmm likelihoods``, ``pyphmm pd-likelihoods``,
+``pyphmm align``, ``pyphmm info`` and the GATK helpers.
 
 This package sits above the library: it imports pyphmm's modules, and none
 of them imports it. Modules that need numpy are imported by the commands
@@ -21,7 +21,7 @@ import threading
 
 from .. import _native
 from .._version import __version__
-from . import align, likelihoods
+from . import align, likelihoods, pd_likelihoods
 
 
 class Terminated(BaseException):
@@ -113,15 +113,16 @@ def _sharing_line(inf) -> str:
 # Commands defined in this package: a command line that names one of them
 # needs neither the GATK nor the MPS module (their imports are ~15 ms of a
 # record file's start-up).
-_OWN_COMMANDS = ("likelihoods", "align", "info")
+_OWN_COMMANDS = ("likelihoods", "pd-likelihoods", "align", "info")
 
 
 def build_parser(argv=()) -> argparse.ArgumentParser:
     first = next((a for a in argv if not a.startswith("-")), None)
-    p = argparse.ArgumentParser(prog="pyphmm", description="GATK PairHMM and Smith-Waterman, GPU and CPU.")
+    p = argparse.ArgumentParser(prog="pyphmm", description="GATK PairHMM, PDHMM and Smith-Waterman, GPU and CPU.")
     p.add_argument("--version", action="version", version=f"pyphmm {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     likelihoods.add_parser(sub, _positive_int)
+    pd_likelihoods.add_parser(sub, _positive_int)
     align.add_parser(sub, _positive_int)
     inf = sub.add_parser("info", help="version, backends, GPU")
     inf.add_argument("--json", action="store_true", help="machine-readable output")
@@ -151,7 +152,7 @@ def main(argv=None) -> int:
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        if args.command in ("likelihoods", "align"):
+        if args.command in ("likelihoods", "pd-likelihoods", "align"):
             # a setting that does not parse fails the run before any input is read
             problem = _native.settings_error()
             if problem:

@@ -1,0 +1,172 @@
+// pyphmm_pdhmm: argument checks with GKL's rules (what GKL refuses is
+// PYPHMM_E_INVALID here, naming region, read and position), the backend of
+// the call, statistics. Kernels never see unchecked input.
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "common/errors.h"
+#include "common/pd_tables.h"
+#include "cpu/pdhmm_cpu.h"
+#include "dispatch/policy.h"
+#include "pyphmm.h"
+
+namespace pyphmm {
+
+namespace {
+
+// Sequences delimited by offsets[0..count]: each starts at or after 0 and
+// holds 0..INT32_MAX bytes (empty ones are allowed: GKL gives -inf).
+int check_offsets(const int64_t* offsets, int32_t count, const char* what, int64_t k, pyphmm_error* err) {
+    for (int32_t i = 0; i < count; ++i) {
+        const int64_t len = offsets[i + 1] - offsets[i];
+        if (offsets[i] < 0 || len < 0 || len > INT32_MAX)
+            return set_error(err, PYPHMM_E_INVALID, "region %lld, %s %d: invalid offsets (%lld to %lld)", (long long)k,
+                             what, i, (long long)offsets[i], (long long)offsets[i + 1]);
+    }
+    return PYPHMM_OK;
+}
+
+// GKL refuses gap qualities that are negative as Java bytes (> 127 here),
+// and has no table entry for a base quality of 255 (Java byte -1).
+int check_quals(const pyphmm_pd_region& g, int64_t k, pyphmm_error* err) {
+    for (int32_t r = 0; r < g.num_reads; ++r) {
+        const int64_t a = g.read_offsets[r], b = g.read_offsets[r + 1];
+        for (int64_t i = a; i < b; ++i) {
+            const struct {
+                const char* name;
+                int value, max;
+            } fields[] = {{"base quality", g.read_quals[i], kPdMaxQual},
+                          {"insertion quality", g.read_ins[i], kPdMaxGapQual},
+                          {"deletion quality", g.read_dels[i], kPdMaxGapQual},
+                          {"gap continuation penalty", g.read_gcp[i], kPdMaxGapQual}};
+            for (const auto& f : fields)
+                if (f.value > f.max)
+                    return set_error(err, PYPHMM_E_INVALID,
+                                     "region %lld, read %d, position %lld: %s %d is above %d (GKL refuses it)",
+                                     (long long)k, r, (long long)(i - a), f.name, f.value, f.max);
+        }
+    }
+    return PYPHMM_OK;
+}
+
+inline bool snp_base(uint8_t b) {
+    switch (b) {
+        case 'A':
+        case 'C':
+        case 'G':
+        case 'T':
+        case 'a':
+        case 'c':
+        case 'g':
+        case 't':
+        case 'N': return true;
+        default: return false;
+    }
+}
+
+// The bytes at a haplotype's SNP positions other than N: a read byte x
+// that is not A, C, G, T (either case) or N meets one of them unless every
+// one equals x (equal bytes match before the SNP test).
+struct SnpBytes {
+    int distinct = 0;  // 0, 1 or 2 (two or more)
+    uint8_t only = 0;
+    bool conflicts(uint8_t x) const { return distinct > 1 || (distinct == 1 && only != x); }
+};
+
+SnpBytes snp_bytes(const pyphmm_pd_region& g, int32_t h) {
+    SnpBytes s;
+    for (int64_t j = g.hap_offsets[h]; j < g.hap_offsets[h + 1]; ++j) {
+        const uint8_t y = g.hap_bases[j];
+        if (!(g.hap_pd[j] & kPdSnp) || y == 'N' || (s.distinct == 1 && y == s.only)) continue;
+        if (s.distinct++ == 0) s.only = y;
+        if (s.distinct > 1) break;
+    }
+    return s;
+}
+
+// GKL (and GATK's "Found unexpected base in alt alleles") refuse a read
+// base other than A, C, G, T or N at a SNP position it does not equal.
+int check_snp_bases(const pyphmm_pd_region& g, int64_t k, pyphmm_error* err) {
+    std::vector<SnpBytes> haps(g.num_haps);
+    for (int32_t h = 0; h < g.num_haps; ++h) haps[h] = snp_bytes(g, h);
+    for (int32_t r = 0; r < g.num_reads; ++r) {
+        const int64_t a = g.read_offsets[r], b = g.read_offsets[r + 1];
+        for (int64_t i = a; i < b; ++i) {
+            const uint8_t x = g.read_bases[i];
+            if (snp_base(x)) continue;
+            for (int32_t h = 0; h < g.num_haps; ++h) {
+                if (!haps[h].conflicts(x)) continue;
+                int64_t j = g.hap_offsets[h];
+                while (!(g.hap_pd[j] & kPdSnp) || g.hap_bases[j] == 'N' || g.hap_bases[j] == x) ++j;
+                return set_error(err, PYPHMM_E_INVALID,
+                                 "region %lld, read %d, position %lld: base 0x%02x is not A, C, G, T or N but meets "
+                                 "the SNP position %lld of haplotype %d (GKL refuses it)",
+                                 (long long)k, r, (long long)(i - a), x, (long long)(j - g.hap_offsets[h]), h);
+            }
+        }
+    }
+    return PYPHMM_OK;
+}
+
+int check_region(const pyphmm_pd_region& g, int64_t k, int64_t* cells, pyphmm_error* err) {
+    if (g.num_reads <= 0 || g.num_haps <= 0)
+        return set_error(err, PYPHMM_E_INVALID, "region %lld: %d reads and %d haplotypes (GKL needs at least one each)",
+                         (long long)k, g.num_reads, g.num_haps);
+    if (!g.read_offsets || !g.read_bases || !g.read_quals || !g.read_ins || !g.read_dels || !g.read_gcp)
+        return set_error(err, PYPHMM_E_INVALID, "region %lld: NULL read buffer", (long long)k);
+    if (!g.hap_offsets || !g.hap_bases || !g.hap_pd)
+        return set_error(err, PYPHMM_E_INVALID, "region %lld: NULL haplotype buffer", (long long)k);
+    if (int rc = check_offsets(g.read_offsets, g.num_reads, "read", k, err)) return rc;
+    if (int rc = check_offsets(g.hap_offsets, g.num_haps, "haplotype", k, err)) return rc;
+    if (int rc = check_quals(g, k, err)) return rc;
+    if (int rc = check_snp_bases(g, k, err)) return rc;
+    int64_t read_total = 0, hap_total = 0;
+    for (int32_t r = 0; r < g.num_reads; ++r) read_total += g.read_offsets[r + 1] - g.read_offsets[r];
+    for (int32_t h = 0; h < g.num_haps; ++h) hap_total += g.hap_offsets[h + 1] - g.hap_offsets[h];
+    *cells += read_total * hap_total;
+    return PYPHMM_OK;
+}
+
+// The backend of a PDHMM call: the CPU for CPU and AUTO (the GPU kernel is
+// not there yet), PYPHMM_E_UNAVAILABLE (as a negative value) for CUDA.
+int pdhmm_backend(const pyphmm_options* options, pyphmm_error* error) {
+    if (requested_backend(options) == PYPHMM_BACKEND_CUDA)
+        return -set_error(error, PYPHMM_E_UNAVAILABLE,
+                          "CUDA backend requested but unavailable: no GPU PDHMM in this build");
+    return PYPHMM_BACKEND_CPU;
+}
+
+}  // namespace
+
+}  // namespace pyphmm
+
+using namespace pyphmm;
+
+extern "C" int pyphmm_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions, double* out,
+                            const pyphmm_options* options, pyphmm_stats* stats, pyphmm_error* error) {
+    clear_error(error);
+    clear_stats(stats);
+    return guarded(error, [&]() -> int {
+        if (int rc = check_options(options, error)) return rc;
+        if (num_regions < 0)
+            return set_error(error, PYPHMM_E_INVALID, "negative region count %lld", (long long)num_regions);
+        if (num_regions > 0 && !regions) return set_error(error, PYPHMM_E_INVALID, "regions is NULL");
+        int64_t cells = 0, results = 0;
+        for (int64_t k = 0; k < num_regions; ++k) {
+            if (int rc = check_region(regions[k], k, &cells, error)) return rc;
+            results += static_cast<int64_t>(regions[k].num_reads) * regions[k].num_haps;
+        }
+        if (results > 0 && !out) return set_error(error, PYPHMM_E_INVALID, "output buffer is NULL");
+        const int backend = pdhmm_backend(options, error);
+        if (backend < 0) return -backend;
+        if (results == 0) return PYPHMM_OK;
+        pyphmm_stats local;
+        pyphmm_stats* st = stats ? stats : &local;
+        clear_stats(st);
+        const int rc = cpu_pdhmm(regions, num_regions, out, default_threads(options), st, error);
+        st->cpu_regions = num_regions;
+        st->cpu_cells = cells;
+        return rc;
+    });
+}
