@@ -1,5 +1,6 @@
-"""The stored peer data of the PDHMM Java tests: GATK-shaped PD regions
-(devtools.pd_regions) and GKL 0.9's likelihoods for them, computed by GKL
+"""The stored peer data of the PDHMM Java tests: PD regions of both
+devtools.pd_regions shapes (HaplotypeCaller's, 3 of at most 700 pairs;
+issue 41's GATK-shaped, 4 of at most 300) and GKL 0.9's likelihoods for them, computed by GKL
 0.9's own IntelPDHMM through GATK HEAD's calls (tests/java/GatkHeadPdhmm.java:
 8 threads, AVX level and OpenMP FASTEST_AVAILABLE, 1024 MB, one
 computeLikelihoods per region). CI has no GKL 0.9, so the tests compare
@@ -32,7 +33,11 @@ SEED = 4109
 
 
 def regions():
-    return pd_regions.gatk_regions(8, seed=SEED, reads=(10, 40), haps=(2, 6))
+    out = []
+    for shape, n, max_pairs in (("hc", 3, 700), ("gatk", 4, 300)):
+        small = [r for r in pd_regions.generate(30, SEED, shape) if len(r[0]) * len(r[1]) <= max_pairs]
+        out += [jh.as_pd_holders(r) for r in small[:n]]
+    return out
 
 
 def run_head_caller(classpath, work, pd_file, *, env=None, jvm_args=()) -> tuple:

@@ -14,9 +14,9 @@ and OpenMP on T threads (FASTEST_AVAILABLE, as GATK's default). Every mode
 makes a warm-up pass; GKL's one-thread modes then time one pass (they are
 slow), the others --reps.
 
-Workloads (devtools.pd_regions.workload): "hc", HaplotypeCaller
---use-pdhmm's calls as measured in issue 41 (default), or "issue", the
-issue's GKL scale figure.
+Workloads (devtools.pd_regions): "hc", HaplotypeCaller --use-pdhmm's calls
+as measured in issue 41 (default), or "gatk", the issue's GATK-shaped
+regions.
 
 Needs a JRE, the shim jar (--shim-jar, $PYPHMM_GATK_JAR, default
 pyphmm/pyphmm-gatk.jar), the harness class (--classes DIR, else compiled
@@ -94,7 +94,7 @@ def max_diff(a, b) -> float:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="bench_pdhmm_jni.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--shape", default="hc", choices=("hc", "issue"))
+    p.add_argument("--shape", default="hc", choices=pd_regions.SHAPES)
     p.add_argument("--regions", type=int, default=200)
     p.add_argument("--scalar", action="store_true", help="also GKL's SCALAR mode (one thread, slow)")
     p.add_argument("--seed", type=int, default=41)
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
         gkl = (["gkl:1:AVX512:1"] if cpu_has_avx512() else []) + ["gkl:1:AVX2:1"] + ["gkl:1:SCALAR:1"] * args.scalar
         modes = gkl + [f"gkl:{t}:FASTEST_AVAILABLE"] + modes
     with tempfile.TemporaryDirectory() as work:
-        regions = pd_regions.workload(args.shape, args.regions, args.seed)
+        regions = [jh.as_pd_holders(r) for r in pd_regions.generate(args.regions, args.seed, args.shape)]
         records = jh.write_pd_regions(regions, os.path.join(work, "regions.in"))
         classes = harness_classes(args.classes, work)
         shim_cp, gkl_path = class_paths(args.shim_jar, gkl_cp)
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
         rows = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
         dumps = {r["mode"]: read_dump(os.path.join(work, "out." + r["mode"].replace(":", "_"))) for r in rows}
     pairs = sum(len(r) * len(h) for r, h in regions)
-    cells = sum(pd_regions.region_cells(r) for r in regions)
+    cells = sum(jh.pd_region_cells(r) for r in regions)
     print(f"workload {args.shape}: {len(regions)} regions, {pairs} pairs, {cells / 1e9:.3f} G cells per pass")
     for ln in proc.stderr.splitlines():
         if ln.startswith("pyphmm") and ": backend " in ln:

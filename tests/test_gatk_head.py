@@ -30,7 +30,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from devtools import pd_regions, pdhmm_head_data
+from devtools import pdhmm_head_data
 from devtools import sw_pairs as swgen
 from devtools.child import child_env
 from devtools.oracle import java_harness as jh
@@ -208,7 +208,7 @@ def test_gatk_head_pdhmm_sequence_gives_gkl09s_results(head_inputs):
         in (banner[0])
     )
     pairs = sum(len(r) * len(h) for r, h in regions)
-    cells = sum(pd_regions.region_cells(r) for r in regions)
+    cells = sum(jh.pd_region_cells(r) for r in regions)
     summary = [ln for ln in lines if " PDHMM summary: " in ln]
     assert len(summary) == 1 and f"summary: {len(regions)} calls, {pairs} pairs, {cells} cells, " in summary[0], lines
     assert "; 0 GPU fallbacks" in summary[0]

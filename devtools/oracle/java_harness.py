@@ -81,9 +81,27 @@ def write_regions(regions, path) -> str:
     return str(path)
 
 
+def as_pd_holders(region):
+    """A devtools.pd_regions region (ReadBatch, PDHaplotypeBatch) as plain
+    bytes: reads (bases, quals, ins, dels, gcp), haplotypes (bases, pd),
+    the fields of bindings 1.1.0's pdhmm holders."""
+    reads, haps = region
+    out = []
+    for s, e in zip(reads.offsets[:-1].tolist(), reads.offsets[1:].tolist()):
+        out.append(tuple(getattr(reads, f)[s:e].tobytes() for f in ("bases", "quals", "ins", "dels", "gcp")))
+    spans = zip(haps.offsets[:-1].tolist(), haps.offsets[1:].tolist())
+    return out, [(haps.bases[s:e].tobytes(), haps.pd[s:e].tobytes()) for s, e in spans]
+
+
+def pd_region_cells(region) -> int:
+    """Sum of read lengths x sum of haplotype lengths of a holders-form region."""
+    reads, haps = region
+    return sum(len(r[0]) for r in reads) * sum(len(h[0]) for h in haps)
+
+
 def write_pd_regions(regions, path) -> str:
-    """PDHMM regions (devtools.pd_regions' tuples) as tests/java/Records.java
-    reads them: a record file whose haplotype lines carry the PD bytes,
+    """PDHMM regions (as_pd_holders' form) as tests/java/Records.java reads
+    them: a record file whose haplotype lines carry the PD bytes,
     comma-separated signed values, after the bases."""
     with open(path, "w") as f:
         for reads, haps in regions:
