@@ -175,7 +175,7 @@ def test_errors_raise_gkls_types_and_the_jvm_survives(gkl_jvm, data):
     _expect(jpype, npe, lambda: b.compute(([read], [(hap[0], None)])))
     _expect(jpype, npe, lambda: b.compute(([read], [(None, hap[1])])))
     _expect(jpype, iae, lambda: b.compute(([read], [(hap[0], hap[1][:-1])])))
-    for k in (2, 3, 4):  # negative insertion, deletion, gap-continuation quality
+    for k in (1, 2, 3, 4):  # base quality -1 (past GKL's table), negative ins/del/gcp qualities
         bad = bytearray(read[k])
         bad[len(bad) // 2] = 0xFF
         _expect(jpype, iae, lambda k=k, bad=bad: b.compute(([read[:k] + (bytes(bad),) + read[k + 1 :]], [hap])))
@@ -193,7 +193,8 @@ def test_gkls_edge_semantics(gkl_jvm, data):
     or haplotype and all-zero qualities give -inf, no exception; quality
     and PD arrays longer than their bases are accepted, the extra bytes
     ignored; a non-ACGT read byte is a plain mismatch against a haplotype
-    without SNP positions (every read base meets every column)."""
+    without SNP positions (every read base meets every column); a base
+    quality of -2 as a Java byte is a valid table entry."""
     regions, _ = data
     b = PdBinding()
     reads, haps = regions[1]
@@ -207,6 +208,9 @@ def test_gkls_edge_semantics(gkl_jvm, data):
     assert np.array_equal(b.compute(([longer], [(hap[0], hap[1] + b"\x07")])), b.compute(([read], [hap])))
     probe = (b"X" + hap[0][1:30], bytes([30] * 30), bytes([45] * 30), bytes([45] * 30), bytes([10] * 30))
     assert np.isfinite(b.compute(([probe], [(hap[0], bytes(len(hap[0])))]))[0])
+    # base qualities -2..-128 are GKL's table entries 254..128 (tiny error probabilities)
+    high = (read[0], bytes([0xFE] * n), read[2], read[3], read[4])
+    assert np.isfinite(b.compute(([high], [hap]))[0])
 
 
 def test_legacy_batch_checks(gkl_jvm, data):
