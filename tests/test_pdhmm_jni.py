@@ -27,7 +27,7 @@ import threading
 import numpy as np
 import pytest
 
-from devtools import pdhmm_head_data
+from devtools import pd_testdata, pdhmm_head_data
 from devtools.child import child_env
 from devtools.oracle import java_harness as jh
 from devtools.oracle import pdhmm_api, shim
@@ -70,6 +70,43 @@ def test_shim_matches_gkl09(gkl_jvm, data):
         worst = max(worst, d)
     b.done()
     print(f"shim vs GKL 0.9: {len(regions)} regions, {sum(map(len, want.values()))} values, max |diff| {worst:.3g}")
+
+
+@pytest.mark.parametrize("shape", pd_testdata.STORED_SHAPES)
+def test_shim_matches_gkl09_on_generated_regions(gkl_jvm, shape):
+    """pdhmm-core's stored regions of both shapes (24 each) with GKL 0.9's
+    serial results, one computeLikelihoods call per region."""
+    regions, results = pd_testdata.stored_regions(shape)
+    b = PdBinding()
+    worst = max(_max_diff(b.compute(jh.as_pd_holders(r)), want.ravel()) for r, want in zip(regions, results))
+    assert worst <= TOL
+    print(f"{shape}: {sum(len(r) * len(h) for r, h in regions)} pairs, max |diff| vs GKL 0.9 {worst:.3g}")
+
+
+def test_shim_matches_gkl09_on_edge_cases(gkl_jvm):
+    """Empty reads and haplotypes, qualities of 0, underflow, N and other
+    bytes, every kind of PD span: GKL 0.9's serial results (-inf where it
+    has -inf), through computeLikelihoods and the legacy batch."""
+    b = PdBinding()
+    for name, reads, haps, want in pd_testdata.read_edge_file():
+        assert _max_diff(b.compute((reads, haps)), want.ravel()) <= TOL, name
+        pairs = [(r, h) for r in reads for h in haps]
+        assert _max_diff(b.legacy(pairs), want.ravel()) <= TOL, name
+
+
+def test_shim_matches_gkls_test_files(gkl_jvm):
+    """GKL 0.9's own test files (2,601 pairs, expected values printed to 7
+    significant digits: 1e-4, as GKL's unit test): the legacy batch call
+    GKL's unit test makes, and one computeLikelihoods call per pair, which
+    agree with each other exactly."""
+    b = PdBinding()
+    for name in pd_testdata.GKL_FILES:
+        cases = pd_testdata.gkl_cases(name)
+        expected = np.array([c[2] for c in cases])
+        batch = b.legacy([(c[0], c[1]) for c in cases])
+        assert _max_diff(batch, expected) <= 1e-4, name
+        single = np.concatenate([b.compute(([c[0]], [c[1]])) for c in cases])
+        assert np.array_equal(single, batch), name
 
 
 def test_legacy_batch_matches_gkl09(gkl_jvm, data):
