@@ -379,3 +379,54 @@ def test_gkl09s_own_class_loads_pyphmm_from_the_libdir(tmp_path, data):
     (values, info), stderr = _libdir_run(tmp_path, pdhmm_api.gkl09_classpath(), libdir, use_library_path=False)
     assert not [ln for ln in jh.pyphmm_lines(stderr) if " PDHMM" in ln], stderr[-3000:]
     assert max(_max_diff(np.array(values[k]), data[1][k]) for k in values) == 0.0
+
+
+def test_gkls_natives_through_reflection(gkl_jvm, data):
+    """GKL 0.9's own calling sequence on GKL's four natives, in this JVM:
+    the shim class declares them as GKL's does (descriptors checked above),
+    and GKL's class would call them so on the library-directory route.
+    Holders of another class than initNative was given are refused, not
+    read through the wrong field IDs."""
+    jpype = gkl_jvm
+    regions, want = data
+    b = PdBinding()
+    cls = b.impl.getClass()
+    Class, Object = jpype.JClass("java.lang.Class"), jpype.JClass("java.lang.Object")
+    ObjArr = jpype.JArray(Object)
+
+    def method(name, *types):
+        m = cls.getDeclaredMethod(name, *types)
+        m.setAccessible(True)
+        return m
+
+    JInt = jpype.JInt
+    init = method("initNative", Class, Class, JInt, JInt, JInt, JInt)
+    compute = method("computeLikelihoodsNative", ObjArr.class_, ObjArr.class_, jpype.JArray(jpype.JDouble).class_)
+    legacy = method(
+        "computePDHMMNative",
+        *([jpype.JArray(jpype.JByte).class_] * 7),
+        *([jpype.JArray(jpype.JLong).class_] * 2),
+        JInt,
+        JInt,
+        JInt,
+    )
+    done = method("doneNative")
+    Integer = jpype.JClass("java.lang.Integer")
+
+    def call(m, target, *args):  # Method.invoke with an explicit Object[] (jpype would spread an array)
+        boxed = [Integer.valueOf(a) if isinstance(a, int) else a for a in args]
+        return m.invoke(target, ObjArr(boxed))
+
+    call(init, None, b.Read.class_, b.Hap.class_, 0, 8, 0, 1024)
+    jr, jh, out = b.holders(regions[2])
+    call(compute, b.impl, jr, jh, out)
+    assert _max_diff(np.array(out), want[2]) <= TOL
+    got = np.array(call(legacy, b.impl, *b.legacy_arrays(region_pairs(regions[2]))))
+    assert _max_diff(got, want[2]) <= TOL
+    other = shim.shim_class("org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder")
+    wrong = jpype.JClass("java.lang.reflect.Array").newInstance(other.class_, 1)
+    wrong[0] = other()
+    with pytest.raises(jpype.JClass("java.lang.reflect.InvocationTargetException")) as e:
+        call(compute, b.impl, wrong, jh, jpype.JArray(jpype.JDouble)(len(jh)))
+    assert str(e.value.getCause().getClass().getName()) == "java.lang.IllegalArgumentException"
+    call(done, None)

@@ -23,7 +23,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <mutex>
 #include <new>
 #include <string>
@@ -46,7 +45,11 @@ enum OpenMPSetting : jint { kOmpFastest = 0, kOmpEnable = 1, kOmpDisable = 2 };
 const char* const kAvxNames[] = {"FASTEST_AVAILABLE", "SCALAR", "AVX2", "AVX512"};
 const char* const kOmpNames[] = {"FASTEST_AVAILABLE", "ENABLE", "DISABLE"};
 
+// The holder classes initNative was given (global references) and their
+// fields. A holder of another class (the same name from another class
+// loader) would make the field IDs read the wrong object: it is refused.
 struct PdFields {
+    jclass read_class, hap_class;
     jfieldID read[5];  // kReadFieldNames' order
     jfieldID hap_bases, hap_pd;
 };
@@ -77,12 +80,25 @@ const PdFields* lookup_fields(JNIEnv* env, jclass read_class, jclass hap_class) 
     if (!(f.hap_pd = field_id(env, hap_class, "haplotypePDBases"))) return nullptr;
     std::lock_guard<std::mutex> lock(g_fields_mutex);
     const PdFields* cur = g_fields.load();
-    if (cur && !std::memcmp(cur, &f, sizeof(f))) return cur;
-    // Field IDs stay valid while the classes are loaded; a replaced table is
-    // leaked (a few bytes) because another thread may still be reading it.
+    if (cur && env->IsSameObject(cur->read_class, read_class) && env->IsSameObject(cur->hap_class, hap_class))
+        return cur;
+    f.read_class = static_cast<jclass>(env->NewGlobalRef(read_class));
+    f.hap_class = static_cast<jclass>(env->NewGlobalRef(hap_class));
+    if (!f.read_class || !f.hap_class)
+        return throw_java(env, "java/lang/OutOfMemoryError", "pyphmm: no global ref"), nullptr;
+    // A replaced table (and its references) is leaked, a few bytes, because
+    // another thread may still be reading it.
     const PdFields* fresh = new PdFields(f);
     g_fields.store(fresh);
     return fresh;
+}
+
+// holder, checked to be an instance of cls; false with an exception pending.
+bool holder_of(JNIEnv* env, jobject holder, jclass cls, const char* what, jsize index) {
+    if (!holder) return throw_java(env, kNpe, "%s holder %d is null", what, index);
+    if (!env->IsInstanceOf(holder, cls))
+        return throw_java(env, kIae, "%s holder %d is not of the holder class initialize() was given", what, index);
+    return true;
 }
 
 bool cpu_has(jint avx) {
@@ -240,7 +256,10 @@ void compute_holders(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdouble
     if (!reads || !haps || !out) return (void)throw_java(env, kNpe, "Input is null");
     const jsize n_reads = env->GetArrayLength(reads), n_haps = env->GetArrayLength(haps);
     if (!region_shape_ok(env, n_reads, n_haps, out)) return;
-    LocalFrame frame(env, 5 * n_reads + 2 * n_haps + 16);
+    // One local reference per array kept (holders are released as read);
+    // the count is a capacity hint, bounded so that it cannot overflow.
+    LocalFrame frame(
+        env, static_cast<jint>(std::min<int64_t>(5 * int64_t{n_reads} + 2 * int64_t{n_haps} + 16, int64_t{1} << 30)));
     if (!frame.ok) return;
     const PdFields* f = g_fields.load();
     if (!f) {  // computeLikelihoods before initialize (GKL crashes): find the fields now
@@ -256,7 +275,7 @@ void compute_holders(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdouble
     int64_t read_total = 0, hap_total = 0;
     for (jsize r = 0; r < n_reads; ++r) {
         jobject holder = env->GetObjectArrayElement(reads, r);
-        if (!holder) return (void)throw_java(env, kNpe, "read holder %d is null", r);
+        if (!holder_of(env, holder, f->read_class, "read", r)) return;
         jbyteArray* a = &arrays[5 * static_cast<size_t>(r)];
         if (!(a[0] = holder_bytes(env, holder, f->read[0], "read", r, kReadFieldNames[0], -1))) return;
         const jsize len = env->GetArrayLength(a[0]);
@@ -270,7 +289,7 @@ void compute_holders(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdouble
     jbyteArray* hap_arrays = &arrays[5 * static_cast<size_t>(n_reads)];
     for (jsize h = 0; h < n_haps; ++h) {
         jobject holder = env->GetObjectArrayElement(haps, h);
-        if (!holder) return (void)throw_java(env, kNpe, "haplotype holder %d is null", h);
+        if (!holder_of(env, holder, f->hap_class, "haplotype", h)) return;
         jbyteArray bases = holder_bytes(env, holder, f->hap_bases, "haplotype", h, "haplotypeBases", -1);
         if (!bases) return;
         const jsize len = env->GetArrayLength(bases);
