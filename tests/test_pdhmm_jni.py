@@ -94,6 +94,7 @@ def test_shim_matches_gkl09_on_edge_cases(gkl_jvm):
         assert _max_diff(b.legacy(pairs), want.ravel()) <= TOL, name
 
 
+@pytest.mark.slow
 def test_shim_matches_gkls_test_files(gkl_jvm):
     """GKL 0.9's own test files (2,601 pairs, expected values printed to 7
     significant digits: 1e-4, as GKL's unit test): the legacy batch call
@@ -299,6 +300,7 @@ def _standin_classes(dest) -> str:
     return str(dest)
 
 
+@pytest.mark.slow
 def test_natives_have_gkl09s_descriptors(tmp_path):
     """The shim's and the stand-in's declarations of GKL's natives are GKL
     0.9's, descriptor for descriptor (so calling through them is calling as
@@ -352,6 +354,7 @@ def _check_libdir_results(values, info, stderr, data):
     return worst
 
 
+@pytest.mark.slow
 def test_libdir_answers_gkl09s_calls(tmp_path, data):
     """CI's check of the library-directory route: GATK HEAD's PDHMM calls
     through a class that loads gkl_utils and gkl_pdhmm from
@@ -364,6 +367,7 @@ def test_libdir_answers_gkl09s_calls(tmp_path, data):
     print(f"stand-in through {libdir}: max |diff| vs GKL 0.9 {worst:.3g}")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not pdhmm_api.gkl09_classpath(), reason="no GKL 0.9 jar here ($GKL09_CLASSPATH)")
 def test_gkl09s_own_class_loads_pyphmm_from_the_libdir(tmp_path, data):
     """GKL 0.9's IntelPDHMM, unmodified: with USE_LIBRARY_PATH=1 it loads
