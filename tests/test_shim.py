@@ -57,6 +57,16 @@ def test_shim_jar_holds_only_gkl_binding_classes_and_the_loader():
     assert files == sorted(classes + ["META-INF/MANIFEST.MF", lib] + arm)
 
 
+def test_only_intelpdhmm_names_the_pdhmm_types():
+    """gatk-native-bindings 1.1.0's pdhmm types exist only in GATK 4.6+:
+    one class that names them is loaded only when GATK asks for PDHMM, so
+    in an older GATK the rest of the jar never needs them (the class files'
+    constant pools hold every type they refer to)."""
+    with zipfile.ZipFile(shim.SHIM_JAR) as z:
+        naming = [n for n in z.namelist() if n.endswith(".class") and b"nativebindings/pdhmm/" in z.read(n)]
+    assert naming == ["com/intel/gkl/pdhmm/IntelPDHMM.class"]
+
+
 @pytest.mark.parametrize("double", [False, True], ids=["float", "double"])
 def test_pairhmm_shim_matches_gkl(gkl_jvm, regions, double):
     ours = shim.Binding("shim", double=double, threads=2)
