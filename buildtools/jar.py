@@ -34,6 +34,7 @@ SHIM_CLASSES = (
     "com/intel/gkl/pairhmm/IntelPairHmm.class",
     "com/intel/gkl/pairhmm/IntelPairHmmOMP.class",
     "com/intel/gkl/smithwaterman/IntelSmithWaterman.class",
+    "com/intel/gkl/pdhmm/IntelPDHMM.class",
     "pyphmm/shim/LibraryLoader.class",
 )
 PLATFORMS = {"x86_64": "linux-x86_64", "aarch64": "linux-aarch64"}
@@ -76,9 +77,14 @@ def aarch64_library() -> str | None:
 
 def compile_classes(work_dir: str, bindings: str) -> str:
     """Compiles the shim's classes into work_dir/shim-classes when a Java
-    source, compile.sh, the bindings jar or javac changed; returns the dir."""
+    source, compile.sh, the bindings jar or javac changed; returns the dir.
+    The pdhmm API declarations (java_shim/api/) go to work_dir/pdhmm-api-classes,
+    on the compile class path only: never into the jar."""
     classes = os.path.join(work_dir, "shim-classes")
-    sources = sorted(glob.glob(os.path.join(SHIM_SOURCES, "src", "**", "*.java"), recursive=True))
+    sources = sorted(
+        glob.glob(os.path.join(SHIM_SOURCES, "src", "**", "*.java"), recursive=True)
+        + glob.glob(os.path.join(SHIM_SOURCES, "api", "**", "*.java"), recursive=True)
+    )
     compile_sh = os.path.join(SHIM_SOURCES, "compile.sh")
     sig = [bindings, tool_identity("javac"), sources]
     first = os.path.join(classes, SHIM_CLASSES[0])
@@ -89,7 +95,7 @@ def compile_classes(work_dir: str, bindings: str) -> str:
     incremental.forget(first, stamp)
     part = classes + ".part"
     shutil.rmtree(part, ignore_errors=True)
-    subprocess.check_call(["bash", compile_sh, part, bindings])
+    subprocess.check_call(["bash", compile_sh, part, bindings, os.path.join(work_dir, "pdhmm-api-classes")])
     shutil.rmtree(classes, ignore_errors=True)
     os.replace(part, classes)
     incremental.record(first, sig, stamp)

@@ -7,12 +7,14 @@ Two ways to make unmodified GATK call pyphmm:
 - the shim jar (pyphmm-gatk.jar) placed before GATK on the class path: it
   holds GKL's binding classes, backed by libpyphmm.so;
 - a directory of libraries with GKL's file names, for GKL's own classes when
-  GATK runs with USE_LIBRARY_PATH=1 and -Djava.library.path=DIR (Debian's
-  GKL always loads from there). GKL's loader then takes *every* GKL library
-  from that directory, so besides pyphmm under the PairHMM, Smith-Waterman
-  and utils names it must hold GKL's own compression (IntelDeflater /
-  IntelInflater) and PDHMM libraries, taken from the user's GATK jar or a
-  directory of GKL libraries.
+  GATK runs with USE_LIBRARY_PATH=1 and -Djava.library.path=DIR (GKL 0.9,
+  in GATK 4.6, reads java.library.path only when the environment variable
+  USE_LIBRARY_PATH is set, else it extracts its own libraries from its jar;
+  Debian's GKL always loads from there). GKL's loader then takes *every*
+  GKL library from that directory, so besides pyphmm under the PairHMM,
+  PDHMM, Smith-Waterman and utils names it must hold GKL's own compression
+  library (IntelDeflater / IntelInflater), taken from the user's GATK jar or
+  a directory of GKL libraries.
 """
 
 from __future__ import annotations
@@ -22,13 +24,18 @@ import shutil
 import zipfile
 
 JAR_NAME = "pyphmm-gatk.jar"
-GKL_LIBRARY_NAMES = ("libgkl_pairhmm.so", "libgkl_pairhmm_omp.so", "libgkl_smithwaterman.so", "libgkl_utils.so")
+GKL_LIBRARY_NAMES = (
+    "libgkl_pairhmm.so",
+    "libgkl_pairhmm_omp.so",
+    "libgkl_pdhmm.so",
+    "libgkl_smithwaterman.so",
+    "libgkl_utils.so",
+)
 # GKL's libraries pyphmm does not replace, with what GATK loses without them
 # under USE_LIBRARY_PATH=1.
 GKL_OWN_LIBRARIES = {
     "libgkl_compression.so": "Intel's deflater and inflater (GATK falls back to the JDK's, "
     "slower BAM/CRAM/VCF.gz compression)",
-    "libgkl_pdhmm.so": "PDHMM (HaplotypeCaller --use-pdhmm of GATK 4.6 / GKL 0.9 fails to load it)",
 }
 GKL_NATIVE_IN_JAR = "com/intel/gkl/native/"  # where GKL's jar (inside GATK's) keeps them
 GATK_MAIN = "org.broadinstitute.hellbender.Main"

@@ -5,12 +5,18 @@
 #   .carry/jni_include/    jni.h + linux/jni_md.h   (setup.py compiles native/jni with it)
 #   .carry/shim_classes/   the shim's classes (setup.py zips them with the
 #                          host-built libpyphmm.so into pyphmm/pyphmm-gatk.jar)
+#   .carry/pdhmm_api_classes/  gatk-native-bindings 1.1.0's pdhmm types (java_shim/api/),
+#                          for the tests' and benchmarks' class paths only
 #   .carry/bench_classes/  BenchJni.class           (scripts/bench_jni.py's harness),
-#                          BenchMultiproc*.class    (scripts/bench_multiproc.py's),
-#                          BenchSwCalls.class       (scripts/bench_sw_calls.py's)
+#                          BenchPdhmm.class         (scripts/bench_pdhmm_jni.py's),
+#                          BenchSwCalls.class       (scripts/bench_sw_calls.py's),
+#                          BenchMultiproc*.class    (scripts/bench_multiproc.py's)
 #   .carry/soak_classes/   ShimSoak + Records       (scripts/soak_shim.py's harness)
+#   .carry/gkl09/          with GKL09_CLASSPATH set: those jars (GKL 0.9's, bindings 1.1.0's)
+#                          and commons-logging/commons-io, for scripts/bench_pdhmm_jni.py's
+#                          GKL 0.9 peer (GKL09_CLASSPATH=$(ls -d .carry/gkl09/*.jar | paste -sd:))
 # Bytecode: the shim is Java 8, the harness Java 11, so any JRE >= 11 runs both.
-#   scripts/prepare_gpu_carry.sh [BINDINGS_JAR]
+#   [GKL09_CLASSPATH=JARS] scripts/prepare_gpu_carry.sh [BINDINGS_JAR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bindings="${1:-${GATK_NATIVE_BINDINGS_JAR:-/usr/share/java/gatk-native-bindings.jar}}"
@@ -29,12 +35,19 @@ mkdir -p "$carry.part/jni_include/linux" "$carry.part/bench_classes"
 # Only the two headers the JNI layer includes (jni.h includes jni_md.h).
 cp "$jdk/include/jni.h" "$carry.part/jni_include/"
 cp "$jdk/include/linux/jni_md.h" "$carry.part/jni_include/linux/"
-bash "$root/java_shim/compile.sh" "$carry.part/shim_classes" "$bindings"
+bash "$root/java_shim/compile.sh" "$carry.part/shim_classes" "$bindings" "$carry.part/pdhmm_api_classes"
 javac -nowarn --release 11 -d "$carry.part/bench_classes" "$root/java_shim/bench/BenchJni.java" \
-    "$root/java_shim/bench/BenchSwCalls.java"
+    "$root/java_shim/bench/BenchPdhmm.java" "$root/java_shim/bench/BenchSwCalls.java"
 javac -nowarn --release 11 -cp "$bindings" -d "$carry.part/bench_classes" "$root/java_shim/bench/BenchMultiproc.java"
 javac -nowarn --release 11 -cp "$carry.part/shim_classes:$bindings" -d "$carry.part/soak_classes" \
     "$root/tests/java/Records.java" "$root/tests/java/ShimSoak.java"
+if [ -n "${GKL09_CLASSPATH:-}" ]; then
+    mkdir -p "$carry.part/gkl09"
+    jars="$(echo "$GKL09_CLASSPATH" | tr ':' ' ')"
+    for j in $jars "${GKL_JARS:-/usr/share/java}/commons-logging.jar" "${GKL_JARS:-/usr/share/java}/commons-io.jar"; do
+        cp "$(readlink -f "$j")" "$carry.part/gkl09/$(basename "$j")"
+    done
+fi
 "$(dirname "$javac_path")/java" -version 2>&1 | head -1 > "$carry.part/BUILT_WITH"
 rm -rf "$carry"
 mv "$carry.part" "$carry"

@@ -39,12 +39,14 @@ def regions():
 
 def test_shim_jar_holds_only_gkl_binding_classes_and_the_loader():
     """GKL's binding classes, and pyphmm's loader in a package of its own: no
-    other class of GKL's is shadowed."""
+    other class of GKL's is shadowed, and none of gatk-native-bindings'
+    (GATK's own jar provides the pdhmm types IntelPDHMM was compiled with)."""
     names = zipfile.ZipFile(shim.SHIM_JAR).namelist()
     classes = sorted(n for n in names if n.endswith(".class"))
     assert classes == [
         "com/intel/gkl/pairhmm/IntelPairHmm.class",
         "com/intel/gkl/pairhmm/IntelPairHmmOMP.class",
+        "com/intel/gkl/pdhmm/IntelPDHMM.class",
         "com/intel/gkl/smithwaterman/IntelSmithWaterman.class",
         "pyphmm/shim/LibraryLoader.class",
     ]
@@ -53,6 +55,16 @@ def test_shim_jar_holds_only_gkl_binding_classes_and_the_loader():
     # plus the cross-built AArch64 library when the build had one (scripts/build_aarch64.sh)
     arm = [n for n in names if n == "pyphmm/native/linux-aarch64/libpyphmm.so" and n != lib]
     assert files == sorted(classes + ["META-INF/MANIFEST.MF", lib] + arm)
+
+
+def test_only_intelpdhmm_names_the_pdhmm_types():
+    """gatk-native-bindings 1.1.0's pdhmm types exist only in GATK 4.6+:
+    one class that names them is loaded only when GATK asks for PDHMM, so
+    in an older GATK the rest of the jar never needs them (the class files'
+    constant pools hold every type they refer to)."""
+    with zipfile.ZipFile(shim.SHIM_JAR) as z:
+        naming = [n for n in z.namelist() if n.endswith(".class") and b"nativebindings/pdhmm/" in z.read(n)]
+    assert naming == ["com/intel/gkl/pdhmm/IntelPDHMM.class"]
 
 
 @pytest.mark.parametrize("double", [False, True], ids=["float", "double"])
@@ -354,7 +366,13 @@ def test_cli_gatk_jar_and_libdir(tmp_path):
         d = tmp_path / f"libs-{copy}"
         p = _pyphmm("gatk-libdir", str(d), *(["--copy"] if copy else []))
         assert p.returncode == 0, p.stderr
-        for name in ("libgkl_pairhmm.so", "libgkl_pairhmm_omp.so", "libgkl_smithwaterman.so", "libgkl_utils.so"):
+        for name in (
+            "libgkl_pairhmm.so",
+            "libgkl_pairhmm_omp.so",
+            "libgkl_pdhmm.so",
+            "libgkl_smithwaterman.so",
+            "libgkl_utils.so",
+        ):
             real = os.path.realpath(d / name)
             assert real == (
                 str(d / "libpyphmm.so") if copy else os.path.realpath(os.path.join(REPO, "pyphmm", "libpyphmm.so"))

@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from . import gkl as gkl_oracle
-from . import shim
+from . import pdhmm_api, shim
 
 JAVA_SOURCES = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests", "java"
@@ -52,10 +52,11 @@ def compile_sources(dest, names, classpath, release: int = 11) -> str:
 
 
 def shim_classpath() -> list:
-    """What GATK's class path holds for the three GKL classes under the shim:
-    the shim jar and the native-bindings API (GKL's jar is never reached for
-    those names because the shim comes first)."""
-    return [shim.SHIM_JAR, shim.BINDINGS_JAR]
+    """What GATK's class path holds for GKL's classes under the shim: the
+    shim jar and the native-bindings API (GKL's jar is never reached for
+    those names because the shim comes first); bindings 1.1.0's pdhmm
+    types, which Debian's 1.0.0 jar lacks, from java_shim/api/."""
+    return [shim.SHIM_JAR, shim.BINDINGS_JAR, pdhmm_api.api_classes()]
 
 
 def gkl_classpath() -> list:
@@ -77,6 +78,38 @@ def write_regions(regions, path) -> str:
                 f.write(" ".join([r[0].decode()] + [bytes(q + 33 for q in x).decode() for x in r[1:]]) + "\n")
             for h in haps:
                 f.write(h.decode() + "\n")
+    return str(path)
+
+
+def as_pd_holders(region):
+    """A devtools.pd_regions region (ReadBatch, PDHaplotypeBatch) as plain
+    bytes: reads (bases, quals, ins, dels, gcp), haplotypes (bases, pd),
+    the fields of bindings 1.1.0's pdhmm holders."""
+    reads, haps = region
+    out = []
+    for s, e in zip(reads.offsets[:-1].tolist(), reads.offsets[1:].tolist()):
+        out.append(tuple(getattr(reads, f)[s:e].tobytes() for f in ("bases", "quals", "ins", "dels", "gcp")))
+    spans = zip(haps.offsets[:-1].tolist(), haps.offsets[1:].tolist())
+    return out, [(haps.bases[s:e].tobytes(), haps.pd[s:e].tobytes()) for s, e in spans]
+
+
+def pd_region_cells(region) -> int:
+    """Sum of read lengths x sum of haplotype lengths of a holders-form region."""
+    reads, haps = region
+    return sum(len(r[0]) for r in reads) * sum(len(h[0]) for h in haps)
+
+
+def write_pd_regions(regions, path) -> str:
+    """PDHMM regions (as_pd_holders' form) as tests/java/Records.java reads
+    them: a record file whose haplotype lines carry the PD bytes,
+    comma-separated signed values, after the bases."""
+    with open(path, "w") as f:
+        for reads, haps in regions:
+            f.write(f"{len(reads)} {len(haps)}\n")
+            for r in reads:
+                f.write(" ".join([r[0].decode()] + [bytes(q + 33 for q in x).decode() for x in r[1:]]) + "\n")
+            for bases, pd in haps:
+                f.write(bases.decode() + " " + ",".join(str(b - 256 if b > 127 else b) for b in pd) + "\n")
     return str(path)
 
 

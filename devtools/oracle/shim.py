@@ -3,7 +3,8 @@
 The shared JVM (oracle.gkl) has GKL's jars on the class path, so
 `com.intel.gkl.*` there is GKL itself. The shim is loaded through its own
 URLClassLoader whose parent is the platform loader (it cannot see gkl.jar),
-with URLs [shim jar, gatk-native-bindings.jar]; its holders therefore come
+with URLs [shim jar, gatk-native-bindings.jar, the pdhmm declarations of
+bindings 1.1.0 (devtools.oracle.pdhmm_api)]; its holders therefore come
 from that loader's copy of the bindings classes.
 """
 
@@ -16,6 +17,7 @@ import numpy as np
 from .. import ROOT as REPO
 from ..regions import as_java_holders, make_region
 from . import gkl as gkl_oracle
+from . import pdhmm_api
 
 SHIM_JAR = os.environ.get("PYPHMM_GATK_JAR", os.path.join(REPO, "pyphmm", "pyphmm-gatk.jar"))
 BINDINGS_JAR = os.path.join(gkl_oracle.jar_dir(), "gatk-native-bindings.jar")
@@ -33,7 +35,8 @@ def shim_loader():
         File = jpype.JClass("java.io.File")
         ClassLoader = jpype.JClass("java.lang.ClassLoader")
         URLClassLoader = jpype.JClass("java.net.URLClassLoader")
-        urls = jpype.JArray(URL)([File(SHIM_JAR).toURI().toURL(), File(BINDINGS_JAR).toURI().toURL()])
+        paths = (SHIM_JAR, BINDINGS_JAR, pdhmm_api.api_classes())
+        urls = jpype.JArray(URL)([File(p).toURI().toURL() for p in paths])
         _loader = URLClassLoader(urls, ClassLoader.getPlatformClassLoader())
     return _loader
 

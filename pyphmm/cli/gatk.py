@@ -145,7 +145,7 @@ def add_subcommands(sub) -> None:
     d.add_argument(
         "--gatk-jar",
         default=None,
-        help="GATK local jar to take GKL's own compression and PDHMM libraries from (default: $GATK_LOCAL_JAR)",
+        help="GATK local jar to take GKL's own compression library from (default: $GATK_LOCAL_JAR)",
     )
     d.add_argument(
         "--gkl-libs",

@@ -35,11 +35,17 @@ import org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters;
  *   SOFTCLIP and IGNORE an exact occurrence of alt in ref (last index) is
  *   answered in Java as alt.length M at that offset, else align(); close().
  *
+ * - PDHMM (--use-pdhmm, DRAGEN mode; GKL 0.9's IntelPDHMM): GatkHeadPdhmm,
+ *   when PD_REGIONS.in is given. It is reached by name so that this class
+ *   also compiles and runs against a GKL and bindings without PDHMM.
+ *
  * Usage: GatkHeadCaller REGIONS.in SW_PAIRS.tsv OUT.txt [FASTEST_AVAILABLE |
- * AVX_LOGLESS_CACHING | AVX_LOGLESS_CACHING_OMP]. Output lines:
- *   I pairhmm <class used> | I sw <native|java>
+ * AVX_LOGLESS_CACHING | AVX_LOGLESS_CACHING_OMP] [PD_REGIONS.in]. Output
+ * lines:
+ *   I pairhmm <class used> | I sw <native|java> | I pdhmm <class used|java>
  *   P <float|double> <region> <value>...       (out[r * haps + h] order)
  *   S <strategy> <pair> <cigar> <offset>
+ *   D <region> <value>...                      (PDHMM, out[r * haps + h])
  */
 public final class GatkHeadCaller {
     public static void main(String[] args) throws Exception {
@@ -62,6 +68,11 @@ public final class GatkHeadCaller {
                 hmm.done();
             }
             align(pairs, out);
+            if (args.length > 4) {
+                List<Records.Region> pdRegions = Records.readRegions(Paths.get(args[4]));
+                Class.forName("GatkHeadPdhmm").getMethod("run", List.class, PrintWriter.class)
+                        .invoke(null, pdRegions, out);
+            }
         }
     }
 

@@ -12,7 +12,8 @@ import org.broadinstitute.gatk.nativebindings.pairhmm.ReadDataHolder;
 
 /**
  * pyphmm's record files (SPEC section 2) for the Java test harnesses: one
- * region per record, reads with ASCII+33 quality strings, haplotypes; and
+ * region per record, reads with ASCII+33 quality strings, haplotypes (for
+ * PDHMM each followed by its PD bytes, comma-separated signed values); and
  * Smith-Waterman pair files (REF TAB ALT TAB match,mismatch,open,extend);
  * a region's likelihoods through GATK's binding API.
  * The files are written by the Python tests (tests/oracle/java_harness.py).
@@ -26,9 +27,11 @@ public final class Records {
         private static final long serialVersionUID = 1L;
         public final int index;
         public final byte[][] bases, quals, ins, dels, gcp, haps;
+        /** PDHMM regions: one PD byte per haplotype base; null for PairHMM ones. */
+        public final byte[][] pd;
 
         Region(int index, byte[][] bases, byte[][] quals, byte[][] ins, byte[][] dels, byte[][] gcp,
-               byte[][] haps) {
+               byte[][] haps, byte[][] pd) {
             this.index = index;
             this.bases = bases;
             this.quals = quals;
@@ -36,6 +39,7 @@ public final class Records {
             this.dels = dels;
             this.gcp = gcp;
             this.haps = haps;
+            this.pd = pd;
         }
 
         public int reads() {
@@ -101,7 +105,7 @@ public final class Records {
                 String[] rh = header.trim().split("\\s+");
                 int nr = Integer.parseInt(rh[0]), nh = Integer.parseInt(rh[1]);
                 byte[][] bases = new byte[nr][], quals = new byte[nr][], ins = new byte[nr][],
-                        dels = new byte[nr][], gcp = new byte[nr][], haps = new byte[nh][];
+                        dels = new byte[nr][], gcp = new byte[nr][], haps = new byte[nh][], pd = null;
                 for (int r = 0; r < nr; ++r) {
                     String[] f = in.readLine().trim().split("\\s+");
                     bases[r] = f[0].getBytes(StandardCharsets.US_ASCII);
@@ -111,9 +115,16 @@ public final class Records {
                     gcp[r] = phred(f[4]);
                 }
                 for (int h = 0; h < nh; ++h) {
-                    haps[h] = in.readLine().trim().getBytes(StandardCharsets.US_ASCII);
+                    String[] f = in.readLine().trim().split("\\s+");
+                    haps[h] = f[0].getBytes(StandardCharsets.US_ASCII);
+                    if (f.length > 1) {
+                        if (pd == null) {
+                            pd = new byte[nh][];
+                        }
+                        pd[h] = signedBytes(f[1]);
+                    }
                 }
-                out.add(new Region(out.size(), bases, quals, ins, dels, gcp, haps));
+                out.add(new Region(out.size(), bases, quals, ins, dels, gcp, haps, pd));
             }
         }
         return out;
@@ -135,6 +146,15 @@ public final class Records {
                                params));
         }
         return out;
+    }
+
+    private static byte[] signedBytes(String csv) {
+        String[] f = csv.split(",");
+        byte[] b = new byte[f.length];
+        for (int i = 0; i < b.length; ++i) {
+            b[i] = Byte.parseByte(f[i]);
+        }
+        return b;
     }
 
     private static byte[] phred(String ascii33) {

@@ -61,27 +61,6 @@ const HolderFields* lookup_fields(JNIEnv* env, jclass read_class, jclass hap_cla
     return fresh;
 }
 
-// Per-thread scratch: one packed buffer per call, reused across calls so a
-// GATK thread does not pay an allocation per active region.
-struct Scratch {
-    std::vector<unsigned char> bytes;
-    unsigned char* get(size_t n) {
-        if (bytes.size() < n) {
-            bytes.clear();
-            bytes.shrink_to_fit();
-            bytes.resize(n);
-        }
-        return bytes.data();
-    }
-    void trim() {
-        if (bytes.size() > (64u << 20)) {
-            bytes.clear();
-            bytes.shrink_to_fit();
-        }
-    }
-};
-thread_local Scratch t_scratch;
-
 // PYPHMM_DEV's jni_trace=2: time the JNI marshalling (what this layer adds on top
 // of pyphmm_pairhmm), reported by doneNative. Used to pick the copy method.
 int trace_level() { return static_cast<int>(pyphmm::config::get(pyphmm::config::Knob::kJniTrace)); }
@@ -90,16 +69,6 @@ using Clock = std::chrono::steady_clock;
 int64_t ns_since(Clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count();
 }
-
-// Local references for one call, released by PopLocalFrame on every path.
-struct LocalFrame {
-    JNIEnv* env;
-    bool ok;
-    LocalFrame(JNIEnv* e, jint n) : env(e), ok(e->PushLocalFrame(n) == 0) {}
-    ~LocalFrame() {
-        if (ok) env->PopLocalFrame(nullptr);
-    }
-};
 
 // This thread's scratch buffer laid out for one region: n_results doubles
 // (returned), then the sections bases, quals, ins, dels, gcp (read_total
@@ -110,7 +79,7 @@ double* region_buffer(JNIEnv* env, int64_t n_results, int64_t read_total, int64_
     const size_t total = results_bytes + 5 * static_cast<size_t>(read_total) + static_cast<size_t>(hap_total);
     unsigned char* buf;
     try {
-        buf = t_scratch.get(total);
+        buf = thread_scratch().get(total);
     } catch (const std::bad_alloc&) {
         throw_java(env, "java/lang/OutOfMemoryError", "pyphmm: cannot allocate %zu bytes for a region", total);
         return nullptr;
@@ -157,7 +126,7 @@ void run_packed(JNIEnv* env, jint n_reads, jint n_haps, const int64_t* read_off,
         g_out_ns += ns_since(t2);
         ++g_calls;
     }
-    t_scratch.trim();
+    thread_scratch().trim();
 }
 
 void compute(JNIEnv* env, jobjectArray reads, jobjectArray haps, jdoubleArray out) {
@@ -401,8 +370,7 @@ JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_doneNative(JNIEnv
     }
     // Nothing process-wide to free (GKL frees its tables here; pyphmm's live
     // for the process). Release this thread's scratch buffer.
-    t_scratch.bytes.clear();
-    t_scratch.bytes.shrink_to_fit();
+    thread_scratch().release();
     print_pairhmm_summary();
 }
 

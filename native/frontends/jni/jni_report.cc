@@ -9,7 +9,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pyphmm {
@@ -118,6 +121,33 @@ std::vector<Field> sw_fields(const pyphmm_info&) {
     return {{"backend", "CPU, one pair per call"}, {"library", library_path()}};
 }
 
+// Which side computes a PDHMM call. The GPU/CPU choice per region is the
+// dispatch layer's; the banner says what this caller may get.
+std::string pdhmm_backend(const pyphmm_info& i) {
+    if (i.backend == PYPHMM_BACKEND_CPU) return "CPU (PYPHMM_BACKEND=cpu)";
+    if (!i.cuda_usable) {
+        std::string why = i.cuda_compiled ? std::string("no GPU: ") + i.cuda_status : "built without CUDA";
+        if (i.backend == PYPHMM_BACKEND_CUDA) return "GPU demanded by PYPHMM_BACKEND=cuda but unusable (" + why + ")";
+        return "CPU (" + why + ")";
+    }
+    if (i.backend == PYPHMM_BACKEND_CUDA) return "GPU for every call (PYPHMM_BACKEND=cuda)";
+    return "GPU or CPU per region, as pyphmm's dispatch decides";
+}
+
+std::vector<Field> pdhmm_fields(const pyphmm_info& i, const std::string& requested) {
+    std::vector<Field> f;
+    f.push_back({"backend", pdhmm_backend(i)});
+    if (gpu_in_use(i)) {
+        f.push_back({"GPU", printf_string("%s (device %d, %s)", i.device_name, i.device, i.device_choice)});
+        f.push_back({"GPU sharing", gpu_sharing(i)});
+    }
+    f.push_back({"CPU", printf_string("%d thread%s", i.cpu_threads, i.cpu_threads == 1 ? "" : "s")});
+    f.push_back({"precision", "double"});
+    f.push_back({"GKL arguments", requested});
+    f.push_back({"library", library_path()});
+    return f;
+}
+
 pyphmm_info info_for_threads(int threads) {
     pyphmm_options opts = PYPHMM_OPTIONS_INIT;
     opts.threads = threads;
@@ -127,7 +157,9 @@ pyphmm_info info_for_threads(int threads) {
 }
 
 // ---- process-wide totals ---------------------------------------------------
-struct PairHmmTotals {
+// One per PairHMM kind (PairHMM, PDHMM): every binding of that kind in the
+// process adds to it, whichever thread calls.
+struct HmmTotals {
     std::atomic<int64_t> calls{0}, pairs{0}, cells{0}, redone_double{0}, gpu_cells{0}, cpu_cells{0}, fallbacks{0},
         nanoseconds{0};
     std::atomic<int> threads{0};
@@ -136,15 +168,51 @@ struct SwTotals {
     std::atomic<int64_t> calls{0}, cells{0}, nanoseconds{0};
     std::atomic<int> threads{0};
 };
-PairHmmTotals g_pairhmm;
+HmmTotals g_pairhmm, g_pdhmm;
 SwTotals g_sw;
-thread_local bool t_counted_pairhmm = false, t_counted_sw = false;
+thread_local bool t_counted_pairhmm = false, t_counted_pdhmm = false, t_counted_sw = false;
+
+void count_hmm(HmmTotals& t, bool& thread_counted, const pyphmm_stats& st, int64_t nanoseconds, int64_t redone) {
+    constexpr auto r = std::memory_order_relaxed;
+    t.calls.fetch_add(1, r);
+    t.pairs.fetch_add(st.pairs, r);
+    t.cells.fetch_add(st.cells, r);
+    t.redone_double.fetch_add(redone, r);
+    int64_t gpu = st.gpu_cells, cpu = st.cpu_cells;
+    if (gpu + cpu == 0) (st.backend_used == PYPHMM_BACKEND_CUDA ? gpu : cpu) = st.cells;  // sides not reported
+    t.gpu_cells.fetch_add(gpu, r);
+    t.cpu_cells.fetch_add(cpu, r);
+    if (st.fell_back) t.fallbacks.fetch_add(1, r);
+    t.nanoseconds.fetch_add(nanoseconds, r);
+    if (!thread_counted) {
+        thread_counted = true;
+        t.threads.fetch_add(1, r);
+    }
+}
 
 // " over 1 calling thread (12.3 GCUPS)" or " summed over 8 calling threads".
 std::string time_note(int threads, int64_t cells, double seconds) {
     if (threads <= 1)
         return printf_string(" on 1 calling thread (%.2f GCUPS)", seconds > 0 ? cells / seconds / 1e9 : 0.0);
     return printf_string(" summed over %d calling threads", threads);
+}
+
+// "pyphmm V KIND summary: ..." of one kind's totals; nothing before its first call.
+void print_hmm_summary(const HmmTotals& t, const char* kind, bool float_first) {
+    const int64_t calls = t.calls.load(), cells = t.cells.load();
+    if (quiet() || calls == 0) return;
+    const double seconds = t.nanoseconds.load() / 1e9;
+    const int64_t sided = t.gpu_cells.load() + t.cpu_cells.load();
+    const double gpu_pct = sided > 0 ? 100.0 * t.gpu_cells.load() / sided : 0.0;
+    pyphmm_info info;
+    pyphmm_get_info(&info);
+    std::string line =
+        printf_string("pyphmm %s %s summary: %lld calls, %lld pairs, %lld cells, %.3f s inside pyphmm", info.version,
+                      kind, (long long)calls, (long long)t.pairs.load(), (long long)cells, seconds) +
+        time_note(t.threads.load(), cells, seconds) +
+        printf_string("; cells on GPU %.1f%%, CPU %.1f%%", gpu_pct, sided > 0 ? 100.0 - gpu_pct : 0.0);
+    if (float_first) line += printf_string("; %lld pairs redone in double", (long long)t.redone_double.load());
+    print_line(line + printf_string("; %lld GPU fallbacks", (long long)t.fallbacks.load()));
 }
 
 }  // namespace
@@ -158,6 +226,20 @@ void announce_pairhmm(int threads, bool double_precision) {
     print_line(banner(info, "PairHMM", pairhmm_fields(info, double_precision)));
 }
 
+void announce_pdhmm(int threads, const std::string& requested) {
+    // Once per distinct configuration: GATK initialises one binding per
+    // engine, and instances configured differently each say what they got.
+    static std::mutex mutex;
+    static std::set<std::pair<int, std::string>> said;
+    if (quiet()) return;
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!said.insert({threads, requested}).second) return;
+    }
+    pyphmm_info info = info_for_threads(threads);
+    print_line(banner(info, "PDHMM", pdhmm_fields(info, requested)));
+}
+
 void announce_sw() {
     static std::atomic<bool> said{false};
     if (quiet() || said.exchange(true)) return;
@@ -166,19 +248,11 @@ void announce_sw() {
 }
 
 void count_pairhmm(const pyphmm_stats& st, int64_t nanoseconds, bool all_double) {
-    constexpr auto r = std::memory_order_relaxed;
-    g_pairhmm.calls.fetch_add(1, r);
-    g_pairhmm.pairs.fetch_add(st.pairs, r);
-    g_pairhmm.cells.fetch_add(st.cells, r);
-    if (!all_double) g_pairhmm.redone_double.fetch_add(st.double_pairs, r);
-    g_pairhmm.gpu_cells.fetch_add(st.gpu_cells, r);
-    g_pairhmm.cpu_cells.fetch_add(st.cpu_cells, r);
-    if (st.fell_back) g_pairhmm.fallbacks.fetch_add(1, r);
-    g_pairhmm.nanoseconds.fetch_add(nanoseconds, r);
-    if (!t_counted_pairhmm) {
-        t_counted_pairhmm = true;
-        g_pairhmm.threads.fetch_add(1, r);
-    }
+    count_hmm(g_pairhmm, t_counted_pairhmm, st, nanoseconds, all_double ? 0 : st.double_pairs);
+}
+
+void count_pdhmm(const pyphmm_stats& st, int64_t nanoseconds) {
+    count_hmm(g_pdhmm, t_counted_pdhmm, st, nanoseconds, 0);
 }
 
 void count_sw(int64_t cells, int64_t nanoseconds) {
@@ -192,22 +266,9 @@ void count_sw(int64_t cells, int64_t nanoseconds) {
     }
 }
 
-void print_pairhmm_summary() {
-    const PairHmmTotals& t = g_pairhmm;
-    const int64_t calls = t.calls.load(), cells = t.cells.load();
-    if (quiet() || calls == 0) return;
-    const double seconds = t.nanoseconds.load() / 1e9;
-    const int64_t sided = t.gpu_cells.load() + t.cpu_cells.load();
-    const double gpu_pct = sided > 0 ? 100.0 * t.gpu_cells.load() / sided : 0.0;
-    pyphmm_info info;
-    pyphmm_get_info(&info);
-    print_line(printf_string("pyphmm %s PairHMM summary: %lld calls, %lld pairs, %lld cells, %.3f s inside pyphmm",
-                             info.version, (long long)calls, (long long)t.pairs.load(), (long long)cells, seconds) +
-               time_note(t.threads.load(), cells, seconds) +
-               printf_string("; cells on GPU %.1f%%, CPU %.1f%%; %lld pairs redone in double; %lld GPU fallbacks",
-                             gpu_pct, sided > 0 ? 100.0 - gpu_pct : 0.0, (long long)t.redone_double.load(),
-                             (long long)t.fallbacks.load()));
-}
+void print_pairhmm_summary() { print_hmm_summary(g_pairhmm, "PairHMM", true); }
+
+void print_pdhmm_summary() { print_hmm_summary(g_pdhmm, "PDHMM", false); }
 
 void print_sw_summary() {
     const SwTotals& t = g_sw;

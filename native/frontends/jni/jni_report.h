@@ -1,14 +1,15 @@
 // What the JNI layer tells a GATK user on stderr (GATK's log): one line when
-// a binding initialises (which pyphmm, which backend, GPU, CPU kernel,
-// dispatch threshold) and one summary when GATK calls done()/close() (calls,
-// pairs, cells, seconds inside pyphmm, GPU/CPU share, double recomputes, GPU
-// fallbacks). Both the shim jar and GKL's own classes (library directory)
+// a binding (PairHMM, PDHMM, Smith-Waterman) initialises (which pyphmm,
+// which backend, GPU, CPU kernel, dispatch threshold) and one summary when
+// GATK calls done()/close() (calls, pairs, cells, seconds inside pyphmm,
+// GPU/CPU share, double recomputes, GPU fallbacks). Both the shim jar and GKL's own classes (library directory)
 // reach them through GKL's natives. PYPHMM_LOG=quiet silences both.
 //
 // Everything here goes through the public ABI (pyphmm.h): the banner from
 // pyphmm_get_info_for, the summary from the pyphmm_stats each call returns.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "pyphmm.h"
 
@@ -22,6 +23,11 @@ bool quiet();
 // process (GATK initialises a binding per engine; the first says it all).
 void announce_pairhmm(int threads, bool double_precision);
 
+// Prints the PDHMM line for a binding whose calls use `threads` CPU
+// threads; `requested` says what GKL's arguments asked for. Once per
+// process for each distinct (threads, requested).
+void announce_pdhmm(int threads, const std::string& requested);
+
 // Prints the Smith-Waterman line, once per process.
 void announce_sw();
 
@@ -30,6 +36,9 @@ void announce_sw();
 // all_double: the call computed every pair in double (none was "redone").
 void count_pairhmm(const pyphmm_stats& stats, int64_t nanoseconds, bool all_double);
 
+// Adds one finished PDHMM call (its stats, nanoseconds inside pyphmm_pdhmm).
+void count_pdhmm(const pyphmm_stats& stats, int64_t nanoseconds);
+
 // Adds one Smith-Waterman alignment of `cells` cells.
 void count_sw(int64_t cells, int64_t nanoseconds);
 
@@ -37,6 +46,7 @@ void count_sw(int64_t cells, int64_t nanoseconds);
 // engine; under Spark every task's engine prints the executor's running
 // totals). Nothing is printed before the first call.
 void print_pairhmm_summary();
+void print_pdhmm_summary();
 void print_sw_summary();
 
 }  // namespace jni

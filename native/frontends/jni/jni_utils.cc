@@ -63,5 +63,27 @@ bool copy_bytes(JNIEnv* env, jbyteArray arr, jsize len, uint8_t* dst) {
     return true;
 }
 
+unsigned char* Scratch::get(size_t n) {
+    if (bytes.size() < n) {
+        release();
+        bytes.resize(n);
+    }
+    return bytes.data();
+}
+
+void Scratch::trim() {
+    if (bytes.size() > (size_t{64} << 20)) release();
+}
+
+void Scratch::release() {
+    bytes.clear();
+    bytes.shrink_to_fit();
+}
+
+Scratch& thread_scratch() {
+    static thread_local Scratch scratch;
+    return scratch;
+}
+
 }  // namespace jni
 }  // namespace pyphmm

@@ -5,7 +5,10 @@
 #pragma once
 #include <jni.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <new>
+#include <vector>
 
 #include "pyphmm.h"
 
@@ -36,6 +39,45 @@ CopyMode copy_mode();
 // Copies `len` bytes of `arr` to dst with the selected method. Returns false
 // with a pending Java exception on failure.
 bool copy_bytes(JNIEnv* env, jbyteArray arr, jsize len, uint8_t* dst);
+
+// Runs fn(), turning a C++ exception that escapes it into a Java one
+// (OutOfMemoryError for std::bad_alloc, else RuntimeException naming
+// `what`): nothing C++ unwinds through the JVM's frames.
+template <class F>
+void guard_java(JNIEnv* env, const char* what, F&& fn) {
+    try {
+        fn();
+    } catch (const std::bad_alloc&) {
+        throw_java(env, "java/lang/OutOfMemoryError", "pyphmm: out of memory in %s", what);
+    } catch (...) {
+        throw_java(env, "java/lang/RuntimeException", "pyphmm: internal error in %s", what);
+    }
+}
+
+// Local references of one native call, released by PopLocalFrame on every
+// path out of it.
+struct LocalFrame {
+    JNIEnv* env;
+    bool ok;  // false: PushLocalFrame failed, OutOfMemoryError pending
+    LocalFrame(JNIEnv* e, jint n) : env(e), ok(e->PushLocalFrame(n) == 0) {}
+    ~LocalFrame() {
+        if (ok) env->PopLocalFrame(nullptr);
+    }
+    LocalFrame(const LocalFrame&) = delete;
+    LocalFrame& operator=(const LocalFrame&) = delete;
+};
+
+// The calling thread's packing buffer, shared by the bindings: GATK calls
+// once per active region per thread, so it is reused across calls rather
+// than allocated per region; trim() gives back one that grew past 64 MiB.
+struct Scratch {
+    std::vector<unsigned char> bytes;
+    // n bytes (contents unspecified); throws std::bad_alloc.
+    unsigned char* get(size_t n);
+    void trim();
+    void release();
+};
+Scratch& thread_scratch();
 
 }  // namespace jni
 }  // namespace pyphmm
