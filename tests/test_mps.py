@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+import pyphmm
 from devtools.child import child_env, run_cli
 from pyphmm import mps
 
@@ -317,6 +318,10 @@ def mps_stand_in():
         shutil.rmtree(pipe)
 
 
+@pytest.mark.skipif(
+    not pyphmm.info()["cuda_compiled"],
+    reason="the library looks for MPS in its CUDA backend (native/cuda/device.cu), which this build lacks",
+)
 @pytest.mark.parametrize(
     "control, server, nap, mps_seen, naps",
     [
