@@ -249,7 +249,14 @@ def test_fake_gpu_hybrid_shares_regions():
     assert "; hybrid;" in err and f"GPU {st['gpu_regions']} regions" in err
 
 
-@pytest.mark.parametrize("env,kwargs", [({}, {}), ({"PYPHMM_HYBRID": "0"}, {}), (ON, {"hybrid": False})])
+@pytest.mark.parametrize(
+    "env,kwargs",
+    [
+        ({}, {}),
+        pytest.param({"PYPHMM_HYBRID": "0"}, {}, marks=pytest.mark.slow),
+        pytest.param(ON, {"hybrid": False}, marks=pytest.mark.slow),
+    ],
+)
 def test_fake_gpu_hybrid_off(env, kwargs):
     out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0", **env), **kwargs)
     st = out["stats"]
@@ -257,6 +264,7 @@ def test_fake_gpu_hybrid_off(env, kwargs):
     assert all(out["same_cpu"])
 
 
+@pytest.mark.slow
 def test_hybrid_option_overrides_env():
     out, _ = run_child(
         "whole",
@@ -267,6 +275,7 @@ def test_hybrid_option_overrides_env():
     assert out["stats"]["hybrid"]
 
 
+@pytest.mark.slow
 def test_cpu_backend_never_shares():
     out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0"), backend="cpu")
     st = out["stats"]
@@ -324,6 +333,7 @@ def test_fake_gpu_hybrid_decision_line():
     check_shared(out)
 
 
+@pytest.mark.slow
 def test_fake_gpu_hybrid_too_small_a_share_runs_gpu_alone():
     """Below PYPHMM_HYBRID_MIN_CPU_SHARE percent the CPU workers take nothing:
     one GPU call computes every region (the GPU's results, exactly)."""
@@ -346,6 +356,7 @@ def test_fake_gpu_hybrid_too_small_a_share_runs_gpu_alone():
     assert all(out["same_cpu"])  # the fake GPU is the CPU backend
 
 
+@pytest.mark.slow
 def test_one_thread_hybrid_is_gpu_only():
     out, _ = run_child("whole", dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0"), threads=1)
     st = out["stats"]
@@ -353,6 +364,7 @@ def test_one_thread_hybrid_is_gpu_only():
 
 
 # ----------------------------------------------------------------- real GPU
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_calibrated_threshold_reported():
     inf, _ = info_child({})
@@ -361,6 +373,7 @@ def test_gpu_calibrated_threshold_reported():
     print(f"\ncalibrated threshold {inf['gpu_min_cells']} cells: {inf['calibration']}")
 
 
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_per_call_split():
     t = median_cells()
@@ -376,6 +389,7 @@ def test_gpu_per_call_split():
     assert 0 < n_gpu < len(calls)
 
 
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_hybrid_decides_by_predicted_share():
     """A GPU with the throughput of an H100 leaves the CPU workers a share
@@ -390,6 +404,7 @@ def test_gpu_hybrid_decides_by_predicted_share():
         assert all(out["same_gpu"])
 
 
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_hybrid_shares_regions():
     """Sharing forced (PYPHMM_HYBRID_MIN_CPU_SHARE=0): the large regions total
@@ -407,6 +422,7 @@ def test_gpu_hybrid_shares_regions():
     assert st["backend"] == "cuda"
 
 
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_hybrid_off_and_cuda_backend_are_gpu_only():
     for env, kwargs in (({}, {}), ({"PYPHMM_HYBRID": "0"}, {}), (ON, {"backend": "cuda"})):
@@ -416,6 +432,7 @@ def test_gpu_hybrid_off_and_cuda_backend_are_gpu_only():
         assert all(out["same_gpu"])
 
 
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_hybrid_failure_falls_back():
     out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_TEST_GPU_FAILURE": "always", **ON})

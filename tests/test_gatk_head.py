@@ -29,6 +29,9 @@ from devtools.oracle import java_harness as jh
 from devtools.oracle import shim, sw_reference
 from devtools.regions import region_cells
 
+# Every test runs a JVM; the module's shared inputs and GKL's run take ~6 s.
+pytestmark = [pytest.mark.jvm, pytest.mark.slow]
+
 REPO = shim.REPO
 CLASSES = (
     "com.intel.gkl.pairhmm.IntelPairHmm",
