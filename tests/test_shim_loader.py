@@ -31,7 +31,9 @@ from devtools.child import child_env
 from devtools.oracle import java_harness as jh
 from devtools.oracle import shim
 
-pytestmark = pytest.mark.jvm  # every case runs GATK HEAD's caller in a JVM
+# Every case runs GATK HEAD's caller in a JVM of its own (the shim tests of
+# tests/test_shim.py load the jar through the same loader in the shared JVM).
+pytestmark = [pytest.mark.jvm, pytest.mark.slow]
 
 REPO = shim.REPO
 MACHINE = os.uname().machine  # x86_64 or aarch64: the jar built here holds this one
@@ -162,7 +164,6 @@ def _plant(tmpdir, how):
     return planted
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("how", ["world-writable", "another-users"])
 def test_planted_directory_is_neither_written_nor_loaded(tmp_path, caller, gkl_values, how):
     if how == "another-users" and os.geteuid() != 0:
@@ -189,7 +190,6 @@ def _pyphmm_libdir(tmp_path) -> str:
     return str(d)
 
 
-@pytest.mark.slow
 def test_tmpdir_writable_by_others_without_sticky_bit_is_not_used(tmp_path, caller, gkl_values):
     tmpdir = tmp_path / "open"
     tmpdir.mkdir()
@@ -205,7 +205,6 @@ def test_tmpdir_writable_by_others_without_sticky_bit_is_not_used(tmp_path, call
     assert lines[0] == "I pairhmm java" and "cannot load libpyphmm.so" in err
 
 
-@pytest.mark.slow
 def test_os_arch_picks_the_library(tmp_path, caller, gkl_values):
     for arch in OS_ARCH[MACHINE]:
         tmpdir = tmp_path / arch
@@ -222,7 +221,6 @@ def test_os_arch_picks_the_library(tmp_path, caller, gkl_values):
     _check_values(lines, caller, gkl_values)  # (from java.library.path)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "option,says", [("noexec", "its file system is mounted noexec"), ("ro", "cannot extract libpyphmm.so")]
 )
@@ -247,7 +245,6 @@ def test_unusable_tmpdir_names_the_fix(tmp_path, caller, gkl_values, option, say
     assert _loaded_from(err) == os.path.realpath(os.path.join(REPO, "pyphmm", "libpyphmm.so"))
 
 
-@pytest.mark.slow
 def test_concurrent_jvms_keep_the_file_they_loaded(tmp_path, caller):
     """JVMs that start together (Spark executors, parallel GATK runs) extract
     into the same directory; none may replace a file another has mapped."""
