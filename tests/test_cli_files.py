@@ -162,7 +162,7 @@ def slow_input(tmp_path, records=12):
     return path
 
 
-@PATHS
+@pytest.mark.parametrize("native", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["native", "python"])
 @pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
 def test_signals_leave_no_file(tmp_path, native, sig, code):
     src = slow_input(tmp_path)

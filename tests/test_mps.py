@@ -256,7 +256,7 @@ def test_private_daemon_that_never_answers(fake_control, monkeypatch):
     assert not os.path.exists(pipe)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)])
 def test_private_daemon_quits_on_signal(fake_control, sig):
     code = textwrap.dedent("""\
         import sys, time

@@ -20,6 +20,7 @@ from pyphmm import sw
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RANDOM_PAIRS = int(os.environ.get("PYPHMM_SW_RANDOM_PAIRS", "5000"))
 REFERENCE_SAMPLE = 40  # non-deviating pairs per (preset, strategy) also checked against the reference
+QUICK_PRESETS = ("NEW_SW_PARAMETERS", "ALIGNMENT_TO_BEST_HAPLOTYPE")
 
 
 # ---- worked examples (docs/SMITH_WATERMAN.md) and GATK's vectors --------------------
@@ -81,8 +82,11 @@ DEVIATIONS = {}
 
 
 @pytest.mark.jvm
-@pytest.mark.parametrize("preset", list(sw.PRESETS))
-# (IGNORE: GKL's deviating pairs go through the Python reference, seconds more)
+# The quick tier keeps the two presets HaplotypeCaller aligns with; IGNORE's
+# deviating pairs go through the Python reference, seconds more.
+@pytest.mark.parametrize(
+    "preset", [p if p in QUICK_PRESETS else pytest.param(p, marks=pytest.mark.slow) for p in sw.PRESETS]
+)
 @pytest.mark.parametrize(
     "strategy", [pytest.param(s, marks=pytest.mark.slow) if s == "IGNORE" else s for s in STRATEGIES]
 )
