@@ -22,8 +22,9 @@ installed package).
   JVM fail a test without ``@pytest.mark.jvm`` (tests/conftest.py).
 
 The repository root must be importable: pytest does that through
-``[tool.pytest.ini_options] pythonpath`` in pyproject.toml; scripts are run
-from the root as ``PYTHONPATH=. python3 scripts/NAME.py``.
+``[tool.pytest.ini_options] pythonpath`` in pyproject.toml, and a script run
+as ``python3 scripts/NAME.py`` through scripts/_checkout.py, which it
+imports first.
 """
 
 import os

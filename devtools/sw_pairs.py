@@ -146,3 +146,67 @@ def read_vs_hap(n: int, seed: int, hap_len: int = 300, lo: int = 40, hi: int = 1
         refs.append(hap)
         alts.append(read)
     return refs, alts
+
+
+# GATK's parameter sets (SmithWatermanAlignmentConstants) by call site.
+READ_TO_HAPLOTYPE = (10, -15, -30, -5)  # ALIGNMENT_TO_BEST_HAPLOTYPE
+HAPLOTYPE_TO_REFERENCE = (200, -150, -260, -11)  # NEW_SW_PARAMETERS
+DANGLING_END = (25, -50, -110, -6)  # STANDARD_NGS
+SW_PAD = b"N" * 10  # CigarUtils.calculateCigar pads both sequences with this
+
+
+def _with_repeats(rng, n):
+    """n random bases with a tandem repeat in a third of the sequences."""
+    s = _rand(rng, n)
+    if rng.random() < 0.33 and n > 40:
+        unit = _rand(rng, int(rng.integers(1, 5)))
+        rep = unit * int(rng.integers(4, 12))
+        at = int(rng.integers(0, n - len(rep))) if n > len(rep) else 0
+        s = (s[:at] + rep + s[at + len(rep) :])[:n]
+    return s
+
+
+def haplotype_caller_mix(n: int, seed: int, read_share: float = 0.78, hap_share: float = 0.18):
+    """HaplotypeCaller's Smith-Waterman calls, one tuple (ref, alt, params,
+    strategy, kind) per call, in call order:
+
+    - "read_vs_hap" (read_share of the calls): AlignmentUtils.createReadAlignedToRef,
+      ref = the read's best haplotype (250-600 bp), alt = the read (100-151 bp,
+      1-4 substitutions, a fifth with an indel of 1-10 bp, a few N bases),
+      READ_TO_HAPLOTYPE, SOFTCLIP;
+    - "hap_vs_ref" (hap_share): CigarUtils.calculateCigar from the assembler,
+      ref window and haplotype of 250-600 bp (1-5 substitutions, 0-2 indels
+      of 1-30 bp) both padded with SW_PAD, HAPLOTYPE_TO_REFERENCE, SOFTCLIP
+      (a tenth INDEL: given alleles and PDHMM's realignment);
+    - "dangling_end" (the rest): the assembler's dangling-head/tail recovery,
+      reference and branch paths of 10-60 bp, DANGLING_END, LEADING_INDEL.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        u = rng.random()
+        if u < read_share:
+            hap = _with_repeats(rng, int(rng.integers(250, 601)))
+            k = int(rng.integers(100, 152))
+            a = int(rng.integers(0, len(hap) - k + 1))
+            read = _snps(rng, hap[a : a + k], int(rng.integers(1, 5)))
+            if rng.random() < 0.2:
+                read = _indel(rng, read, 10)[:151]
+            if rng.random() < 0.05:
+                b = bytearray(read)
+                b[int(rng.integers(0, len(b)))] = ord("N")
+                read = bytes(b)
+            out.append((hap, read, READ_TO_HAPLOTYPE, "SOFTCLIP", "read_vs_hap"))
+        elif u < read_share + hap_share:
+            ref = _with_repeats(rng, int(rng.integers(250, 601)))
+            hap = _snps(rng, ref, int(rng.integers(1, 6)))
+            for _ in range(int(rng.integers(0, 3))):
+                hap = _indel(rng, hap, 30)
+            strategy = "INDEL" if rng.random() < 0.1 else "SOFTCLIP"
+            out.append((SW_PAD + ref + SW_PAD, SW_PAD + hap + SW_PAD, HAPLOTYPE_TO_REFERENCE, strategy, "hap_vs_ref"))
+        else:
+            ref = _rand(rng, int(rng.integers(10, 61)))
+            k = int(rng.integers(5, len(ref) + 1))
+            alt = ref[:k] + _rand(rng, int(rng.integers(1, 30)))
+            out.append((ref, _snps(rng, alt, int(rng.integers(0, 2))), DANGLING_END, "LEADING_INDEL", "dangling_end"))
+    return out

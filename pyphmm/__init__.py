@@ -11,12 +11,13 @@ likelihoods within 1e-5 of GKL's, Smith-Waterman CIGARs identical to GATK's.
 
 import importlib
 
-from ._native import BackendUnavailableError, info
 from ._version import __version__
 
-# The array API loads on first use (PEP 562), so `python -m pyphmm` on a
-# record file, which runs in native code, starts without importing numpy.
+# The API loads on first use (PEP 562): `python -m pyphmm` runs this file
+# before the CLI can handle signals, so it imports nothing that takes time,
+# and a record file, which runs in native code, starts without numpy.
 _LAZY = {name: ".pairhmm" for name in ("HaplotypeBatch", "Read", "ReadBatch", "compute_likelihoods", "compute_regions")}
+_LAZY.update({"BackendUnavailableError": "._native", "info": "._native"})
 _LAZY.update(
     {
         name: ".sw"

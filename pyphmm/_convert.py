@@ -44,3 +44,13 @@ def as_int(value, what: str, lo: int, hi: int) -> int:
 def check_stats(stats) -> None:
     if stats is not None and not isinstance(stats, dict):
         raise TypeError(f"stats must be a dict or None, not {type(stats).__name__}")
+
+
+def physical_memory() -> float:
+    """This machine's memory in bytes (0 if unknown)."""
+    import os
+
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES")) * float(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 0.0

@@ -28,6 +28,11 @@ class BackendUnavailableError(RuntimeError):
     """The backend that was asked for cannot run here (e.g. no usable GPU)."""
 
 
+class InternalError(RuntimeError):
+    """The native library failed in a way no argument explains (a thread that
+    could not start, a bug): PYPHMM_E_INTERNAL."""
+
+
 def raise_status(code: int, message: str) -> None:
     """Raises the Python exception of an ABI status code (none for OK)."""
     if code == lib.PYPHMM_OK:
@@ -40,7 +45,7 @@ def raise_status(code: int, message: str) -> None:
         raise BackendUnavailableError(message)
     if code == lib.PYPHMM_E_IO:
         raise OSError(message)
-    raise RuntimeError(f"pyphmm internal error: {message}")
+    raise InternalError(f"pyphmm internal error: {message}")
 
 
 def raise_for_status(code: int, error) -> None:
@@ -57,6 +62,8 @@ def make_options(backend: str = "auto", threads: int | None = None, double: bool
         raise ValueError(f"backend must be one of {sorted(BACKENDS)}, not {backend!r}")
     if threads is not None:
         threads = as_int(threads, "threads", 1, MAX_THREADS)
+    if not isinstance(double, bool):
+        raise TypeError(f"double must be True or False, not {type(double).__name__}")
     if hybrid is not None and not isinstance(hybrid, bool):
         raise TypeError(f"hybrid must be True, False or None, not {type(hybrid).__name__}")
     opts = ffi.new("pyphmm_options *")
@@ -84,7 +91,7 @@ def stats_dict(stats) -> dict:
         "hybrid": bool(stats.hybrid),
         "hybrid_gpu_threads": stats.hybrid_gpu_threads,
         "hybrid_cpu_threads": stats.hybrid_cpu_threads,
-        # GPU work: the device, launch-constant pairs, and (PYPHMM_CUDA_TIMING=1) kernel
+        # GPU work: the device, launch-constant pairs, and (PYPHMM_DEV=cuda_timing=1) kernel
         # and host-phase seconds
         "device": stats.device,
         "const_pairs": stats.const_pairs,
@@ -140,6 +147,7 @@ def info() -> dict:
         "cuda_nap_percent": i.cuda_nap_percent,
         "jni_compiled": bool(i.jni_compiled),
         "library": library_path(),
+        "settings_error": settings_error(),
     }
 
 
@@ -147,9 +155,20 @@ def library_path() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libpyphmm.so")
 
 
+def settings_error():
+    """None, or the message naming the first PYPHMM_* setting in the
+    environment whose value does not parse (every call refuses to run
+    meanwhile, with this message)."""
+    err = ffi.new("pyphmm_error *")
+    if lib.pyphmm_config_check(err) == lib.PYPHMM_OK:
+        return None
+    return ffi.string(err.message).decode("utf-8", "replace")
+
+
 def config_text() -> str:
-    """The native library's PYPHMM_* environment variables: one line each
-    with the value in use, where it came from and what it does."""
+    """The settings the native library reads: one line each with the value
+    in use, where it came from and what it does (the user settings, then
+    PYPHMM_DEV's keys)."""
     n = lib.pyphmm_config_describe(ffi.NULL, 0)
     buf = ffi.new("char[]", n + 1)
     lib.pyphmm_config_describe(buf, n + 1)

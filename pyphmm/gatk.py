@@ -1,5 +1,7 @@
-"""GATK entry points: ``pyphmm gatk-jar``, ``pyphmm gatk-libdir DIR`` and
-``pyphmm gatk [--gatk-jar JAR] -- ARGS...``.
+"""What pyphmm knows about GATK: the shim jar, GKL's library names, the
+command line that runs GATK with the shim. The commands ``pyphmm
+gatk-jar``, ``pyphmm gatk-libdir DIR`` and ``pyphmm gatk [--gatk-jar JAR] --
+ARGS...`` are pyphmm.cli.gatk.
 
 Two ways to make unmodified GATK call pyphmm:
 - the shim jar (pyphmm-gatk.jar) placed before GATK on the class path: it
@@ -17,11 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import zipfile
-
-from . import _native
 
 JAR_NAME = "pyphmm-gatk.jar"
 GKL_LIBRARY_NAMES = ("libgkl_pairhmm.so", "libgkl_pairhmm_omp.so", "libgkl_smithwaterman.so", "libgkl_utils.so")
@@ -40,61 +38,14 @@ def jar_path() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), JAR_NAME)
 
 
-def _existing_jar() -> str:
+def existing_jar() -> str:
     path = jar_path()
     if not os.path.exists(path):
         raise OSError(f"{path} is missing: pyphmm was built without a JDK or gatk-native-bindings.jar")
     return path
 
 
-def write_libdir(directory: str, copy: bool = False, gatk_jar: str | None = None, gkl_libs: str | None = None) -> tuple:
-    """Fills `directory` for GATK's USE_LIBRARY_PATH=1 mode; returns
-    (written paths, {missing GKL library: what GATK loses}).
-
-    pyphmm's four GKL names are links to libpyphmm.so (not copies) so the JVM,
-    which keys loaded libraries by canonical path, loads pyphmm once and every
-    GKL native shares its state; with copy=True, libpyphmm.so itself is copied
-    into the directory first (a relocatable directory) and the names link to
-    that copy. GKL's own libraries (GKL_OWN_LIBRARIES) are copied from
-    gatk_jar (com/intel/gkl/native/ inside it) or else from the directory
-    gkl_libs; those found in neither are reported as missing.
-    """
-    lib = _native.library_path()
-    if not os.path.exists(lib):
-        raise OSError(f"{lib} is missing")
-    for path, what in ((gatk_jar, "GATK jar"), (gkl_libs, "GKL library directory")):
-        if path and not os.path.exists(path):
-            raise OSError(f"{what} not found: {path}")
-    os.makedirs(directory, exist_ok=True)
-    target = lib
-    if copy:
-        target = os.path.join(directory, "libpyphmm.so")
-        tmp = target + ".part"
-        shutil.copy2(lib, tmp)
-        os.replace(tmp, target)
-        target = "libpyphmm.so"  # relative link: the directory can move
-    written = []
-    for name in GKL_LIBRARY_NAMES:
-        path = os.path.join(directory, name)
-        tmp = path + ".part"
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        os.symlink(target, tmp)
-        os.replace(tmp, path)
-        written.append(path)
-    missing = {}
-    for name, loss in GKL_OWN_LIBRARIES.items():
-        data = _gkl_library_bytes(name, gatk_jar, gkl_libs)
-        if data is None:
-            missing[name] = loss
-            continue
-        path = os.path.join(directory, name)
-        _write_file(path, data)
-        written.append(path)
-    return written, missing
-
-
-def _gkl_library_bytes(name: str, gatk_jar: str | None, gkl_libs: str | None):
+def gkl_library_bytes(name: str, gatk_jar: str | None, gkl_libs: str | None):
     """GKL's library `name` from the GATK jar, else from gkl_libs; None if neither has it."""
     if gatk_jar:
         try:
@@ -112,33 +63,6 @@ def _gkl_library_bytes(name: str, gatk_jar: str | None, gkl_libs: str | None):
     return None
 
 
-def _write_file(path: str, data: bytes) -> None:
-    """Replaces path atomically (a link left by an earlier run included)."""
-    tmp = path + ".part"
-    if os.path.lexists(tmp):
-        os.unlink(tmp)
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, path)
-
-
-def missing_note(missing: dict, gatk_jar: str | None, gkl_libs: str | None) -> str:
-    """The stderr lines that say which GKL features a directory lacks."""
-    sources = " or ".join(s for s in (gatk_jar, gkl_libs) if s)
-    where = (
-        f"is not in {sources}"
-        if sources
-        else "not written (give the GATK jar: --gatk-jar JAR or $GATK_LOCAL_JAR, or a directory of GKL "
-        "libraries: --gkl-libs DIR)"
-    )
-    lines = [
-        f"pyphmm: warning: {name} {where}; under USE_LIBRARY_PATH=1 GATK will lack {loss}"
-        for name, loss in missing.items()
-    ]
-    return "\n".join(lines)
-
-
 def find_gatk_jar(explicit: str | None) -> str:
     path = explicit or os.environ.get("GATK_LOCAL_JAR")
     if not path:
@@ -153,69 +77,4 @@ def gatk_command(gatk_jar: str, args: list, java: str | None = None) -> list:
     GKL class names win; everything else in GATK (and GKL) is untouched."""
     java = java or os.environ.get("JAVA") or shutil.which("java") or "java"
     opts = os.environ.get("JAVA_OPTS", "").split()
-    return [java] + opts + ["-cp", os.pathsep.join([_existing_jar(), gatk_jar]), GATK_MAIN] + list(args)
-
-
-def cmd_gatk_jar(args) -> int:
-    path = _existing_jar()
-    if args.output:
-        # The jar is self-contained (classes + libpyphmm.so): a copy is all
-        # GATK needs, on a host with or without Python.
-        tmp = args.output + ".part"
-        shutil.copyfile(path, tmp)
-        os.replace(tmp, args.output)
-        path = os.path.abspath(args.output)
-    print(path)
-    return 0
-
-
-def cmd_gatk_libdir(args) -> int:
-    gatk_jar = args.gatk_jar or os.environ.get("GATK_LOCAL_JAR") or None
-    written, missing = write_libdir(args.directory, copy=args.copy, gatk_jar=gatk_jar, gkl_libs=args.gkl_libs)
-    for path in written:
-        print(path)
-    if missing:
-        print(missing_note(missing, gatk_jar, args.gkl_libs), file=sys.stderr)
-    print(
-        f"pyphmm: run GATK with USE_LIBRARY_PATH=1 and -Djava.library.path={os.path.abspath(args.directory)}",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def cmd_gatk(args) -> int:
-    rest = list(args.gatk_args)
-    if rest and rest[0] == "--":
-        rest = rest[1:]
-    cmd = gatk_command(find_gatk_jar(args.gatk_jar), rest)
-    return subprocess.call(cmd)
-
-
-def add_subcommands(sub) -> None:
-    """Registers gatk-jar, gatk-libdir and gatk on the CLI's subparsers."""
-    import argparse
-
-    j = sub.add_parser("gatk-jar", help="print the path of the GATK shim jar (or copy it: --output FILE)")
-    j.add_argument("--output", metavar="FILE", help="copy the jar to FILE (standalone: GATK needs nothing else)")
-    j.set_defaults(func=cmd_gatk_jar)
-
-    d = sub.add_parser("gatk-libdir", help="write GKL-named libraries for USE_LIBRARY_PATH=1 GATK runs")
-    d.add_argument("directory", help="directory to write libgkl_*.so into")
-    d.add_argument("--copy", action="store_true", help="copy libpyphmm.so into the directory (relocatable)")
-    d.add_argument(
-        "--gatk-jar",
-        default=None,
-        help="GATK local jar to take GKL's own compression and PDHMM libraries from (default: $GATK_LOCAL_JAR)",
-    )
-    d.add_argument(
-        "--gkl-libs",
-        default=None,
-        metavar="DIR",
-        help="directory of GKL libraries to take them from instead (e.g. /usr/lib/jni)",
-    )
-    d.set_defaults(func=cmd_gatk_libdir)
-
-    g = sub.add_parser("gatk", help="run GATK with the pyphmm shim first on the class path")
-    g.add_argument("--gatk-jar", default=None, help="GATK local jar (default: $GATK_LOCAL_JAR)")
-    g.add_argument("gatk_args", nargs=argparse.REMAINDER, help="arguments for GATK, after --")
-    g.set_defaults(func=cmd_gatk)
+    return [java] + opts + ["-cp", os.pathsep.join([existing_jar(), gatk_jar]), GATK_MAIN] + list(args)

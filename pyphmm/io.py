@@ -15,11 +15,13 @@ Files are read line by line, so inputs larger than memory stream through.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import IO, Iterator, Tuple, Union
 
 import numpy as np
 
+from ._convert import INT32_MAX, physical_memory
 from .pairhmm import HaplotypeBatch, ReadBatch
 
 PathOrFile = Union[str, os.PathLike, IO[str]]
@@ -40,6 +42,21 @@ QUOTE_CHARS = 60
 # Estimated bytes of one record's results while they are computed and
 # written: a double and its text per pair (native/frontends/records/ uses the same).
 RESULT_BYTES_PER_PAIR = 32
+# The longest line, in bytes without its '\n': a header line (and a blank
+# line before one), and a read or haplotype line (a read of 13 million
+# bases). A longer line is an error once its first LIMIT + 1 bytes are read,
+# so that a file that is no record file (/dev/zero, a binary) fails at once
+# instead of being buffered whole. native/frontends/records/ uses the same.
+MAX_HEADER_LINE = 1 << 20
+MAX_RECORD_LINE = 64 << 20
+# A long line is read in pieces of this size, each checked as it arrives.
+_PIECE = 1 << 20
+# Bytes no line holds, wherever they stand (a '\r' is allowed at its end).
+_NEVER = re.compile(rb"[^\t\r\x20-\x7e]")
+_LINE_BYTES = b"\t" + bytes(range(0x20, 0x7F))
+_BAD_BYTES = re.compile(rb"[^\t\x20-\x7e]")
+_BAD_CHARS = re.compile(r"[^\t\x20-\x7e]")
+_NEVER_CHARS = re.compile(r"[^\t\r\x20-\x7e]")
 
 
 def quote(text: str) -> str:
@@ -48,44 +65,70 @@ def quote(text: str) -> str:
 
 
 def _physical_memory() -> float:
-    try:
-        return float(os.sysconf("SC_PHYS_PAGES")) * float(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return 0.0
+    return physical_memory()
 
 
 def decode_line(raw, name: str, lineno: int) -> str:
-    """A line read from a file: str, or bytes checked for what a record file
-    never holds (a byte-order mark, non-ASCII and NUL bytes)."""
-    if isinstance(raw, bytes):
-        if raw.startswith(b"\xef\xbb\xbf"):
-            raise RecordError(f"{name}:{lineno}: UTF-8 byte-order mark: not ASCII text")
-        try:
-            line = raw.decode("ascii")
-        except UnicodeDecodeError as e:
-            nul = raw.find(b"\0", 0, e.start)
-            if nul >= 0:
-                raise RecordError(f"{name}:{lineno}: NUL byte at column {nul + 1}: not ASCII text") from None
-            raise RecordError(f"{name}:{lineno}: non-ASCII byte at column {e.start + 1}: not ASCII text") from None
+    """A line read from a file (bytes or str, with its newline), checked for
+    what a record file never holds: a byte-order mark, a NUL, non-ASCII or
+    control byte (a tab aside), a carriage return other than the line's last
+    byte. The messages are the native reader's (record_text.cc)."""
+    text = isinstance(raw, bytes)
+    if text:  # the usual line, in one fast pass: what is left once tabs and printable ASCII go
+        rest = raw.translate(None, _LINE_BYTES)
+        if not rest or (rest in (b"\n", b"\r\n", b"\r") and raw.endswith(rest)):
+            return raw.decode("ascii")
+    end = len(raw) - raw.endswith(b"\n" if text else "\n")  # (searched in place: no copy)
+    end -= raw.endswith(b"\r" if text else "\r", 0, end)
+    m = (_BAD_BYTES if text else _BAD_CHARS).search(raw, 0, end)
+    if m is None:
+        return raw.decode("ascii") if text else raw
+    if raw.startswith(b"\xef\xbb\xbf" if text else "\ufeff"):
+        raise RecordError(f"{name}:{lineno}: UTF-8 byte-order mark: not ASCII text")
+    col, c = m.start() + 1, ord(m.group())
+    if c == 0:
+        what = "NUL byte at column {}: not ASCII text"
+    elif c > 127:
+        what = "non-ASCII byte at column {}: not ASCII text"
+    elif c == 13:
+        what = "carriage return at column {}: a line ends with LF or CR LF"
     else:
-        line = raw
-        if line.startswith("\ufeff"):
-            raise RecordError(f"{name}:{lineno}: UTF-8 byte-order mark: not ASCII text")
-        if not line.isascii():
-            col = next(i for i, ch in enumerate(line) if ord(ch) > 127 or ch == "\0")
-            if line[col] == "\0":
-                raise RecordError(f"{name}:{lineno}: NUL byte at column {col + 1}: not ASCII text")
-            raise RecordError(f"{name}:{lineno}: non-ASCII byte at column {col + 1}: not ASCII text")
-    nul = line.find("\0")
-    if nul >= 0:
-        raise RecordError(f"{name}:{lineno}: NUL byte at column {nul + 1}: not ASCII text")
+        what = f"control character 0x{c:02x} at column {{}}: not printable text"
+    raise RecordError(f"{name}:{lineno}: {what.format(col)}")
+
+
+def read_line(f, limit: int, name: str, lineno: int, what: str):
+    """The next line of f (with its newline; None at the end of the file),
+    checked by decode_line. A line longer than a piece is read in pieces,
+    each checked for bytes no line holds as it arrives; a line of more than
+    `limit` (>= a piece) bytes is an error after its first limit + 1 bytes
+    (`what` names the kind of line)."""
+    raw = f.readline(_PIECE)
+    if type(raw) is bytes and raw[-1:] == b"\n":  # the usual line: whole in one piece
+        return decode_line(raw, name, lineno)
+    if not raw:
+        return None
+    nl = b"\n" if isinstance(raw, bytes) else "\n"
+    never = _NEVER if isinstance(raw, bytes) else _NEVER_CHARS
+    pieces, size, piece = [raw], len(raw), raw
+    while size <= limit and not piece.endswith(nl) and not never.search(piece):
+        piece = f.readline(min(_PIECE, limit + 1 - size))
+        if not piece:
+            break
+        pieces.append(piece)
+        size += len(piece)
+    raw = raw[:0].join(pieces)
+    line = decode_line(raw, name, lineno)
+    if len(raw) - raw.endswith(nl) > limit:
+        raise RecordError(f"{name}:{lineno}: line longer than {limit} bytes, the limit of a {what} line")
     return line
 
 
 def _open_lines(source):
     """(file, owned, name) for reading lines: a path opens in binary (each
-    line is decoded on its own, so errors name the right line), "-" is
-    standard input, a file object is used as it is."""
+    line is checked on its own, so errors name the right line), "-" is
+    standard input, a file object (whose readline takes a size) is used as
+    it is."""
     if hasattr(source, "readline"):
         return source, False, getattr(source, "name", "<stream>")
     if source == "-":
@@ -100,25 +143,31 @@ def read_records(source: PathOrFile) -> Iterator[Tuple[ReadBatch, HaplotypeBatch
     ``reads`` is a :class:`ReadBatch` and ``haplotypes`` a
     :class:`HaplotypeBatch`, ready for :func:`pyphmm.compute_likelihoods`.
     Raises :class:`RecordError` (a ValueError) naming the file and line for
-    malformed headers, wrong field counts, unequal lengths, empty sequences,
-    quality characters below ``!``, truncated records, bytes that are not
-    ASCII text (a byte-order mark, non-ASCII, NUL) and records whose results
-    would not fit in this machine's memory.
+    malformed headers and counts, wrong field counts, unequal lengths, empty
+    sequences, truncated records, lines that are not printable ASCII text (a
+    byte-order mark, NUL, non-ASCII and control bytes), lines over the
+    length limits and records whose results would not fit in this machine's
+    memory (docs/RECORD_FORMAT.md).
     """
+    for _, reads, haps in read_records_at(source):
+        yield reads, haps
+
+
+def read_records_at(source: PathOrFile) -> Iterator[Tuple[int, ReadBatch, HaplotypeBatch]]:
+    """read_records, each record with the line number of its header."""
     f, owned, name = _open_lines(source)
     lineno = 0
     try:
 
-        def next_line():
+        def next_line(limit, what):
             nonlocal lineno
-            raw = f.readline()
-            if not raw:
-                return None
-            lineno += 1
-            return decode_line(raw, name, lineno)
+            line = read_line(f, limit, name, lineno + 1, what)
+            if line is not None:
+                lineno += 1
+            return line
 
         def record_line(what: str, k: int, of: int) -> str:
-            line = next_line()
+            line = next_line(MAX_RECORD_LINE, what)
             if line is None:
                 raise RecordError(
                     f"{name}: truncated record: expected {what} {k + 1} of {of} at line {lineno + 1}, found end of file"
@@ -126,36 +175,48 @@ def read_records(source: PathOrFile) -> Iterator[Tuple[ReadBatch, HaplotypeBatch
             return line
 
         while True:
-            line = next_line()
+            line = next_line(MAX_HEADER_LINE, "header")
             if line is None:
                 return
             if not line.strip():
                 continue
+            header = lineno
             num_reads, num_haps = _parse_header(line, name, lineno)
-            reads = _ReadColumns()
-            for i in range(num_reads):
-                reads.add(record_line("read", i, num_reads), name, lineno)
-            haps = [_parse_hap(record_line("haplotype", i, num_haps), name, lineno) for i in range(num_haps)]
-            yield reads.batch(name), _hap_batch(haps)
+            try:
+                reads = _ReadColumns()
+                for i in range(num_reads):
+                    reads.add(record_line("read", i, num_reads), name, lineno)
+                haps = [_parse_hap(record_line("haplotype", i, num_haps), name, lineno) for i in range(num_haps)]
+                batches = reads.batch(name), _hap_batch(haps)
+            except MemoryError:
+                raise MemoryError(
+                    f"{name}:{header}: out of memory reading a record of {num_reads} reads x {num_haps} haplotypes"
+                ) from None
+            yield (header, *batches)
     finally:
         if owned:
             f.close()
+
+
+def _parse_count(text: str, name: str, lineno: int) -> int:
+    """A count: decimal digits, at most INT32_MAX (record_text.cc's rule)."""
+    if text.isascii() and text.isdigit():
+        if len(text.lstrip("0")) > len(str(INT32_MAX)) or int(text) > INT32_MAX:  # (int() of a huge text is slow)
+            raise RecordError(
+                f"{name}:{lineno}: count {quote(text)} in record header is too large (at most {INT32_MAX})"
+            )
+        return int(text)
+    if text[:1] == "-" and text[1:].isascii() and text[1:].isdigit():
+        raise RecordError(f"{name}:{lineno}: negative count {quote(text)} in record header")
+    raise RecordError(f"{name}:{lineno}: malformed count {quote(text)} in record header (expected digits 0-9)")
 
 
 def _parse_header(line: str, name: str, lineno: int, check_size: bool = True) -> Tuple[int, int]:
     parts = line.split()
     if len(parts) != 2:
         raise RecordError(f"{name}:{lineno}: malformed record header {quote(line.strip())} (expected two counts 'R H')")
-    counts = []
-    for p in parts:
-        try:
-            v = int(p)
-        except ValueError:
-            raise RecordError(f"{name}:{lineno}: non-integer count {quote(p)} in record header") from None
-        if v < 0:
-            raise RecordError(f"{name}:{lineno}: negative count {v} in record header")
-        counts.append(v)
-    need, have = counts[0] * counts[1] * RESULT_BYTES_PER_PAIR, _physical_memory()
+    counts = [_parse_count(p, name, lineno) for p in parts]
+    need, have = counts[0] * counts[1] * RESULT_BYTES_PER_PAIR, physical_memory()
     if check_size and have > 0 and need > have:
         raise RecordError(
             f"{name}:{lineno}: a record of {counts[0]} reads x {counts[1]} haplotypes needs about "
@@ -189,11 +250,7 @@ class _ReadColumns:
         joined = [np.frombuffer("".join(col).encode("ascii"), dtype=np.uint8) for col in self.fields]
         offsets = np.zeros(len(self.lines) + 1, dtype=np.int64)
         np.cumsum([len(s) for s in self.fields[0]], out=offsets[1:])
-        for i, label in enumerate(self.LABELS, start=1):
-            if joined[i].size and joined[i].min() < 33:
-                # name the line of the first offending read
-                k = int(np.searchsorted(offsets, int(np.argmax(joined[i] < 33)), side="right")) - 1
-                raise RecordError(f"{name}:{self.lines[k]}: {label} character below '!' in ASCII+33 qualities")
+        for i in range(1, 5):  # ASCII+33 (decode_line let only '!'..'~' into fields)
             joined[i] = joined[i] - 33
         return ReadBatch(*joined, offsets)
 

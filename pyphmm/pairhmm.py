@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _native
 from ._convert import as_bases as _as_bases
-from ._convert import check_stats
+from ._convert import check_stats, physical_memory
 from ._pyphmm import ffi, lib
 
 _QUAL_FIELDS = ("quals", "ins", "dels", "gcp")
@@ -154,14 +154,22 @@ class ReadBatch:
         return self.offsets.size - 1
 
     def __getitem__(self, i: int) -> Read:
-        if not -len(self) <= i < len(self):
-            raise IndexError(i)
-        i %= len(self)
-        s = slice(self.offsets[i], self.offsets[i + 1])
-        return Read(self.bases[s], self.quals[s], self.ins[s], self.dels[s], self.gcp[s])
+        return self._read(_read_arrays(self, what="read batch"), i)
 
     def __iter__(self):
-        return (self[i] for i in range(len(self)))
+        checked = _read_arrays(self, what="read batch")  # once, for every read (as a call checks)
+        return (self._read(checked, i) for i in range(len(checked[1]) - 1))
+
+    @staticmethod
+    def _read(checked, i: int) -> Read:
+        """Read i of arrays and offsets checked by _read_arrays."""
+        arrays, offsets = checked
+        n = offsets.size - 1
+        if not -n <= i < n:
+            raise IndexError(i)
+        i %= n
+        s = slice(offsets[i], offsets[i + 1])
+        return Read(*(a[s] for a in arrays))
 
     @property
     def lengths(self) -> np.ndarray:
@@ -194,10 +202,12 @@ class HaplotypeBatch:
         return self.offsets.size - 1
 
     def __getitem__(self, i: int) -> bytes:
-        if not -len(self) <= i < len(self):
+        bases, offsets = _hap_arrays(self, what="haplotype batch")  # (as a call checks them)
+        n = offsets.size - 1
+        if not -n <= i < n:
             raise IndexError(i)
-        i %= len(self)
-        return self.bases[self.offsets[i] : self.offsets[i + 1]].tobytes()
+        i %= n
+        return bases[offsets[i] : offsets[i + 1]].tobytes()
 
     @property
     def lengths(self) -> np.ndarray:
@@ -208,18 +218,32 @@ ReadsLike = Union[ReadBatch, Sequence[Read]]
 HaplotypesLike = Union[HaplotypeBatch, Sequence[Union[str, bytes]]]
 
 
-def _as_read_batch(reads) -> ReadBatch:
-    return reads if isinstance(reads, ReadBatch) else ReadBatch.from_reads(reads)
+def _iterable(value) -> bool:
+    return hasattr(value, "__iter__") and not isinstance(value, (str, bytes, bytearray))
 
 
-def _as_hap_batch(haps) -> HaplotypeBatch:
-    return haps if isinstance(haps, HaplotypeBatch) else HaplotypeBatch.from_haplotypes(haps)
+def _as_read_batch(reads, what: str) -> ReadBatch:
+    if isinstance(reads, ReadBatch):
+        return reads
+    if not _iterable(reads):
+        raise TypeError(f"{what} must be a ReadBatch or a sequence of pyphmm.Read, not {type(reads).__name__}")
+    return ReadBatch.from_reads(reads)
 
 
-def _read_arrays(batch: ReadBatch, k: int):
+def _as_hap_batch(haps, what: str) -> HaplotypeBatch:
+    if isinstance(haps, HaplotypeBatch):
+        return haps
+    if not _iterable(haps):
+        raise TypeError(
+            f"{what} must be a HaplotypeBatch or a sequence of str, bytes or uint8 arrays, not {type(haps).__name__}"
+        )
+    return HaplotypeBatch.from_haplotypes(haps)
+
+
+def _read_arrays(batch: ReadBatch, k: int = 0, what: str | None = None):
     """The five arrays and offsets of a read batch, checked now (the batch
     keeps the caller's arrays, which may have changed since it was made)."""
-    what = f"region {k} reads"
+    what = what or f"region {k} reads"
     arrays = [_u8(getattr(batch, f), f"{what} {f}") for f in _READ_FIELDS]
     offsets = _int_offsets(batch.offsets, what).copy()
     for name, arr in zip(_QUAL_FIELDS, arrays[1:]):
@@ -229,21 +253,43 @@ def _read_arrays(batch: ReadBatch, k: int):
     return arrays, offsets
 
 
-def _hap_arrays(batch: HaplotypeBatch, k: int):
-    what = f"region {k} haplotypes"
+def _hap_arrays(batch: HaplotypeBatch, k: int = 0, what: str | None = None):
+    what = what or f"region {k} haplotypes"
     bases = _u8(batch.bases, f"{what} bases")
     offsets = _int_offsets(batch.offsets, what).copy()
     _check_offsets(offsets, bases.size, what)
     return bases, offsets
 
 
-def _as_region(region, k: int):
+def _as_region(region, k: int, single: bool):
     if not isinstance(region, (tuple, list)) or len(region) != 2:
         raise TypeError(
             f"regions[{k}] must be a (reads, haplotypes) pair, not {type(region).__name__}"
             + (f" of length {len(region)}" if isinstance(region, (tuple, list)) else "")
         )
-    return _as_read_batch(region[0]), _as_hap_batch(region[1])
+    where = "" if single else f"regions[{k}] "
+    return _as_read_batch(region[0], f"{where}reads"), _as_hap_batch(region[1], f"{where}haplotypes")
+
+
+# Bytes of a call's results: one double per pair.
+RESULT_BYTES_PER_PAIR = 8
+
+
+def _check_result_size(shapes) -> None:
+    """Refuses a call whose results cannot fit in this machine's memory,
+    before they are allocated (the CLI refuses such a record alike)."""
+    pairs = sum(nr * nh for nr, nh in shapes)
+    need, have = pairs * RESULT_BYTES_PER_PAIR, physical_memory()
+    if have > 0 and need > have:
+        what = (
+            f"{shapes[0][0]} reads x {shapes[0][1]} haplotypes"
+            if len(shapes) == 1
+            else f"{len(shapes)} regions of {pairs} read-haplotype pairs in all"
+        )
+        raise ValueError(
+            f"{what} need about {need / 1e9:.1f} GB for their results, "
+            f"more than this machine's memory ({have / 1e9:.1f} GB)"
+        )
 
 
 class _Packed:
@@ -252,11 +298,12 @@ class _Packed:
     Built from private copies checked at call time: the native side reads
     only these buffers, within the offsets checked here."""
 
-    def __init__(self, regions):
-        batches = [_as_region(r, k) for k, r in enumerate(regions)]
+    def __init__(self, regions, single: bool = False):
+        batches = [_as_region(r, k, single) for k, r in enumerate(regions)]
         reads = [_read_arrays(r, k) for k, (r, _) in enumerate(batches)]
         haps = [_hap_arrays(h, k) for k, (_, h) in enumerate(batches)]
         self.shapes = [(o.size - 1, ho.size - 1) for (_, o), (_, ho) in zip(reads, haps)]
+        _check_result_size(self.shapes)
         self.cells = sum(int(o[-1]) * int(ho[-1]) for (_, o), (_, ho) in zip(reads, haps))
 
         def cat(arrays):
@@ -323,13 +370,19 @@ def compute_regions(
     lets GPU and CPU threads share the regions (the GPU the largest, the CPU
     threads the smallest, as long as that finishes sooner than the GPU
     alone) when the CPU's predicted share of the work is at least
-    PYPHMM_HYBRID_MIN_CPU_SHARE percent (default 5); otherwise the GPU
+    PYPHMM_DEV's hybrid_min_cpu_share percent (default 5); otherwise the GPU
     computes them alone. ``hybrid=False`` overrides PYPHMM_HYBRID=1.
     ``backend="cuda"`` is always GPU only, ``"cpu"`` CPU only.
     """
+    return _compute(_region_list(regions), False, double, backend, threads, stats, hybrid)
+
+
+def _compute(regions: list, single: bool, double, backend, threads, stats, hybrid) -> list:
+    """compute_regions; single: one region, whose arguments are named
+    reads and haplotypes in messages (compute_likelihoods)."""
     check_stats(stats)
     opts = _native.make_options(backend, threads, double, hybrid)
-    packed = _Packed(_region_list(regions))
+    packed = _Packed(regions, single)
     out = np.empty(packed.total, dtype=np.float64)
     err = ffi.new("pyphmm_error *")
     st = ffi.new("pyphmm_stats *")
@@ -377,4 +430,4 @@ def compute_likelihoods(
     base and quality lengths), TypeError for wrong types, and
     BackendUnavailableError when ``backend="cuda"`` cannot run here.
     """
-    return compute_regions([(reads, haplotypes)], double=double, backend=backend, threads=threads, stats=stats)[0]
+    return _compute([(reads, haplotypes)], True, double, backend, threads, stats, None)[0]

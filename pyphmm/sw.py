@@ -264,8 +264,9 @@ def align_batch(
     Returns (list of CIGAR strings, int32 numpy array of offsets).
     """
     check_stats(stats)
-    if isinstance(refs, (str, bytes)) or isinstance(alts, (str, bytes)):
-        raise TypeError("refs and alts must be sequences of sequences, not a single str/bytes")
+    for name, value in (("refs", refs), ("alts", alts)):
+        if isinstance(value, (str, bytes, bytearray)) or not hasattr(value, "__iter__"):
+            raise TypeError(f"{name} must be a sequence of sequences, not {type(value).__name__}")
     refs = list(refs)
     alts = list(alts)
     if len(refs) != len(alts):

@@ -4,7 +4,7 @@ cores) on the same regions, one computeLikelihoods call per region as GATK
 makes them (java_shim/bench/BenchJni.java does the timing): total seconds,
 GCUPS, per-call latency median / p99.
 
-  PYTHONPATH=. python3 scripts/bench_jni.py [--realistic N] [--regions FILE.in]
+  python3 scripts/bench_jni.py [--realistic N] [--regions FILE.in]
         [--generated N] [--reps K] [--classes DIR] [--shim-jar JAR] [--copy-methods] [--trace]
 
 Data, in order: --realistic N GATK-like regions (default 2000, the realistic
@@ -33,7 +33,7 @@ compiled here with javac, else .carry/bench_classes (made by
 scripts/prepare_gpu_carry.sh). Run from the repository root with it on
 PYTHONPATH (devtools, this checkout's pyphmm). Default data: N generated realistic regions (devtools/oracle/shim.py)
 plus the shared 1m.in records if present. --copy-methods additionally times
-the shim with PYPHMM_JNI_COPY=region vs critical on tiny and small regions.
+the shim with PYPHMM_DEV=jni_copy=region vs critical on tiny and small regions.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+import _checkout  # noqa: F401  (the repository root importable)
 
 from devtools import ROOT as REPO
 from devtools import java_classes
@@ -155,7 +157,7 @@ def main():
     ap.add_argument(
         "--trace",
         action="store_true",
-        help="also run the shim on the realistic set with PYPHMM_JNI_TRACE=2 (JNI time split)",
+        help="also run the shim on the realistic set with PYPHMM_DEV=jni_trace=2 (JNI time split)",
     )
     args = ap.parse_args()
     cores = os.cpu_count() or 1
@@ -183,7 +185,7 @@ def main():
                 f"passes: shim {args.reps + 2}, GKL AVX 1, GKL OMP 3",
             )
             if args.trace:  # where a shim call's time goes, from the JNI layer's own timers
-                r, lines = run(cfg, real, args.reps + 2, [f"shim:{cores}"], {"PYPHMM_JNI_TRACE": "2"})
+                r, lines = run(cfg, real, args.reps + 2, [f"shim:{cores}"], {"PYPHMM_DEV": "jni_trace=2"})
                 print(
                     f"  traced shim:{cores}: median {r[0]['median_us']:.1f} us, mean "
                     f"{r[0]['seconds'] / r[0]['regions'] / r[0]['reps'] * 1e6:.1f} us per call"
@@ -214,7 +216,7 @@ def copy_methods(cfg, work):
         res = []
         traces = []
         for method in ("region", "critical", "region", "critical"):
-            r, lines = run(cfg, path, 5, ["shim:1"], {"PYPHMM_JNI_COPY": method, "PYPHMM_JNI_TRACE": "2"})
+            r, lines = run(cfg, path, 5, ["shim:1"], {"PYPHMM_DEV": f"jni_copy={method},jni_trace=2"})
             r[0]["mode"] = f"shim copy={method}"
             res += r
             traces += [ln for ln in lines if ln.startswith("pyphmm JNI:")]

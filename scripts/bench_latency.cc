@@ -197,15 +197,15 @@ void set_knob(const char* name, const char* value) {
 // CUDA events around the kernels (the kernels' time; the events also change
 // the calls: they wait in CUDA instead of watching their results, and with many
 // threads the event records queue in the driver) and without
-// (PYPHMM_CUDA_TIMING_EVENTS=0: the host phases of an untimed call).
+// (PYPHMM_DEV=cuda_timing_events=0: the host phases of an untimed call).
 // Prints the medians per call.
 void phases(const std::vector<Region>& regions, int threads, int group, pyphmm_options opts) {
     opts.flags |= PYPHMM_FLAG_TIMING;
-    const char* knob = "PYPHMM_CUDA_TIMING_EVENTS";
+    const char* knob = "PYPHMM_DEV";
     const char* old = std::getenv(knob);
     const std::string saved = old ? old : "";  // (setenv may free the string getenv returned)
     for (const char* events : {"1", "0"}) {
-        set_knob(knob, events);
+        set_knob(knob, events[0] == '1' ? "cuda_timing_events=1" : "cuda_timing_events=0");
         const Series s = run_pass(regions, threads, group, opts);
         std::printf("  threads %2d, timing on, %s: median call %.1f us", threads,
                     events[0] == '1' ? "events   " : "no events", s.median_us);

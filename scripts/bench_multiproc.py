@@ -4,7 +4,7 @@ Java threads, the Spark executor shape) sharing a node, each running GATK's
 call sequence through pyphmm's shim on its own share of a record file; GKL
 AVX with the same shape and one GKL OMP JVM with all cores in the same run.
 
-  PYTHONPATH=. python3 scripts/bench_multiproc.py --processes K [--threads T] [--regions FILE]
+  python3 scripts/bench_multiproc.py --processes K [--threads T] [--regions FILE]
         [--preset typical|small] [--count N] [--mps off|on|both] [--reps R] [--warmup W]
         [--gkl-reps R] [--gkl-warmup W] [--json OUT]
 
@@ -50,6 +50,8 @@ pyphmm/pyphmm-gatk.jar) and the harness classes: --classes DIR, else
 compiled here with javac, else .carry/bench_classes (made by
 scripts/prepare_gpu_carry.sh). JVM options: $JAVA_OPTS.
 """
+
+import _checkout  # noqa: F401  (the repository root importable)
 
 from devtools.multiproc import main
 

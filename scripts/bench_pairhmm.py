@@ -24,7 +24,7 @@ noisy: rerun, or use --repeats, when it is not near 0%).
 Run from the repository root with it on PYTHONPATH (devtools, this
 checkout's pyphmm):
 
-    PYTHONPATH=. python3 scripts/bench_pairhmm.py --regions 200 --seed 1
+    python3 scripts/bench_pairhmm.py --regions 200 --seed 1
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import os
 import tempfile
 import time
 
+import _checkout  # noqa: F401  (the repository root importable)
 import numpy as np
 
 import pyphmm

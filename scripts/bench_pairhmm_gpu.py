@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GPU PairHMM benchmark: peak shapes, a realistic whole workload, per-region calls.
 
-  PYTHONPATH=. python3 scripts/bench_pairhmm_gpu.py [--peak-pairs 500000] [--regions 2000]
+  python3 scripts/bench_pairhmm_gpu.py [--peak-pairs 500000] [--regions 2000]
       [--seed 1] [--arith fast|exact] [--skip peak,whole,region,dispatch] [--check]
 
 (1) peak: N pairs of one shape (128x256, 64x128, 256x512) in one call.
@@ -34,8 +34,9 @@ import time
 
 for _i, _a in enumerate(sys.argv):  # must be set before the library loads
     if _a.startswith("--arith"):
-        os.environ["PYPHMM_CUDA_ARITH"] = _a.split("=", 1)[1] if "=" in _a else sys.argv[_i + 1]
+        os.environ["PYPHMM_DEV"] = "cuda_arith=" + (_a.split("=", 1)[1] if "=" in _a else sys.argv[_i + 1])
 
+import _checkout  # noqa: E402, F401  (the repository root importable)
 import numpy as np  # noqa: E402
 from pyphmm._pyphmm import ffi, lib  # noqa: E402
 
@@ -204,34 +205,33 @@ def bench_dispatch(regions, reps, driver_counts):
     cells = packed.cells
     drivers = inf["hybrid_gpu_threads"]
     ref = np.empty(packed.total)
-    force = {"PYPHMM_HYBRID_MIN_CPU_SHARE": "0"}  # share even where the predicted CPU share is tiny
+    force = "hybrid_min_cpu_share=0"  # share even where the predicted CPU share is tiny
     whole = [
-        ("GPU only (backend=cuda, one call)", _native.make_options("cuda"), reps, {}),
-        ("hybrid GPU+CPU (auto: decides by predicted CPU share)", _native.make_options("auto", hybrid=True), reps, {}),
+        ("GPU only (backend=cuda, one call)", _native.make_options("cuda"), reps, ""),
+        ("hybrid GPU+CPU (auto: decides by predicted CPU share)", _native.make_options("auto", hybrid=True), reps, ""),
         (f"hybrid, sharing forced, {drivers} GPU drivers", _native.make_options("auto", hybrid=True), reps, force),
-        ("CPU only", _native.make_options("cpu"), 1, {}),
+        ("CPU only", _native.make_options("cpu"), 1, ""),
     ]
-    # PYPHMM_HYBRID_GPU_THREADS and _MIN_CPU_SHARE apply to every call after
-    # a configuration reload: the same hybrid call with other driver counts.
+    # PYPHMM_DEV's hybrid_gpu_threads and hybrid_min_cpu_share apply to every
+    # call after a configuration reload: the same hybrid call with other driver counts.
     whole += [
         (
             f"hybrid, sharing forced, {d} GPU drivers",
             _native.make_options("auto", hybrid=True),
             reps,
-            dict(force, PYPHMM_HYBRID_GPU_THREADS=str(d)),
+            f"{force},hybrid_gpu_threads={d}",
         )
         for d in driver_counts
         if d != drivers
     ]
     times = {}
-    for k, (name, opts, n, env) in enumerate(whole):
+    saved = os.environ.get("PYPHMM_DEV")  # (--arith's cuda_arith)
+    for k, (name, opts, n, dev) in enumerate(whole):
         out = ref if k == 0 else np.empty(packed.total)
-        saved = {v: os.environ.get(v) for v in env}
-        os.environ.update(env)
+        os.environ["PYPHMM_DEV"] = ",".join(x for x in (saved, dev) if x)
         _native.reload_config()
         dt, st = best_native(packed, opts, out, n)
-        for v, old in saved.items():
-            os.environ.pop(v) if old is None else os.environ.update({v: old})
+        os.environ.pop("PYPHMM_DEV") if saved is None else os.environ.update(PYPHMM_DEV=saved)
         _native.reload_config()
         times[name] = dt
         diff = float(np.max(np.abs(out - ref))) if k else 0.0
@@ -274,23 +274,24 @@ def main():
     ap.add_argument("--regions", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
-        "--arith", choices=["fast", "exact"], default="fast", help="float arithmetic of the kernels (PYPHMM_CUDA_ARITH)"
+        "--arith",
+        choices=["fast", "exact"],
+        default="fast",
+        help="float arithmetic of the kernels (PYPHMM_DEV's cuda_arith)",
     )
     ap.add_argument("--skip", default="", help="comma list of peak,whole,region,dispatch")
     ap.add_argument("--reps", type=int, default=3, help="(4): best of this many whole-workload calls")
     ap.add_argument(
         "--drivers",
         default="1,3,4",
-        help="(4): also run hybrid with these GPU driver counts (PYPHMM_HYBRID_GPU_THREADS)",
+        help="(4): also run hybrid with these GPU driver counts (PYPHMM_DEV's hybrid_gpu_threads)",
     )
     ap.add_argument("--check", action="store_true", help="compare the whole workload with the CPU backend")
     a = ap.parse_args()
     info = pyphmm.info()
     if not info["cuda_usable"]:
         sys.exit(f"no usable GPU: {info['cuda_status']}")
-    print(
-        f"pyphmm {info['version']} on {info['cuda_status']}; arithmetic {os.environ.get('PYPHMM_CUDA_ARITH', 'fast')}"
-    )
+    print(f"pyphmm {info['version']} on {info['cuda_status']}; arithmetic {a.arith}")
     skip = set(a.skip.split(","))
     rng = np.random.default_rng(a.seed)
     if "peak" not in skip:

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """pyphmm vs the gpuPairHMM paper's code, side by side on one GPU.
 
-  PYTHONPATH=. python3 scripts/bench_peer.py --peer DIR [--regions 2000] [--seed 1] [--arch 90]
-  PYTHONPATH=. python3 scripts/bench_peer.py --skip-build --build BUILT_DIR ...
+  python3 scripts/bench_peer.py --peer DIR [--regions 2000] [--seed 1] [--arch 90]
+  python3 scripts/bench_peer.py --skip-build --build BUILT_DIR ...
 
 DIR is a checkout of https://github.com/asbschmidt/gpuPairHMM (not part of
 this project; nothing of it is copied here). The script builds it in a
@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 
+import _checkout  # noqa: F401  (the repository root importable)
 import numpy as np
 
 from devtools import ROOT
@@ -69,7 +70,7 @@ def build_peer(src, build, arch):
 
 
 def best_wall(cmd, reps=2):
-    env = {k: v for k, v in os.environ.items() if k != "PYPHMM_CUDA_TIMING"}  # (bench_pairhmm_gpu sets it)
+    env = dict(os.environ)
     best = None
     for _ in range(reps):
         t0 = time.perf_counter()

@@ -15,7 +15,7 @@ checked against the CPU's (GKL's only where it follows GATK, i.e. not IGNORE).
 Run from the repository root with it on PYTHONPATH (devtools, this
 checkout's pyphmm):
 
-Usage: PYTHONPATH=. python3 scripts/bench_sw.py [--pairs-scale 0.05] [--json out.json]
+Usage: python3 scripts/bench_sw.py [--pairs-scale 0.05] [--json out.json]
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import _checkout  # noqa: F401  (the repository root importable)
 
 import pyphmm
 from devtools import ROOT

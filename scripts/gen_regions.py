@@ -13,13 +13,15 @@ lengths: the kernels' cost per read length, for instance.
 
 Run from the repository root, which must be importable:
 
-    PYTHONPATH=. python3 scripts/gen_regions.py --regions 2000 --seed 1 --output regions.in
+    python3 scripts/gen_regions.py --regions 2000 --seed 1 --output regions.in
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+import _checkout  # noqa: F401  (the repository root importable)
 
 from devtools.regions import SHAPES, generate, pairs_and_cells
 from pyphmm.io import write_input_records

@@ -8,7 +8,8 @@ kernel (a backward branch to a label with no other label in between) and
 prints, per loop iteration: instructions by class, the cells it computes
 and instructions per cell. A PairHMM loop's cells are its lanes times its
 rows (8 vector multiplies per row of cells: M 4, X 2, Y 2); a Smith-Waterman
-loop's are its lanes (one block of an anti-diagonal).
+loop's are its lanes (one block of an anti-diagonal; int8 or int16 lanes,
+native/cpu/sw_cpu_diff_kernel.h).
 
 With --mca (needs llvm-mca from LLVM >= 17, e.g. Debian's llvm-19), each
 loop also goes through llvm-mca's model of a core (--arm-cpu, default
@@ -20,7 +21,7 @@ generated regions, one call per region on 1 thread, in CPU seconds (best of
 3, so other processes on a shared machine matter less), and prints cycles
 per cell at the clock /proc/cpuinfo reports (or --clock-ghz).
 
-    PYTHONPATH=. python3 scripts/kernel_instructions.py [--mca] [--measure] [--show]
+    python3 scripts/kernel_instructions.py [--mca] [--measure] [--show]
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+import _checkout  # noqa: F401  (the repository root importable)
 
 from buildtools.native import host_flags
 
@@ -46,11 +49,14 @@ KERNELS = [
     ("x86-64", "pairhmm_cpu_kernel", r"forward_float_portableE", "PairHMM float, portable (SSE2)", "pairhmm"),
     ("aarch64", "pairhmm_cpu_kernel", r"forward_float_neonE", "PairHMM float, neon", "pairhmm"),
     ("aarch64", "pairhmm_cpu_kernel", r"forward_float_portableE", "PairHMM float, portable (AArch64)", "pairhmm"),
-    ("x86-64", "sw_cpu_fill", r"fill_avx512_tILb0", "Smith-Waterman, avx512", "sw"),
-    ("x86-64", "sw_cpu_fill", r"fill_avx2_tILb0", "Smith-Waterman, avx2", "sw"),
-    ("x86-64", "sw_cpu_fill", r"fill_portable", "Smith-Waterman, portable (SSE2)", "sw"),
-    ("aarch64", "sw_cpu_fill", r"fill_neon", "Smith-Waterman, neon", "sw"),
-    ("aarch64", "sw_cpu_fill", r"fill_portable", "Smith-Waterman, portable (AArch64)", "sw"),
+    ("x86-64", "sw_cpu_fill", r"6avx5122w8L9diff_fill", "Smith-Waterman, avx512 int8", "sw"),
+    ("x86-64", "sw_cpu_fill", r"6avx5123w16L9diff_fill", "Smith-Waterman, avx512 int16", "sw"),
+    ("x86-64", "sw_cpu_fill", r"4avx22w8L9diff_fill", "Smith-Waterman, avx2 int8", "sw"),
+    ("x86-64", "sw_cpu_fill", r"4avx23w16L9diff_fill", "Smith-Waterman, avx2 int16", "sw"),
+    ("x86-64", "sw_cpu_fill", r"4base3w16L9diff_fill", "Smith-Waterman, portable (SSE2) int16", "sw"),
+    ("aarch64", "sw_cpu_fill", r"4neon2w8L9diff_fill", "Smith-Waterman, neon int8", "sw"),
+    ("aarch64", "sw_cpu_fill", r"4neon3w16L9diff_fill", "Smith-Waterman, neon int16", "sw"),
+    ("aarch64", "sw_cpu_fill", r"4base3w16L9diff_fill", "Smith-Waterman, portable (AArch64) int16", "sw"),
 ]
 
 
@@ -127,10 +133,20 @@ def lanes_of(target, body):
     return 4
 
 
+def sw_lanes(target, body):
+    """A Smith-Waterman loop's lanes: its vector bytes over its lane size
+    (the width of its maxima: int8 or int16 differences)."""
+    maxes = [x.split()[0] for x in body if re.match(r"(smax|v?pmaxs[bw])", x)]
+    if target == "aarch64":
+        return 16 if any(".16b" in x for x in body if x.startswith("smax")) else 8
+    vbytes = 64 if any("%zmm" in x for x in body) else 32 if any("%ymm" in x for x in body) else 16
+    return vbytes // (1 if any(op.endswith("b") for op in maxes) else 2)
+
+
 def cells_of(target, kind, body):
-    lanes = lanes_of(target, body)
     if kind == "sw":
-        return lanes
+        return sw_lanes(target, body)
+    lanes = lanes_of(target, body)
     muls = sum(1 for x in body if classify(target, x).startswith("vector fp") and "mul" in x.split()[0])
     return lanes * max(1, muls // 8)
 
@@ -219,7 +235,7 @@ def main(argv=None):
                 b
                 for b in loops
                 if (kind == "pairhmm" and cells_of(target, kind, b) > 0 and sum("mul" in x.split()[0] for x in b) >= 8)
-                or (kind == "sw" and any(re.match(r"(smax|vpmaxsd)", x) for x in b))
+                or (kind == "sw" and any(re.match(r"(smax|v?pmaxs[bw])", x) for x in b))
             ]
             seen = set()
             for body in hot:

@@ -6,7 +6,8 @@
 #   .carry/shim_classes/   the shim's classes (setup.py zips them with the
 #                          host-built libpyphmm.so into pyphmm/pyphmm-gatk.jar)
 #   .carry/bench_classes/  BenchJni.class           (scripts/bench_jni.py's harness),
-#                          BenchMultiproc*.class    (scripts/bench_multiproc.py's)
+#                          BenchMultiproc*.class    (scripts/bench_multiproc.py's),
+#                          BenchSwCalls.class       (scripts/bench_sw_calls.py's)
 #   .carry/soak_classes/   ShimSoak + Records       (scripts/soak_shim.py's harness)
 # Bytecode: the shim is Java 8, the harness Java 11, so any JRE >= 11 runs both.
 #   scripts/prepare_gpu_carry.sh [BINDINGS_JAR]
@@ -29,7 +30,8 @@ mkdir -p "$carry.part/jni_include/linux" "$carry.part/bench_classes"
 cp "$jdk/include/jni.h" "$carry.part/jni_include/"
 cp "$jdk/include/linux/jni_md.h" "$carry.part/jni_include/linux/"
 bash "$root/java_shim/compile.sh" "$carry.part/shim_classes" "$bindings"
-javac -nowarn --release 11 -d "$carry.part/bench_classes" "$root/java_shim/bench/BenchJni.java"
+javac -nowarn --release 11 -d "$carry.part/bench_classes" "$root/java_shim/bench/BenchJni.java" \
+    "$root/java_shim/bench/BenchSwCalls.java"
 javac -nowarn --release 11 -cp "$bindings" -d "$carry.part/bench_classes" "$root/java_shim/bench/BenchMultiproc.java"
 javac -nowarn --release 11 -cp "$carry.part/shim_classes:$bindings" -d "$carry.part/soak_classes" \
     "$root/tests/java/Records.java" "$root/tests/java/ShimSoak.java"

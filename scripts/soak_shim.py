@@ -3,7 +3,7 @@
 several threads, resident memory sampled inside the JVM, which must stay flat
 after the warm-up (tests/java/ShimSoak.java does the calls).
 
-  PYTHONPATH=. python3 scripts/soak_shim.py [--calls 1000000] [--threads 8]
+  python3 scripts/soak_shim.py [--calls 1000000] [--threads 8]
         [--regions 200] [--bound-mib 16] [--classes DIR] [--shim-jar JAR]
 
 Regions: --regions realistic small GATK regions (tests/oracle/shim.py's
@@ -34,6 +34,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+import _checkout  # noqa: F401  (the repository root importable)
 
 from devtools import java_classes
 from devtools.oracle import java_harness as jh

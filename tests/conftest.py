@@ -14,6 +14,7 @@ want of one fails (tests/test_markers.py checks the sources)."""
 import functools
 import os
 import re
+import stat
 
 import pytest
 
@@ -21,8 +22,8 @@ from devtools import jvm_guard, native_check
 from devtools.oracle import gkl as gkl_oracle
 
 # Skip reasons that say a test needs a GPU ("no usable CUDA device: ...",
-# "fewer than two CUDA devices", "no usable GPU: ...").
-NO_GPU_REASON = re.compile(r"\b(no|fewer than \w+)( usable)? (CUDA|GPU)|\b(CUDA|GPU) (device|driver)", re.I)
+# "fewer than two CUDA devices", "needs a GPU"; not "no CUDA kernels").
+NO_GPU_REASON = re.compile(r"\b((no|fewer than \w+)( usable)?|needs? an?) (CUDA |GPU )?(device|GPU)s?\b", re.I)
 # Fixtures that hand a test the shared JVM.
 JVM_FIXTURES = ("gkl_jvm",)
 
@@ -125,3 +126,22 @@ def knob(monkeypatch):
     yield set_knob
     monkeypatch.undo()
     _native.reload_config()
+
+
+@pytest.fixture
+def device_node(tmp_path):
+    """device_node(name, major, minor) -> a character device made in
+    tmp_path (1, 3 is what /dev/null is, 1, 7 /dev/full): tests never write
+    to a node of the real /dev. Skips where this process may not make or
+    open one (not root, a container's device rules)."""
+
+    def make(name, major, minor):
+        path = tmp_path / name
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(major, minor))
+            os.close(os.open(path, os.O_WRONLY))
+        except OSError as e:
+            pytest.skip(f"cannot make and open a device node here: {e.strerror}")
+        return path
+
+    return make

@@ -3,7 +3,7 @@
 scripts/build_aarch64.sh cross-builds libpyphmm.so for AArch64 with the
 check program tests/native/aarch64_check.cc; qemu-aarch64 runs it, through
 the C ABI only, once per CPU kernel (neon and portable, forced with
-PYPHMM_CPU_KERNEL / PYPHMM_SW_ISA). What it computes is compared here with
+PYPHMM_DEV's cpu_kernel and sw_isa). What it computes is compared here with
 GKL (the x86 library, through jpype, in this same run) and with the x86
 build of pyphmm:
 
@@ -39,7 +39,7 @@ from devtools.oracle import TOL
 from devtools.oracle.gkl import GklPairHmm
 from devtools.oracle.gkl_sw import GklSmithWaterman
 from devtools.regions import generate, make_region
-from devtools.sw_pairs import hap_vs_ref, make_pairs, read_vs_hap
+from devtools.sw_pairs import hap_vs_ref, haplotype_caller_mix, make_pairs, read_vs_hap
 from devtools.testdata import pairhmm_cases
 from pyphmm import sw
 
@@ -74,10 +74,9 @@ class Arm:
 
     def run(self, kernel, *args):
         env = dict(os.environ)
-        env.pop("PYPHMM_CPU_KERNEL", None)
-        env.pop("PYPHMM_SW_ISA", None)
+        env.pop("PYPHMM_DEV", None)
         if kernel:
-            env.update(PYPHMM_CPU_KERNEL=kernel, PYPHMM_SW_ISA=kernel)
+            env.update(PYPHMM_DEV=f"cpu_kernel={kernel},sw_isa={kernel}")
         res = subprocess.run(
             [QEMU, "-L", SYSROOT, self.exe, *map(str, args)], env=env, capture_output=True, text=True, timeout=600
         )
@@ -274,7 +273,12 @@ def test_pairhmm_generated_regions(arm, tmp_path, gkl_jvm):
     print(f"max |aarch64 - GKL| = {worst:.3g}")
 
 
-def sw_settings(n_short, n_hap, n_read):
+# Parameters at the bounds of the NEON kernel's lane types (int8 up to a low
+# end of -127, int16 from -128, the int32 absolute fill past int16's).
+EDGE_PARAMS = [(20, -30, -40, -27), (20, -30, -40, -28), (10000, -10000, -10000, -2000), (10000, -10000, -11000, -2000)]
+
+
+def sw_settings(n_short, n_hap, n_read, n_mix=0):
     refs, alts, _ = make_pairs(n_short, 16)
     r2, a2 = hap_vs_ref(n_hap, 17)
     r3, a3 = read_vs_hap(n_read, 18)
@@ -283,12 +287,16 @@ def sw_settings(n_short, n_hap, n_read):
     for params in sw.PRESETS.values():
         for name, code in STRATEGIES.items():
             rows += [(r, a, params, name, code) for r, a in zip(refs, alts)]
+    mix = haplotype_caller_mix(n_mix, 19)
+    for params in EDGE_PARAMS:
+        for name, code in STRATEGIES.items():
+            rows += [(r, a, params, name, code) for r, a, *_ in mix]
     return rows
 
 
 @pytest.mark.jvm
 def test_smith_waterman_identical_to_x86_and_gkl(arm, tmp_path, gkl_jvm):
-    rows = sw_settings(240, 6, 24)
+    rows = sw_settings(240, 6, 24, 12)
     inp, out = tmp_path / "sw.txt", tmp_path / "sw-out.txt"
     with open(inp, "w") as f:
         f.write(f"{len(rows)}\n")

@@ -221,10 +221,11 @@ def test_info_keys():
         "gpu_min_cells",
         "jni_compiled",
         "library",
+        "settings_error",
     }
     assert expected <= set(inf)
     assert inf["version"] == pyphmm.__version__
-    assert inf["abi_version"] == 4
+    assert inf["abi_version"] == 5 and inf["settings_error"] is None
     assert "cpu" in inf["backends"]
     assert inf["cpu_threads"] >= 1 and inf["cpu_kernel"]
     assert ("cuda" in inf["backends"]) == inf["cuda_usable"]

@@ -175,5 +175,75 @@ def test_align_batch_reads_four_ints_as_one_setting_like_align():
 
 
 def test_align_batch_refuses_single_strings():
-    with pytest.raises(TypeError, match="refs and alts must be sequences"):
+    with pytest.raises(TypeError, match="refs must be a sequence of sequences, not str"):
         sw.align_batch("ACGT", "AC")
+    with pytest.raises(TypeError, match="alts must be a sequence of sequences, not bytes"):
+        sw.align_batch(["ACGT"], b"AC")
+
+
+# ---- arguments that are not batches name themselves (issue 39) -----------------
+
+
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (
+            lambda R, H: pyphmm.compute_likelihoods(None, H),
+            "reads must be a ReadBatch or a sequence of pyphmm.Read, not NoneType",
+        ),
+        (lambda R, H: pyphmm.compute_likelihoods(R, None), "haplotypes must be a HaplotypeBatch or a sequence of str"),
+        (
+            lambda R, H: pyphmm.compute_likelihoods(5, H),
+            "reads must be a ReadBatch or a sequence of pyphmm.Read, not int",
+        ),
+        (lambda R, H: pyphmm.compute_likelihoods(R, 5), "haplotypes must be a HaplotypeBatch .* not int"),
+        (lambda R, H: pyphmm.compute_regions([[None, None]]), r"regions\[0\] reads must be a ReadBatch"),
+        (lambda R, H: pyphmm.compute_regions([(R, H), (R, None)]), r"regions\[1\] haplotypes must be"),
+        (lambda R, H: sw.align_batch(None, None), "refs must be a sequence of sequences, not NoneType"),
+        (lambda R, H: sw.align_batch(["ACGT"], None), "alts must be a sequence of sequences, not NoneType"),
+    ],
+)
+def test_arguments_that_are_not_batches_are_named(call, message):
+    R, H = [pyphmm.Read("ACGT", **Q)], ["ACGT"]
+    with pytest.raises(TypeError, match=message):
+        call(R, H)
+
+
+@pytest.mark.parametrize("double", ["yes", [], None, 1, np.bool_(True)])
+def test_double_takes_only_a_bool(double):
+    rb, hb = batches()
+    with pytest.raises(TypeError, match=f"double must be True or False, not {type(double).__name__}"):
+        pyphmm.compute_likelihoods(rb, hb, double=double)
+    with pytest.raises(TypeError, match="double must be True or False"):
+        pyphmm.compute_regions([(rb, hb)], double=double)
+
+
+def test_item_access_checks_the_arrays_as_a_call_does():
+    rb, hb = batches()
+    assert rb[1].bases == b"ACGT" and hb[1] == b"ACGTAC"
+    rb.offsets[1] = -3
+    with pytest.raises(ValueError, match="offsets not increasing"):
+        rb[1]
+    with pytest.raises(ValueError, match="offsets not increasing"):
+        list(rb)
+    hb.offsets[1] = 20
+    with pytest.raises(ValueError, match="offsets not increasing"):
+        hb[0]
+    rb, hb = batches()
+    rb.quals = rb.quals[:5].copy()
+    with pytest.raises(ValueError, match="8 bases but 5 quals"):
+        rb[0]
+
+
+def test_a_call_whose_results_cannot_fit_in_memory_is_refused():
+    """Results of more than this machine's memory: a ValueError naming the
+    sizes before anything is allocated (numpy's MemoryError otherwise)."""
+    from pyphmm._convert import physical_memory
+
+    n = int((physical_memory() / 8) ** 0.5) * 2  # 4x the memory in doubles
+    reads = ReadBatch(np.full(n, 65, np.uint8), *[np.full(n, 30, np.uint8)] * 4, offsets=np.arange(n + 1))
+    haps = HaplotypeBatch(np.full(n, 65, np.uint8), np.arange(n + 1))
+    with pytest.raises(ValueError, match=rf"^{n} reads x {n} haplotypes need about [0-9.]+ GB for their results, more"):
+        pyphmm.compute_likelihoods(reads, haps, backend="cpu")
+    with pytest.raises(ValueError, match=r"^2 regions of \d+ read-haplotype pairs in all need about"):
+        pyphmm.compute_regions([(reads, haps), (reads, haps)], backend="cpu")

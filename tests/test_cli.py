@@ -1,5 +1,6 @@
 """Command line, run as a user would: ``python -m pyphmm ...`` in a subprocess."""
 
+import ctypes
 import json
 import os
 import re
@@ -121,7 +122,7 @@ def test_cuda_backend_on_cpu_only_exit_2(tmp_path):
 def test_info():
     p = run("info")
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith(f"pyphmm {pyphmm.__version__} (ABI 4)")
+    assert p.stdout.startswith(f"pyphmm {pyphmm.__version__} (ABI 5)")
     assert "dispatch: calls under" in p.stdout and "whole workloads:" in p.stdout
     for word in ("backends:", "gpu:", "cpu:", "library:"):
         assert word in p.stdout
@@ -143,6 +144,32 @@ def test_info_json():
             assert 0 <= device < d["usable_devices"]
             assert d.pop("cuda_status").startswith(f"CUDA device {device}: {d.pop('device_name')} ")
     assert data == mine
+
+
+def nvidia_driver_loads() -> bool:
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+def test_a_machine_without_an_nvidia_driver_says_so():
+    """A CUDA build once said "CUDA driver version is insufficient for CUDA
+    runtime version" on a machine with no driver at all; where a driver
+    loads, the status must not claim there is none."""
+    inf = pyphmm.info()
+    if not inf["cuda_compiled"]:
+        pytest.skip("this build has no CUDA kernels: no driver is asked")
+    if nvidia_driver_loads():
+        assert "no NVIDIA driver" not in inf["cuda_status"], inf["cuda_status"]
+        return
+    assert inf["cuda_status"] == "no NVIDIA driver found: libcuda.so.1 cannot be loaded"
+    p = run("info")
+    assert "gpu: not used: no NVIDIA driver found: libcuda.so.1 cannot be loaded\n" in p.stdout, p.stdout
+    p = run("likelihoods", sample_path(), "-o", "-")  # the auto backend's notice
+    assert p.returncode == 0 and "insufficient" not in p.stderr, p.stderr
+    assert "no NVIDIA driver found" in p.stderr, p.stderr
 
 
 def test_version():

@@ -54,7 +54,7 @@ def test_kernel_matches_gkl(kernel, tmp_path, gkl_results):
     if not cpu_supports(kernel):
         pytest.skip(f"this CPU cannot run the {kernel} kernel")
     out = str(tmp_path / kernel)
-    p = run_python(CHILD.format(kernel=kernel, regions=REGIONS, out=out), env={"PYPHMM_CPU_KERNEL": kernel})
+    p = run_python(CHILD.format(kernel=kernel, regions=REGIONS, out=out), env={"PYPHMM_DEV": f"cpu_kernel={kernel}"})
     assert p.returncode == 0, p.stdout + p.stderr
     for double in (False, True):
         expected = gkl_results[double]
@@ -95,5 +95,5 @@ def test_stripe_kernel_equals_group_kernel(kernel):
     """A pair's result must not depend on which CPU kernel computed it."""
     if not cpu_supports(kernel):
         pytest.skip(f"this CPU cannot run the {kernel} kernel")
-    p = run_python(IDENTITY_CHILD, env={"PYPHMM_CPU_KERNEL": kernel})
+    p = run_python(IDENTITY_CHILD, env={"PYPHMM_DEV": f"cpu_kernel={kernel}"})
     assert p.returncode == 0, p.stdout + p.stderr

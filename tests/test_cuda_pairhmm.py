@@ -146,17 +146,16 @@ def test_small_calls_vs_cpu(workload):
 
 
 def test_timed_calls_with_and_without_events(knob):
-    """PYPHMM_CUDA_TIMING=1 fills the host phases of per-region calls; with
-    PYPHMM_CUDA_TIMING_EVENTS=0 there are no CUDA events (kernel_seconds 0)
+    """PYPHMM_DEV=cuda_timing=1 fills the host phases of per-region calls; with
+    cuda_timing_events=0 there are no CUDA events (kernel_seconds 0)
     and the call keeps watching its results. Results equal untimed ones."""
     if GPU != "cuda":
         pytest.skip("GPU only")
     rng = np.random.default_rng(5)
     calls = [make_region(rng, 20, 3, (100, 151), (200, 400)) for _ in range(6)]
     untimed = [pyphmm.compute_regions([c], backend=GPU)[0] for c in calls]
-    knob("PYPHMM_CUDA_TIMING", "1")
     for events in ("1", "0"):
-        knob("PYPHMM_CUDA_TIMING_EVENTS", events)
+        knob("PYPHMM_DEV", f"cuda_timing=1,cuda_timing_events={events}")
         for k, (call, ref) in enumerate(zip(calls, untimed)):
             st = {}
             out = pyphmm.compute_regions([call], backend=GPU, stats=st)[0]
@@ -189,7 +188,7 @@ def test_napping_waits_give_the_same_results(knob):
 
 
 def test_exact_arithmetic_vs_gkl_and_cpu():
-    """PYPHMM_CUDA_ARITH=exact (GKL's operation order, no FMA) meets the same
+    """PYPHMM_DEV=cuda_arith=exact (GKL's operation order, no FMA) meets the same
     contract as the default fast arithmetic: GKL's values and the CPU's."""
     if GPU != "cuda":
         pytest.skip("GPU only")
@@ -198,7 +197,7 @@ def test_exact_arithmetic_vs_gkl_and_cpu():
         "t.test_gkl_expected_values(False); w = t.random_workload(7, 100_000);"
         "d, st, _, _ = t.compare(w); print('exact: max |GPU-CPU|', d, st['pairs']); assert d <= t.TOL"
     )
-    p = run_python(code, env={"PYPHMM_CUDA_ARITH": "exact"}, import_tests=True, timeout=600)
+    p = run_python(code, env={"PYPHMM_DEV": "cuda_arith=exact"}, import_tests=True, timeout=600)
     print("\n" + p.stdout.strip())
     assert p.returncode == 0, p.stdout + p.stderr
 
@@ -391,7 +390,7 @@ def test_constant_transitions_first_read_decides():
         "d, st, _, _ = t.compare([r]); print(d); assert d <= t.TOL;"
         "assert t.GPU != 'cuda' or st['const_pairs'] == 0"
     )
-    p = run_python(code, env={"PYPHMM_CUDA_CONST_GAPS": "0"}, import_tests=True, timeout=300)
+    p = run_python(code, env={"PYPHMM_DEV": "cuda_const_gaps=0"}, import_tests=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
 
 
@@ -562,7 +561,7 @@ print("RESULT", st["backend"], st["fell_back"], d)
 """
 
 
-@pytest.mark.parametrize("env", [{"PYPHMM_DEVICE": "99"}, {"PYPHMM_TEST_GPU_FAILURE": "always"}])
+@pytest.mark.parametrize("env", [{"PYPHMM_DEVICE": "99"}, {"PYPHMM_TEST": "gpu_failure=always"}])
 def test_fallback_to_cpu(env):
     if GPU != "cuda":
         pytest.skip("GPU only")
@@ -571,5 +570,5 @@ def test_fallback_to_cpu(env):
     line = [x for x in p.stdout.splitlines() if x.startswith("RESULT")][0].split()
     assert line[1] == "cpu" and float(line[3]) == 0.0
     assert "pyphmm:" in p.stderr and ("CPU" in p.stderr), p.stderr
-    if "PYPHMM_TEST_GPU_FAILURE" in env:
+    if "PYPHMM_TEST" in env:
         assert line[2] == "True" and "GPU PairHMM failed" in p.stderr

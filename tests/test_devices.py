@@ -1,5 +1,5 @@
 """Which GPU each process takes when several are visible, with stand-in
-devices (PYPHMM_TEST_FAKE_GPU=N: no CUDA is touched, so this runs anywhere).
+devices (PYPHMM_TEST=fake_gpu=N: no CUDA is touched, so this runs anywhere).
 
 Each child process reports the GPU it chose, then stays alive until the test
 closes its stdin: a live process holds its place in the per-user registry
@@ -27,11 +27,11 @@ def runtime_dir(tmp_path):
     return d
 
 
-def start(runtime_dir, gpus, **env):
-    unset = [name for name in ("PYPHMM_DEVICE", "PYPHMM_TEST_GPU_LOAD", "PYPHMM_BACKEND") if name not in env]
-    return popen_python(
-        CHILD, env=dict(XDG_RUNTIME_DIR=str(runtime_dir), PYPHMM_TEST_FAKE_GPU=str(gpus), **env), unset=unset
-    )
+def start(runtime_dir, gpus, load=None, **env):
+    """A child on `gpus` fake devices; load: other processes on each ("1:0")."""
+    unset = [name for name in ("PYPHMM_DEVICE", "PYPHMM_BACKEND") if name not in env]
+    seams = f"fake_gpu={gpus}" + (f",gpu_load={load}" if load else "")
+    return popen_python(CHILD, env=dict(XDG_RUNTIME_DIR=str(runtime_dir), PYPHMM_TEST=seams, **env), unset=unset)
 
 
 def chosen(p):
@@ -79,7 +79,7 @@ def test_gpus_freed_by_exited_processes_are_taken_next(runtime_dir):
 def test_other_processes_seen_by_nvml_count(runtime_dir):
     """GPU 0 has a process that is not pyphmm's (NVML's count, faked): of
     three processes, two go to GPU 1 and one to GPU 0 (two on each GPU)."""
-    ps = [start(runtime_dir, 2, PYPHMM_TEST_GPU_LOAD="1,0") for _ in range(3)]
+    ps = [start(runtime_dir, 2, load="1:0") for _ in range(3)]
     try:
         got = [chosen(p)[0] for p in ps]
     finally:
@@ -127,7 +127,7 @@ def test_without_a_private_directory_a_gpu_is_still_chosen(tmp_path):
     """XDG_RUNTIME_DIR that cannot hold the registry: NVML's counts alone."""
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("")
-    a = start(not_a_dir, 2, PYPHMM_TEST_GPU_LOAD="1,0")
+    a = start(not_a_dir, 2, load="1:0")
     try:
         assert chosen(a)[0] == 1
     finally:

@@ -1,13 +1,13 @@
 """Dispatch policy: the per-call GPU threshold (calibrated at first use or
 PYPHMM_GPU_MIN_CELLS), whole-workload GPU+CPU sharing (hybrid), and how both
-are reported (info, stats, CLI, PYPHMM_DEBUG_DISPATCH).
+are reported (info, stats, CLI, PYPHMM_LOG=debug).
 
 The policy reads its environment once per process, so every case runs in a
 child process. Two kinds of children:
 - real GPU (skipped without one): thresholds forced so that regions go each
   way, and a whole workload shared by GPU and CPU; every region's result
   must be the CPU backend's or the GPU backend's.
-- PYPHMM_TEST_FAKE_GPU=1 (everywhere): the dispatcher's GPU is the CPU
+- PYPHMM_TEST=fake_gpu=1 (everywhere): the dispatcher's GPU is the CPU
   backend on one thread, so the calibration, the threshold split, the
   scheduler's claims, scatter, counters and the mid-way failure path all run
   on machines without a GPU, and every result must equal the CPU backend's
@@ -62,7 +62,7 @@ mode, kwargs = {mode!r}, {kwargs!r}
 regions = t.workload(kwargs.pop("scale", 1))
 cpu = pyphmm.compute_regions(regions, backend="cpu")
 # (the fake GPU is the CPU backend; and =fail counts GPU calls, so make none here)
-fake = os.environ.get("PYPHMM_TEST_FAKE_GPU", "0") != "0"
+fake = "fake_gpu=" in os.environ.get("PYPHMM_TEST", "")
 gpu = pyphmm.compute_regions(regions, backend="cuda") if pyphmm.info()["cuda_usable"] and not fake else cpu
 out = {{"info": pyphmm.info()}}
 if mode == "per_call":
@@ -92,13 +92,10 @@ print("RESULT " + json.dumps(out))
 POLICY_ENV = (
     "PYPHMM_BACKEND",
     "PYPHMM_HYBRID",
-    "PYPHMM_HYBRID_GPU_THREADS",
-    "PYPHMM_HYBRID_MIN_CPU_SHARE",
     "PYPHMM_GPU_MIN_CELLS",
-    "PYPHMM_TEST_FAKE_GPU",
-    "PYPHMM_DEBUG_DISPATCH",
-    "PYPHMM_TEST_GPU_FAILURE",
-    "PYPHMM_TEST_GPU_LOAD",
+    "PYPHMM_LOG",
+    "PYPHMM_DEV",
+    "PYPHMM_TEST",
     "PYPHMM_DEVICE",
 )
 
@@ -145,7 +142,7 @@ def test_info_reports_threshold_source_and_threads():
     assert inf["gpu_min_cells_source"] in ("default", "calibrated", "env")
     assert (inf["calibration"] is not None) == (inf["gpu_min_cells_source"] == "calibrated")
     assert isinstance(inf["hybrid"], bool) and inf["hybrid_gpu_threads"] >= 1
-    if not inf["cuda_usable"] and "PYPHMM_TEST_FAKE_GPU" not in os.environ:
+    if not inf["cuda_usable"] and "fake_gpu=" not in os.environ.get("PYPHMM_TEST", ""):
         assert not inf["hybrid"]
 
 
@@ -165,9 +162,17 @@ def test_env_threshold_is_reported():
 
 
 @pytest.mark.parametrize("bad", ["abc", "-5", "1e6"])
-def test_bad_env_threshold_is_ignored(bad):
-    inf, err = info_child({"PYPHMM_GPU_MIN_CELLS": bad})
-    assert inf["gpu_min_cells_source"] != "env" and "ignoring PYPHMM_GPU_MIN_CELLS" in err
+def test_bad_env_threshold_is_an_error(bad):
+    p = subprocess.run(
+        [sys.executable, "-m", "pyphmm", "info", "--json"],
+        env=policy_env({"PYPHMM_GPU_MIN_CELLS": bad}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 2, p.stderr
+    assert f"PYPHMM_GPU_MIN_CELLS={bad} is not valid: expected an integer >= 0" in p.stderr
+    assert json.loads(p.stdout)["gpu_min_cells_source"] != "env"
 
 
 def test_without_gpu_the_default_is_reported():
@@ -193,12 +198,12 @@ def test_stats_count_sides_on_cpu():
 
 
 # ----------------------------------------------------------------- fake GPU (any machine)
-FAKE = {"PYPHMM_TEST_FAKE_GPU": "1"}
+FAKE = {"PYPHMM_TEST": "fake_gpu=1"}
 ON = {"PYPHMM_HYBRID": "1"}  # whole-workload sharing is off by default
 
 
 def test_fake_gpu_calibration():
-    inf, err = info_child(dict(FAKE, PYPHMM_DEBUG_DISPATCH="1"))
+    inf, err = info_child(dict(FAKE, PYPHMM_LOG="debug"))
     assert inf["gpu_min_cells_source"] == "calibrated"
     cal = inf["calibration"]
     assert cal["gpu_call_us"] > 0 and cal["gpu_gcups"] > 0 and cal["cpu_gcups"] > 0
@@ -240,7 +245,7 @@ def check_shared(out, n=40):
 def test_fake_gpu_hybrid_shares_regions():
     out, err = run_child(
         "whole",
-        dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1", PYPHMM_DEBUG_DISPATCH="1"),
+        dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_DEV="hybrid_gpu_threads=1", PYPHMM_LOG="debug"),
         threads=3,
     )
     st = check_shared(out)
@@ -268,7 +273,7 @@ def test_fake_gpu_hybrid_off(env, kwargs):
 def test_hybrid_option_overrides_env():
     out, _ = run_child(
         "whole",
-        dict(FAKE, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID="0", PYPHMM_HYBRID_GPU_THREADS="1"),
+        dict(FAKE, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID="0", PYPHMM_DEV="hybrid_gpu_threads=1"),
         hybrid=True,
         threads=3,
     )
@@ -291,10 +296,9 @@ def test_fake_gpu_fails_midway():
     out, err = run_child(
         "whole",
         {
-            "PYPHMM_TEST_FAKE_GPU": "1",
-            "PYPHMM_TEST_GPU_FAILURE": "alternate",
+            "PYPHMM_TEST": "fake_gpu=1,gpu_failure=alternate",
             "PYPHMM_GPU_MIN_CELLS": "0",
-            "PYPHMM_HYBRID_GPU_THREADS": "2",
+            "PYPHMM_DEV": "hybrid_gpu_threads=2",
             **ON,
         },
         threads=3,
@@ -325,7 +329,7 @@ def test_fake_gpu_hybrid_decision_line():
     fake GPU is one CPU thread, so with 2 workers their share is 2/3."""
     out, err = run_child(
         "whole",
-        dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_HYBRID_GPU_THREADS="1", PYPHMM_DEBUG_DISPATCH="1"),
+        dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0", PYPHMM_DEV="hybrid_gpu_threads=1", PYPHMM_LOG="debug"),
         threads=3,
     )
     gpu, cpu, workers, share, shared = hybrid_decision(err)
@@ -335,7 +339,7 @@ def test_fake_gpu_hybrid_decision_line():
 
 @pytest.mark.slow
 def test_fake_gpu_hybrid_too_small_a_share_runs_gpu_alone():
-    """Below PYPHMM_HYBRID_MIN_CPU_SHARE percent the CPU workers take nothing:
+    """Below PYPHMM_DEV's hybrid_min_cpu_share percent the CPU workers take nothing:
     one GPU call computes every region (the GPU's results, exactly)."""
     out, err = run_child(
         "whole",
@@ -343,9 +347,8 @@ def test_fake_gpu_hybrid_too_small_a_share_runs_gpu_alone():
             FAKE,
             **ON,
             PYPHMM_GPU_MIN_CELLS="0",
-            PYPHMM_HYBRID_GPU_THREADS="1",
-            PYPHMM_HYBRID_MIN_CPU_SHARE="70",
-            PYPHMM_DEBUG_DISPATCH="1",
+            PYPHMM_DEV="hybrid_gpu_threads=1,hybrid_min_cpu_share=70",
+            PYPHMM_LOG="debug",
         ),
         threads=3,
     )
@@ -394,7 +397,7 @@ def test_gpu_per_call_split():
 def test_gpu_hybrid_decides_by_predicted_share():
     """A GPU with the throughput of an H100 leaves the CPU workers a share
     under 5%: the call then runs the GPU alone, with its results exactly."""
-    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_DEBUG_DISPATCH": "1", **ON}, scale=8)
+    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_LOG": "debug", **ON}, scale=8)
     gpu, cpu, workers, share, shared = hybrid_decision(err)
     print(f"\n{err.strip()}")
     assert shared == (workers > 0 and share >= 5.0)
@@ -407,12 +410,12 @@ def test_gpu_hybrid_decides_by_predicted_share():
 @pytest.mark.gpu
 @needs_gpu
 def test_gpu_hybrid_shares_regions():
-    """Sharing forced (PYPHMM_HYBRID_MIN_CPU_SHARE=0): the large regions total
+    """Sharing forced (PYPHMM_DEV=hybrid_min_cpu_share=0): the large regions total
     ~1 G cells, enough GPU time for the CPU threads to take the tiny ones;
     each region's result is exactly one backend's."""
     out, err = run_child(
         "whole",
-        {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_DEBUG_DISPATCH": "1", "PYPHMM_HYBRID_MIN_CPU_SHARE": "0", **ON},
+        {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_LOG": "debug", "PYPHMM_DEV": "hybrid_min_cpu_share=0", **ON},
         scale=8,
     )
     st = check_shared(out)
@@ -435,7 +438,7 @@ def test_gpu_hybrid_off_and_cuda_backend_are_gpu_only():
 @pytest.mark.gpu
 @needs_gpu
 def test_gpu_hybrid_failure_falls_back():
-    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_TEST_GPU_FAILURE": "always", **ON})
+    out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_TEST": "gpu_failure=always", **ON})
     st = out["stats"]
     assert st["hybrid"] and st["fell_back"] and st["gpu_regions"] == 0 and st["cpu_regions"] == 40
     assert all(out["same_cpu"])

@@ -2,10 +2,10 @@
 limit (48 on the hosts measured), or an exclusive-process GPU in use.
 
 The process then computes on the CPU, says why in one line, and tries the
-GPU again every PYPHMM_GPU_RETRY_MS; once it starts, later calls go to it.
+GPU again every PYPHMM_DEV's gpu_retry_ms; once it starts, later calls go to it.
 With several GPUs a process whose chosen GPU is full takes another one.
 
-The fake devices stand in for the GPU everywhere (PYPHMM_TEST_GPU_FULL=a,b:
+The fake devices stand in for the GPU everywhere (PYPHMM_TEST's gpu_full=a:b:
 the first a starts of device 0 fail for want of room, ...); the last test
 fills a real GPU's MPS server and runs on GPU hosts only."""
 
@@ -50,7 +50,7 @@ def private_registry(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(d))
 
 
-ENV_NAMES = ("PYPHMM_DEVICE", "PYPHMM_TEST_GPU_LOAD", "PYPHMM_TEST_GPU_FULL", "PYPHMM_GPU_RETRY_MS", "PYPHMM_BACKEND")
+ENV_NAMES = ("PYPHMM_DEVICE", "PYPHMM_TEST", "PYPHMM_DEV", "PYPHMM_BACKEND")
 
 
 def start(wait_s, **env):
@@ -79,7 +79,7 @@ def both_calls(wait_s=0.0, **env):
 def test_a_full_gpu_is_tried_again_and_taken_once_it_has_room():
     """Device 0's first start fails: the first call runs on the CPU with one
     line saying why; a call after the retry interval runs on the GPU."""
-    first, second, err = both_calls(0.5, PYPHMM_TEST_FAKE_GPU="1", PYPHMM_TEST_GPU_FULL="1", PYPHMM_GPU_RETRY_MS="150")
+    first, second, err = both_calls(0.5, PYPHMM_TEST="fake_gpu=1,gpu_full=1", PYPHMM_DEV="gpu_retry_ms=150")
     assert first["backend"] == "cpu" and not first["usable"], first
     assert "has no room for this process" in first["status"] and "trying again every 0.15 s" in first["status"]
     assert second["backend"] == "cuda" and second["usable"] and second["device"] == 0, second
@@ -90,7 +90,7 @@ def test_a_full_gpu_is_tried_again_and_taken_once_it_has_room():
 
 
 def test_without_retries_a_full_gpu_stays_unused():
-    first, second, err = both_calls(0.5, PYPHMM_TEST_FAKE_GPU="1", PYPHMM_TEST_GPU_FULL="1", PYPHMM_GPU_RETRY_MS="0")
+    first, second, err = both_calls(0.5, PYPHMM_TEST="fake_gpu=1,gpu_full=1", PYPHMM_DEV="gpu_retry_ms=0")
     assert first["backend"] == second["backend"] == "cpu", (first, second)
     assert "has no room" in second["status"] and "trying again" not in second["status"]
     assert "has room now" not in err
@@ -99,7 +99,7 @@ def test_without_retries_a_full_gpu_stays_unused():
 def test_a_process_whose_gpu_is_full_takes_another():
     """Device 0 is the least loaded, so chosen, but full: the process takes
     device 1 at once and says so in its choice."""
-    first, _, err = both_calls(PYPHMM_TEST_FAKE_GPU="2", PYPHMM_TEST_GPU_LOAD="0,3", PYPHMM_TEST_GPU_FULL="1,0")
+    first, _, err = both_calls(PYPHMM_TEST="fake_gpu=2,gpu_load=0:3,gpu_full=1:0")
     assert first["backend"] == "cuda" and first["device"] == 1, first
     assert first["choice"] == "least loaded of 2 GPUs; GPU 0 had no room", first
     assert "has no room" not in err
@@ -107,7 +107,7 @@ def test_a_process_whose_gpu_is_full_takes_another():
 
 def test_a_pinned_process_waits_for_its_own_gpu():
     first, second, _ = both_calls(
-        0.5, PYPHMM_TEST_FAKE_GPU="2", PYPHMM_DEVICE="0", PYPHMM_TEST_GPU_FULL="1,0", PYPHMM_GPU_RETRY_MS="150"
+        0.5, PYPHMM_TEST="fake_gpu=2,gpu_full=1:0", PYPHMM_DEVICE="0", PYPHMM_DEV="gpu_retry_ms=150"
     )
     assert first["backend"] == "cpu" and first["device"] == -1, first
     assert second["backend"] == "cuda" and second["device"] == 0, second
@@ -115,7 +115,7 @@ def test_a_pinned_process_waits_for_its_own_gpu():
 
 def test_when_every_gpu_is_full_the_first_choice_is_tried_first():
     first, second, _ = both_calls(
-        0.5, PYPHMM_TEST_FAKE_GPU="2", PYPHMM_TEST_GPU_LOAD="0,3", PYPHMM_TEST_GPU_FULL="1,1", PYPHMM_GPU_RETRY_MS="150"
+        0.5, PYPHMM_TEST="fake_gpu=2,gpu_load=0:3,gpu_full=1:1", PYPHMM_DEV="gpu_retry_ms=150"
     )
     assert first["backend"] == "cpu", first
     assert "GPU 0 (fake GPU 0 (CPU stand-in)) has no room" in first["status"], first
@@ -138,9 +138,7 @@ def test_a_call_pinned_to_a_full_gpu_is_told_it_is_unavailable():
         "    rc = lib.pyphmm_pairhmm(packed.c_regions, len(packed.shapes), out, opts, ffi.NULL, err)\n"
         "    print(rc == lib.PYPHMM_E_UNAVAILABLE, rc == lib.PYPHMM_E_INVALID, ffi.string(err.message).decode())\n"
     )
-    p = run_python(
-        code, env=dict(PYPHMM_TEST_FAKE_GPU="1", PYPHMM_TEST_GPU_FULL="1", PYPHMM_GPU_RETRY_MS="0"), timeout=120
-    )
+    p = run_python(code, env=dict(PYPHMM_TEST="fake_gpu=1,gpu_full=1", PYPHMM_DEV="gpu_retry_ms=0"), timeout=120)
     assert p.returncode == 0, p.stderr
     full, missing = p.stdout.splitlines()
     assert full.startswith("True False options.device 0: GPU 0 (fake GPU 0 (CPU stand-in)) has no room"), full
@@ -213,7 +211,7 @@ def test_a_process_beyond_the_mps_client_limit_moves_to_the_gpu_when_one_leaves(
         holders = []
         try:
             holders = _fill(mps_env, "0")
-            p = start(4.0, PYPHMM_GPU_RETRY_MS="500", CUDA_VISIBLE_DEVICES="0", **mps_env)
+            p = start(4.0, PYPHMM_DEV="gpu_retry_ms=500", CUDA_VISIBLE_DEVICES="0", **mps_env)
             first = report(p)
             assert first["backend"] == "cpu" and "has no room for this process" in first["status"], first
             for h in holders[-6:]:  # the refused holder and five more

@@ -12,7 +12,7 @@ and the results:
 - a caller compiled against the shim and one compiled against GKL, running
   GATK's sequence (both argument sets, every Smith-Waterman strategy), give
   GKL's results; the shim run logs pyphmm's line and summaries, and
-  PYPHMM_QUIET=1 silences them.
+  PYPHMM_LOG=quiet silences them.
 """
 
 from __future__ import annotations
@@ -69,8 +69,9 @@ def head_inputs(tmp_path_factory):
     }
 
 
-def _run_caller(inputs, peer: str, impl: str = "FASTEST_AVAILABLE", env_extra=None):
-    """Compiles GatkHeadCaller against the peer's classes and runs it there."""
+def _run_caller(inputs, peer: str, impl: str = "FASTEST_AVAILABLE", env_extra=None, expect_failure=False):
+    """Compiles GatkHeadCaller against the peer's classes and runs it there
+    (expect_failure: the run must fail; returns its stderr)."""
     d = inputs["dir"]
     cp = jh.shim_classpath() if peer == "shim" else jh.gkl_classpath()
     classes = d / f"classes-{peer}"
@@ -81,7 +82,7 @@ def _run_caller(inputs, peer: str, impl: str = "FASTEST_AVAILABLE", env_extra=No
     if peer == "gkl":
         jvm.append(f"-Djava.library.path={jh.gkl_library_path()}")
     env = child_env(REPO, **(env_extra or {}))
-    for k in ("USE_LIBRARY_PATH", "PYPHMM_LIBRARY", "PYPHMM_QUIET"):
+    for k in ("USE_LIBRARY_PATH", "PYPHMM_LIBRARY", "PYPHMM_LOG"):
         if k not in (env_extra or {}):
             env.pop(k, None)
     p = jh.run_java(
@@ -91,6 +92,9 @@ def _run_caller(inputs, peer: str, impl: str = "FASTEST_AVAILABLE", env_extra=No
         jvm_args=jvm,
         env=env,
     )
+    if expect_failure:
+        assert p.returncode != 0, p.stdout[-2000:]
+        return p.stderr
     assert p.returncode == 0, p.stderr[-4000:]
     return _parse(out.read_text()), p.stderr
 
@@ -161,9 +165,23 @@ def test_gatk_head_explicit_implementations(head_inputs, gkl_run, impl):
 
 
 def test_quiet_silences_banner_and_summary(head_inputs):
-    _, stderr = _run_caller(head_inputs, "shim", env_extra={"PYPHMM_QUIET": "1"})
+    _, stderr = _run_caller(head_inputs, "shim", env_extra={"PYPHMM_LOG": "quiet"})
     # (the library's own warnings, e.g. a CUDA build without a GPU, are not these lines)
     assert not [ln for ln in jh.pyphmm_lines(stderr) if ": backend " in ln or " summary: " in ln], stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "env,message",
+    [
+        ({"PYPHMM_LOG": "loud"}, "PYPHMM_LOG=loud is not valid: expected one of info|quiet|debug"),
+        ({"PYPHMM_DEV": "turbo=1"}, "PYPHMM_DEV: unknown setting 'turbo'"),
+    ],
+)
+def test_a_bad_setting_stops_gatk_with_its_name(head_inputs, env, message):
+    """GATK gets an IllegalArgumentException naming the setting when a
+    binding initialises, rather than a run with a setting the user did not get."""
+    stderr = _run_caller(head_inputs, "shim", env_extra=env, expect_failure=True)
+    assert f"java.lang.IllegalArgumentException: pyphmm: {message}" in stderr, stderr[-3000:]
 
 
 def test_a_full_gpu_in_gatks_log(head_inputs, gkl_run):
@@ -173,7 +191,7 @@ def test_a_full_gpu_in_gatks_log(head_inputs, gkl_run):
     (_, hmm, _), stderr = _run_caller(
         head_inputs,
         "shim",
-        env_extra={"PYPHMM_TEST_FAKE_GPU": "1", "PYPHMM_TEST_GPU_FULL": "2", "PYPHMM_GPU_RETRY_MS": "1"},
+        env_extra={"PYPHMM_TEST": "fake_gpu=1,gpu_full=2", "PYPHMM_DEV": "gpu_retry_ms=1"},
     )
     lines = jh.pyphmm_lines(stderr)
     banner = [ln for ln in lines if " PairHMM: backend " in ln]

@@ -145,7 +145,7 @@ def test_gkl_classes_compress_and_pyphmm_computes_from_libdir(tmp_path, standin_
         tmp_path / "classes", ["Records.java", "GatkHeadCaller.java", "LibdirGatkRun.java"], jh.gkl_classpath()
     )
     env = child_env(REPO, USE_LIBRARY_PATH="1")
-    env.pop("PYPHMM_QUIET", None)
+    env.pop("PYPHMM_LOG", None)
     p = jh.run_java(
         [classes, standin_jar] + jh.gkl_classpath(),
         "LibdirGatkRun",

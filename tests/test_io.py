@@ -81,9 +81,12 @@ class LineOnly:
         self.calls = 0
         self.name = "<lines>"
 
-    def readline(self):
+    def readline(self, size=-1):
         self.calls += 1
-        return self._lines.pop(0) if self._lines else ""
+        line = self._lines.pop(0) if self._lines else ""
+        if 0 <= size < len(line):
+            line, self._lines[:0] = line[:size], [line[size:]]
+        return line
 
     def read(self, *a):  # pragma: no cover - must not be used
         raise AssertionError("read() used: the reader does not stream")
@@ -122,8 +125,8 @@ GOOD_READ = "ACGT IIII IIII IIII ++++"
 BAD_INPUTS = [
     # (text, line number the message must name, words it must contain)
     ("1 1 1\n" + GOOD_READ + "\nACGT\n", 1, "header"),
-    ("one 1\n" + GOOD_READ + "\nACGT\n", 1, "non-integer"),
-    ("1 x\n" + GOOD_READ + "\nACGT\n", 1, "non-integer"),
+    ("one 1\n" + GOOD_READ + "\nACGT\n", 1, "malformed count 'one'"),
+    ("1 x\n" + GOOD_READ + "\nACGT\n", 1, "malformed count 'x'"),
     ("1 -1\n" + GOOD_READ + "\n", 1, "negative"),
     ("1 1\n" + GOOD_READ + "\nACGT\n2 1\n" + GOOD_READ + "\n", 6, "truncated"),
     ("1 2\n" + GOOD_READ + "\nACGT\n", 4, "truncated"),
@@ -133,10 +136,10 @@ BAD_INPUTS = [
     ("1 1\nACGT IIII IIIII IIII ++++\nACGT\n", 2, "INS"),
     ("1 1\nACGT IIII IIII III ++++\nACGT\n", 2, "DEL"),
     ("1 1\nACGT IIII IIII IIII +++\nACGT\n", 2, "GCP"),
-    ("1 1\nACGT II\x01I IIII IIII ++++\nACGT\n", 2, "QUAL character below '!'"),
+    ("1 1\nACGT II\x01I IIII IIII ++++\nACGT\n", 2, "control character 0x01 at column 8"),
     # the offending read is the third of its record: its own line is named
     ("3 1\n" + GOOD_READ + "\n" + GOOD_READ + "\nACGT IIII IIII IIII ++ +\nACGT\n", 4, "5 fields"),
-    ("3 1\n" + GOOD_READ + "\n" + GOOD_READ + "\nACGT IIII IIII IIII +\x01++\nACGT\n", 4, "GCP character below '!'"),
+    ("3 1\n" + GOOD_READ + "\n" + GOOD_READ + "\nACGT IIII IIII IIII +\x01++\nACGT\n", 4, "control character 0x01"),
     ("1 1\nACGT IIII IIII I II ++++\nACGT\n", 2, "5 fields"),
     ("1 2\n" + GOOD_READ + "\nACGT\nAC GT\n", 4, "haplotype"),
 ]

@@ -1,9 +1,12 @@
 """The tree's layering, checked from the sources: the CLI sits above the
 library (no module of the library imports it), tests and scripts share
-tools through devtools only, and nothing edits sys.path."""
+tools through devtools only, and nothing edits sys.path but the one
+bootstrap a script imports first (scripts/_checkout.py)."""
 
 import ast
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -58,13 +61,66 @@ def test_tests_and_scripts_do_not_import_each_other(tree, forbidden):
             assert not m.split(".")[0].startswith(forbidden), f"{os.path.relpath(path, ROOT)} imports {m}"
 
 
+# The one file that may edit sys.path: it makes the repository root
+# importable for a script run as `python3 scripts/NAME.py`.
+BOOTSTRAP = os.path.join(ROOT, "scripts", "_checkout.py")
+ROOT_PACKAGES = ("pyphmm", "devtools", "buildtools")
+
+
 def test_nothing_edits_sys_path():
     for path in python_files("tests", "scripts", "devtools"):
-        if path == os.path.abspath(__file__):
+        if path in (os.path.abspath(__file__), BOOTSTRAP):
             continue
         text = open(path).read()
         for edit in ("sys.path.insert", "sys.path.append"):
             assert edit not in text, os.path.relpath(path, ROOT)
+
+
+def scripts_needing_the_root():
+    """The scripts that import pyphmm, devtools or buildtools."""
+    out = []
+    for name in sorted(os.listdir(os.path.join(ROOT, "scripts"))):
+        path = os.path.join(ROOT, "scripts", name)
+        if name.endswith(".py") and path != BOOTSTRAP:
+            if any(m.split(".")[0] in ROOT_PACKAGES for m in imported_modules(path)):
+                out.append(path)
+    return out
+
+
+def test_scripts_import_the_bootstrap_first():
+    """Before any of the repository's packages: `python3 scripts/NAME.py`
+    then works from anywhere, without PYTHONPATH."""
+    assert scripts_needing_the_root()
+    for path in scripts_needing_the_root():
+        tree = ast.parse(open(path).read(), path)
+        tops = []
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                tops += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                tops.append(node.module)
+        first = next(i for i, m in enumerate(tops) if m.split(".")[0] in ROOT_PACKAGES)
+        assert "_checkout" in tops[:first], f"{os.path.relpath(path, ROOT)} imports {tops[first]} before _checkout"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p if k == 0 else pytest.param(p, marks=pytest.mark.slow) for k, p in enumerate(scripts_needing_the_root())],
+    ids=os.path.basename,
+)
+def test_scripts_run_from_the_root_without_pythonpath(path):
+    """`python3 scripts/bench_multiproc.py` once failed with "No module named
+    'devtools'" unless PYTHONPATH=. was set."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run(
+        [sys.executable, os.path.relpath(path, ROOT), "--help"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0 and "usage" in p.stdout.lower(), p.stderr[-2000:]
 
 
 def test_cli_names_match_the_library():

@@ -195,6 +195,7 @@ def test_cli_start_status_stop(tmp_path, fake_control):
     assert len([c for c in fake_control() if "quit" in c.get("stdin", [])]) == 1
 
 
+@pytest.mark.slow
 def test_cli_uses_exported_directories(tmp_path, fake_control):
     """After eval "$(pyphmm mps start --pipe-dir D)", stop and status find D."""
     pipe = str(tmp_path / "exported")
@@ -341,7 +342,7 @@ def test_library_sees_mps_and_naps_under_it(mps_stand_in, monkeypatch, control, 
         pytest.skip("a real MPS server runs on this host: a control socket here counts as served")
     if server:
         start_server()
-    env = {"PYPHMM_TEST_FAKE_GPU": "1", "CUDA_MPS_PIPE_DIRECTORY": pipe if control else pipe + "-none"}
+    env = {"PYPHMM_TEST": "fake_gpu=1", "CUDA_MPS_PIPE_DIRECTORY": pipe if control else pipe + "-none"}
     monkeypatch.delenv("PYPHMM_CUDA_NAP", raising=False)
     if nap is not None:
         env["PYPHMM_CUDA_NAP"] = nap

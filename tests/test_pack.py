@@ -11,7 +11,7 @@ import pytest
 @pytest.mark.slow
 def test_vector_packer_matches_scalar_and_layout(native_check_exe):
     exe = native_check_exe("pack_check", "common/pack_elems.cc", "common/config.cc")
-    res = subprocess.run([str(exe)], capture_output=True, text=True, env=dict(os.environ, PYPHMM_PACK_SCALAR=""))
+    res = subprocess.run([str(exe)], capture_output=True, text=True, env=dict(os.environ, PYPHMM_DEV=""))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     if res.stdout.startswith("no-avx2"):
         pytest.skip("this CPU has no AVX2: only the scalar packer can run here")

@@ -399,7 +399,7 @@ def test_wheel_jar_alone_computes_what_gkl_computes(wheel, tmp_path, gkl_jvm):
     with zipfile.ZipFile(jar) as z:
         inside = z.read("pyphmm/native/linux-x86_64/libpyphmm.so")
     env = {k: v for k, v in os.environ.items() if k != "PYPHMM_LIBRARY"}
-    env.update(PYTHONPATH=ROOT, PYPHMM_GATK_JAR=str(jar), PYPHMM_QUIET="1")
+    env.update(PYTHONPATH=ROOT, PYPHMM_GATK_JAR=str(jar), PYPHMM_LOG="quiet")
     proc = subprocess.run(
         [sys.executable, "-c", RUN_JAR, "20261124"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )

@@ -77,7 +77,7 @@ def _run(caller, tmpdir, *, libpath=None, jvm_extra=(), wrap=()):
     if libpath:
         jvm.append(f"-Djava.library.path={libpath}")
     env = child_env(REPO)
-    for k in ("PYPHMM_LIBRARY", "PYPHMM_QUIET", "USE_LIBRARY_PATH"):
+    for k in ("PYPHMM_LIBRARY", "PYPHMM_LOG", "USE_LIBRARY_PATH"):
         env.pop(k, None)
     cmd = [
         *wrap,
@@ -253,7 +253,7 @@ def test_concurrent_jvms_keep_the_file_they_loaded(tmp_path, caller):
     tmpdir.mkdir()
     ready.mkdir()
     env = child_env(REPO)
-    env["PYPHMM_QUIET"] = "1"
+    env["PYPHMM_LOG"] = "quiet"
     env.pop("PYPHMM_LIBRARY", None)
     cmd = [
         jh.java(),

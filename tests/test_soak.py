@@ -27,7 +27,7 @@ REPO = shim.REPO
 def test_soak_30k_calls_8_threads_memory_flat():
     jh.require_javac()
     env = child_env(REPO)
-    env.pop("PYPHMM_QUIET", None)
+    env.pop("PYPHMM_LOG", None)
     p = subprocess.run(
         [
             sys.executable,

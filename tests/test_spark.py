@@ -82,7 +82,7 @@ def test_shim_in_spark_executors_matches_gkl(tmp_path, gkl_jvm):
     cp = os.pathsep.join(jh.shim_classpath())
     out = tmp_path / "out.txt"
     env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1")
-    for k in ("PYPHMM_QUIET", "PYPHMM_LIBRARY", "USE_LIBRARY_PATH"):
+    for k in ("PYPHMM_LOG", "PYPHMM_LIBRARY", "USE_LIBRARY_PATH"):
         env.pop(k, None)
     p = subprocess.run(
         [

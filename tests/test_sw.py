@@ -184,7 +184,7 @@ def test_simd_paths_agree():
     )
     outs = set()
     for isa in ("sse", "avx2", "avx512"):
-        env = child_env(ROOT, PYPHMM_SW_ISA=isa, PYTHONHASHSEED="0")
+        env = child_env(ROOT, PYPHMM_DEV=f"sw_isa={isa}", PYTHONHASHSEED="0")
         outs.add(
             subprocess.run(
                 [sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True, text=True

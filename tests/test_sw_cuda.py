@@ -97,10 +97,10 @@ def test_gpu_chunking(knob):
     (20 MB: ~1,800 pairs per chunk) still matches the CPU."""
     refs, alts = hap_vs_ref(3000, seed=9, lo=300, hi=1500)  # ~4 GB of backtrack in total
     for mb in ("64", "20"):
-        knob("PYPHMM_SW_GPU_BUDGET_MB", mb)
+        knob("PYPHMM_DEV", f"sw_gpu_budget_mb={mb}")
         gpu, cpu = _gpu_cpu(refs, alts, params="NEW_SW_PARAMETERS", overhang="SOFTCLIP")
         _assert_same(gpu, cpu, refs, alts)
-    knob("PYPHMM_SW_GPU_BUDGET_MB", "1")  # one pair cannot fit: CPU fallback
+    knob("PYPHMM_DEV", "sw_gpu_budget_mb=1")  # one pair cannot fit: CPU fallback
     stats = {}
     cig, off = sw.align_batch(refs[:300], alts[:300], params="NEW_SW_PARAMETERS", backend="cuda", stats=stats)
     assert stats["fell_back"] and cig == cpu[0][:300]

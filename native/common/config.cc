@@ -1,4 +1,4 @@
-// The knob table and its parser (see config.h).
+// The settings table and its parser (see config.h).
 #include "common/config.h"
 
 #include <atomic>
@@ -7,6 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/errors.h"
 
 namespace pyphmm {
 namespace config {
@@ -14,10 +18,14 @@ namespace config {
 namespace {
 
 enum class Type { kBool, kInt, kEnum, kString };
+// Where a setting is read: its own variable, or a key of PYPHMM_DEV or
+// PYPHMM_TEST.
+enum class Scope { kUser, kDev, kTest };
 
 struct Spec {
     Knob knob;
-    const char* name;
+    Scope scope;
+    const char* name;  // kUser: the variable; else the key
     Type type;
     int64_t def;          // bool / int / enum index
     int64_t lo, hi;       // int range
@@ -27,228 +35,273 @@ struct Spec {
 };
 
 constexpr int64_t kBig = INT64_MAX;
+constexpr const char* kDevVar = "PYPHMM_DEV";
+constexpr const char* kTestVar = "PYPHMM_TEST";
 
-// The only list of the native library's environment variables.
+// The only list of the native library's settings (the README's table lists
+// the user settings, docs/DEVELOPING.md the developer settings).
 const Spec kSpecs[] = {
-    {Knob::kBackend, "PYPHMM_BACKEND", Type::kEnum, kAuto, 0, 0, "auto|cpu|cuda", "reload",
+    {Knob::kBackend, Scope::kUser, "PYPHMM_BACKEND", Type::kEnum, kAuto, 0, 0, "auto|cpu|cuda", "reload",
      "backend of calls that ask for auto"},
-    {Knob::kDevice, "PYPHMM_DEVICE", Type::kInt, -1, -1, 1023, nullptr, "first use",
+    {Knob::kDevice, Scope::kUser, "PYPHMM_DEVICE", Type::kInt, -1, -1, 1023, nullptr, "first use",
      "pin every call to this CUDA device ordinal (after CUDA_VISIBLE_DEVICES); unset: spread over the GPUs"},
-    {Knob::kGpuMinCells, "PYPHMM_GPU_MIN_CELLS", Type::kInt, -1, 0, kBig, nullptr, "first use",
-     "cells from which an auto PairHMM call goes to the GPU (unset: calibrated at first use)"},
-    {Knob::kGpuRetryMs, "PYPHMM_GPU_RETRY_MS", Type::kInt, 5000, 0, kBig, nullptr, "reload",
-     "a process whose GPU had no room for it (an MPS server at its client limit, an exclusive-process GPU in "
-     "use) computes on the CPU and tries the GPU again this often, ms (0: never)"},
-    {Knob::kHybrid, "PYPHMM_HYBRID", Type::kBool, 0, 0, 1, nullptr, "reload",
+    {Knob::kGpuMinCells, Scope::kUser, "PYPHMM_GPU_MIN_CELLS", Type::kInt, -1, 0, kBig, nullptr, "first use",
+     "cells from which an auto call goes to the GPU (unset: calibrated at first use)"},
+    {Knob::kHybrid, Scope::kUser, "PYPHMM_HYBRID", Type::kBool, 0, 0, 1, nullptr, "reload",
      "let GPU and CPU threads share whole-workload calls when the CPU's predicted share pays"},
-    {Knob::kHybridMinCpuShare, "PYPHMM_HYBRID_MIN_CPU_SHARE", Type::kInt, 5, 0, 100, nullptr, "reload",
+    {Knob::kCudaNap, Scope::kUser, "PYPHMM_CUDA_NAP", Type::kInt, -1, 0, 90, nullptr, "reload",
+     "percent of the expected wait for a small GPU call that its thread sleeps before it watches for the "
+     "results (0: spin; unset: 60 in a process that an MPS server serves, else 0)"},
+    {Knob::kLog, Scope::kUser, "PYPHMM_LOG", Type::kEnum, kLogInfo, 0, 0, "info|quiet|debug", "reload",
+     "info: GATK log lines and hints; quiet: warnings only; debug: also a line per call on where it ran"},
+
+    {Knob::kGpuRetryMs, Scope::kDev, "gpu_retry_ms", Type::kInt, 5000, 0, kBig, nullptr, "reload",
+     "a process whose GPU had no room for it (an MPS server at its client limit) tries again this often (0: never)"},
+    {Knob::kHybridMinCpuShare, Scope::kDev, "hybrid_min_cpu_share", Type::kInt, 5, 0, 100, nullptr, "reload",
      "percent of the work the CPU must be predicted to take before hybrid calls share"},
-    {Knob::kHybridGpuThreads, "PYPHMM_HYBRID_GPU_THREADS", Type::kInt, 2, 1, 64, nullptr, "reload",
+    {Knob::kHybridGpuThreads, Scope::kDev, "hybrid_gpu_threads", Type::kInt, 2, 1, 64, nullptr, "reload",
      "threads that drive the GPU in a shared hybrid call"},
-    {Knob::kDebugDispatch, "PYPHMM_DEBUG_DISPATCH", Type::kBool, 0, 0, 1, nullptr, "reload",
-     "one stderr line per PairHMM call saying where its regions ran"},
-    {Knob::kQuiet, "PYPHMM_QUIET", Type::kBool, 0, 0, 1, nullptr, "reload",
-     "no informational lines (GATK log banner, summary, hints); warnings still print"},
-    {Knob::kCpuKernel, "PYPHMM_CPU_KERNEL", Type::kString, 0, 0, 0, nullptr, "first use",
+    {Knob::kCpuKernel, Scope::kDev, "cpu_kernel", Type::kString, 0, 0, 0, nullptr, "first use",
      "force a CPU PairHMM kernel (avx512, avx2, neon, portable)"},
-    {Knob::kSwIsa, "PYPHMM_SW_ISA", Type::kString, 0, 0, 0, nullptr, "first use",
+    {Knob::kSwIsa, Scope::kDev, "sw_isa", Type::kString, 0, 0, 0, nullptr, "first use",
      "force a CPU Smith-Waterman fill (sse, avx2, avx512, neon)"},
-    {Knob::kPackScalar, "PYPHMM_PACK_SCALAR", Type::kBool, 0, 0, 1, nullptr, "first use",
+    {Knob::kPackScalar, Scope::kDev, "pack_scalar", Type::kBool, 0, 0, 1, nullptr, "first use",
      "pack GPU PairHMM input with scalar code instead of AVX2"},
-    {Knob::kCudaArith, "PYPHMM_CUDA_ARITH", Type::kEnum, kFast, 0, 0, "fast|exact", "first use",
+    {Knob::kCudaArith, Scope::kDev, "cuda_arith", Type::kEnum, kFast, 0, 0, "fast|exact", "first use",
      "GPU PairHMM float arithmetic: fused/factored (fast) or GKL's operation order (exact)"},
-    {Knob::kCudaConstGaps, "PYPHMM_CUDA_CONST_GAPS", Type::kBool, 1, 0, 1, nullptr, "first use",
+    {Knob::kCudaConstGaps, Scope::kDev, "cuda_const_gaps", Type::kBool, 1, 0, 1, nullptr, "first use",
      "GPU kernels with the call's common gap-quality triple as launch constants"},
-    {Knob::kCudaMappedOut, "PYPHMM_CUDA_MAPPED_OUT", Type::kInt, 4096, 0, kBig, nullptr, "first use",
-     "GPU chunks of at most this many pairs write results straight to host memory"},
-    {Knob::kCudaNotify, "PYPHMM_CUDA_NOTIFY", Type::kBool, 1, 0, 1, nullptr, "reload",
-     "small GPU calls: the waiting thread watches the results arrive in host memory instead of synchronising "
-     "the stream, and launches the double pass only when a pair underflowed"},
-    {Knob::kCudaNap, "PYPHMM_CUDA_NAP", Type::kInt, -1, 0, 90, nullptr, "reload",
-     "small GPU calls: percent of the wait a thread expects (learned from its earlier calls) that it sleeps "
-     "before it watches the results, so that its core serves other threads meanwhile (0: spin throughout; "
-     "unset: 60 in a process that an MPS server serves, else 0)"},
-    {Knob::kCudaSync, "PYPHMM_CUDA_SYNC", Type::kEnum, kSyncSpin, 0, 0, "spin|yield|block", "first use",
-     "how a thread waits for the GPU: spin (the fastest, also for many processes under MPS), yield the CPU "
-     "while spinning, or sleep"},
-    {Knob::kCudaTiming, "PYPHMM_CUDA_TIMING", Type::kBool, 0, 0, 1, nullptr, "reload",
-     "time GPU kernels and host phases into pyphmm_stats (costs a few us per call)"},
-    {Knob::kCudaTimingEvents, "PYPHMM_CUDA_TIMING_EVENTS", Type::kBool, 1, 0, 1, nullptr, "reload",
-     "timed GPU calls record CUDA events around their kernels (kernel_seconds); 0: host phases only, and a "
-     "small call keeps watching its results, so its phases are those of an untimed call (with many threads "
-     "of one process, the events slow down the calls they time)"},
-    {Knob::kSwGpuBudgetMb, "PYPHMM_SW_GPU_BUDGET_MB", Type::kInt, 0, 0, kBig, nullptr, "reload",
+    {Knob::kCudaTiming, Scope::kDev, "cuda_timing", Type::kBool, 0, 0, 1, nullptr, "reload",
+     "time GPU kernels and host phases into pyphmm_stats for every call"},
+    {Knob::kCudaTimingEvents, Scope::kDev, "cuda_timing_events", Type::kBool, 1, 0, 1, nullptr, "reload",
+     "timed GPU calls record CUDA events around their kernels (0: host phases only, as an untimed call waits)"},
+    {Knob::kSwGpuBudgetMb, Scope::kDev, "sw_gpu_budget_mb", Type::kInt, 0, 0, kBig, nullptr, "reload",
      "cap on the device memory of a GPU Smith-Waterman call, MiB (0: 60% of free memory)"},
-    {Knob::kJniTrace, "PYPHMM_JNI_TRACE", Type::kInt, 0, 0, 2, nullptr, "first use",
+    {Knob::kJniTrace, Scope::kDev, "jni_trace", Type::kInt, 0, 0, 2, nullptr, "first use",
      "JNI layer timing (2: time the marshalling, reported at done())"},
-    {Knob::kJniCopy, "PYPHMM_JNI_COPY", Type::kEnum, kRegion, 0, 0, "region|critical", "first use",
+    {Knob::kJniCopy, Scope::kDev, "jni_copy", Type::kEnum, kRegion, 0, 0, "region|critical", "first use",
      "how the JNI layer copies Java arrays"},
-    {Knob::kTestFakeGpu, "PYPHMM_TEST_FAKE_GPU", Type::kInt, 0, 0, 16, nullptr, "first use",
-     "tests: N > 0 stands N single-threaded CPU 'devices' in for the GPU"},
-    {Knob::kTestGpuFailure, "PYPHMM_TEST_GPU_FAILURE", Type::kEnum, kNever, 0, 0, "never|always|alternate", "first use",
-     "tests: make GPU calls fail (alternate: the 2nd, 4th, ... call)"},
-    {Knob::kTestGpuLoad, "PYPHMM_TEST_GPU_LOAD", Type::kString, 0, 0, 0, nullptr, "first use",
-     "tests: other processes on each fake device, comma-separated (e.g. 3,0)"},
-    {Knob::kTestGpuFull, "PYPHMM_TEST_GPU_FULL", Type::kString, 0, 0, 0, nullptr, "first use",
-     "tests: how many starts of each fake device fail for want of room, comma-separated (e.g. 2,0)"},
+    {Knob::kNativeReader, Scope::kDev, "native_reader", Type::kBool, 1, 0, 1, nullptr, "reload",
+     "record files in native code (0: the native record reader declines, and the CLI runs the Python reader)"},
+
+    {Knob::kTestFakeGpu, Scope::kTest, "fake_gpu", Type::kInt, 0, 0, 16, nullptr, "first use",
+     "N > 0 stands N single-threaded CPU 'devices' in for the GPU"},
+    {Knob::kTestGpuFailure, Scope::kTest, "gpu_failure", Type::kEnum, kNever, 0, 0, "never|always|alternate",
+     "first use", "make GPU calls fail (alternate: the 2nd, 4th, ... call)"},
+    {Knob::kTestGpuLoad, Scope::kTest, "gpu_load", Type::kString, 0, 0, 0, nullptr, "first use",
+     "other processes on each fake device, ':'-separated (e.g. 3:0)"},
+    {Knob::kTestGpuFull, Scope::kTest, "gpu_full", Type::kString, 0, 0, 0, nullptr, "first use",
+     "how many starts of each fake device fail for want of room, ':'-separated (e.g. 2:0)"},
 };
 static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == static_cast<size_t>(Knob::kCount), "one spec per knob");
 
-const Spec& spec(Knob k) { return kSpecs[static_cast<int>(k)]; }
+const char* variable_of(Scope s) { return s == Scope::kDev ? kDevVar : kTestVar; }
 
-struct Value {
-    std::atomic<bool> loaded{false};
-    std::atomic<bool> set{false};
-    std::atomic<int64_t> v{0};
-};
-
-// The parsed values. A function-local static: knobs are read during other
-// files' static initialisation (the CPU kernel choice).
-struct State {
-    Value values[static_cast<int>(Knob::kCount)];
-    std::mutex mutex;  // parsing and the string values
+// The parsed environment. Immutable once published: reload() builds a new
+// one and swaps the pointer, so readers need no lock (the old ones are kept,
+// a few hundred bytes per reload).
+struct Values {
+    int64_t v[static_cast<int>(Knob::kCount)];
+    bool set[static_cast<int>(Knob::kCount)];
     std::string strings[static_cast<int>(Knob::kCount)];
+    std::string problem;  // the first bad setting, "" if none
 };
-State& state() {
-    static State s;
-    return s;
-}
 
-int choice_index(const char* choices, const char* s) {
-    const size_t len = std::strlen(s);
+int choice_index(const char* choices, const std::string& s) {
     int i = 0;
     for (const char* p = choices;; ++i) {
         const char* bar = std::strchr(p, '|');
         const size_t n = bar ? static_cast<size_t>(bar - p) : std::strlen(p);
-        if (n == len && !std::strncmp(p, s, n)) return i;
+        if (n == s.size() && !std::strncmp(p, s.c_str(), n)) return i;
         if (!bar) return -1;
         p = bar + 1;
     }
 }
 
-bool parse_bool(const char* s, int64_t* out) {
+bool parse_bool(const std::string& s, int64_t* out) {
     static const char* const kTrue[] = {"1", "true", "yes", "on"};
     static const char* const kFalse[] = {"0", "false", "no", "off"};
     for (const char* t : kTrue)
-        if (!strcasecmp(s, t)) return *out = 1, true;
+        if (!strcasecmp(s.c_str(), t)) return *out = 1, true;
     for (const char* f : kFalse)
-        if (!strcasecmp(s, f)) return *out = 0, true;
+        if (!strcasecmp(s.c_str(), f)) return *out = 0, true;
     return false;
 }
 
-bool parse_int(const char* s, int64_t lo, int64_t hi, int64_t* out) {
+bool parse_int(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
     errno = 0;
     char* end = nullptr;
-    const long long x = std::strtoll(s, &end, 10);
-    if (errno || end == s || *end != '\0' || x < lo || x > hi) return false;
+    const long long x = std::strtoll(s.c_str(), &end, 10);
+    if (errno || end == s.c_str() || *end != '\0' || x < lo || x > hi) return false;
     *out = x;
     return true;
 }
 
-void expectation(const Spec& s, char* buf, size_t cap) {
+std::string expectation(const Spec& s) {
+    char buf[96];
     switch (s.type) {
-        case Type::kBool: std::snprintf(buf, cap, "0 or 1"); break;
-        case Type::kEnum: std::snprintf(buf, cap, "one of %s", s.choices); break;
+        case Type::kBool: return "0 or 1";
+        case Type::kEnum: return std::string("one of ") + s.choices;
         case Type::kInt:
             if (s.hi == kBig)
-                std::snprintf(buf, cap, "an integer >= %lld", (long long)s.lo);
+                std::snprintf(buf, sizeof(buf), "an integer >= %lld", (long long)s.lo);
             else
-                std::snprintf(buf, cap, "an integer in %lld..%lld", (long long)s.lo, (long long)s.hi);
-            break;
-        case Type::kString: buf[0] = '\0'; break;
+                std::snprintf(buf, sizeof(buf), "an integer in %lld..%lld", (long long)s.lo, (long long)s.hi);
+            return buf;
+        case Type::kString: return "text";
     }
+    return "";
 }
 
-// Parses one knob from the environment (caller holds the state's mutex).
-void load(Knob k) {
-    const Spec& s = spec(k);
-    Value& val = state().values[static_cast<int>(k)];
-    std::string& str = state().strings[static_cast<int>(k)];
+// The setting's label in messages: PYPHMM_BACKEND, or PYPHMM_DEV's cuda_arith.
+std::string label(const Spec& s) {
+    return s.scope == Scope::kUser ? std::string(s.name) : std::string(variable_of(s.scope)) + "'s " + s.name;
+}
+
+// Parses one value into vals; false (vals->problem says why) if it does not.
+bool assign(const Spec& s, const std::string& text, Values* vals) {
+    const int i = static_cast<int>(s.knob);
     int64_t v = s.def;
-    bool set = false;
-    const char* e = std::getenv(s.name);
-    if (e && *e) {
-        bool ok = true;
-        switch (s.type) {
-            case Type::kBool: ok = parse_bool(e, &v); break;
-            case Type::kInt: ok = parse_int(e, s.lo, s.hi, &v); break;
-            case Type::kEnum: {
-                const int i = choice_index(s.choices, e);
-                ok = i >= 0;
-                if (ok) v = i;
-                break;
-            }
-            case Type::kString: str = e; break;
+    bool ok = true;
+    switch (s.type) {
+        case Type::kBool: ok = parse_bool(text, &v); break;
+        case Type::kInt: ok = parse_int(text, s.lo, s.hi, &v); break;
+        case Type::kEnum: {
+            const int c = choice_index(s.choices, text);
+            ok = c >= 0;
+            if (ok) v = c;
+            break;
         }
-        if (ok) {
-            set = true;
-        } else {
-            char want[96];
-            expectation(s, want, sizeof(want));
-            v = s.def;
-            std::fprintf(stderr, "pyphmm: warning: ignoring %s=%.64s (expected %s)\n", s.name, e, want);
-        }
-    } else if (s.type == Type::kString) {
-        str.clear();
+        case Type::kString: vals->strings[i] = text; break;
     }
-    val.v.store(v, std::memory_order_relaxed);
-    val.set.store(set, std::memory_order_relaxed);
-    val.loaded.store(true, std::memory_order_release);
+    if (!ok) {
+        if (vals->problem.empty())
+            vals->problem = label(s) + "=" + text.substr(0, 64) + " is not valid: expected " + expectation(s);
+        return false;
+    }
+    vals->v[i] = v;
+    vals->set[i] = true;
+    return true;
 }
 
-Value& loaded(Knob k) {
-    Value& val = state().values[static_cast<int>(k)];
-    if (!val.loaded.load(std::memory_order_acquire)) {
-        std::lock_guard<std::mutex> lock(state().mutex);
-        if (!val.loaded.load(std::memory_order_relaxed)) load(k);
+// The keys of PYPHMM_DEV or PYPHMM_TEST: "key=value" items separated by
+// commas (list values use ':' between their items).
+void parse_keys(Scope scope, Values* vals) {
+    const char* var = variable_of(scope);
+    const char* env = std::getenv(var);
+    if (!env) return;
+    const std::string all(env);
+    size_t at = 0;
+    while (at <= all.size()) {
+        size_t comma = all.find(',', at);
+        if (comma == std::string::npos) comma = all.size();
+        const std::string item = all.substr(at, comma - at);
+        at = comma + 1;
+        if (item.empty()) continue;
+        const size_t eq = item.find('=');
+        const std::string key = item.substr(0, eq);
+        const Spec* found = nullptr;
+        for (const Spec& s : kSpecs)
+            if (s.scope == scope && key == s.name) found = &s;
+        if (!found || eq == std::string::npos) {
+            if (vals->problem.empty())
+                vals->problem = std::string(var) + ": " +
+                                (found ? "'" + key + "' needs a value (key=value)"
+                                       : "unknown setting '" + key.substr(0, 64) + "'") +
+                                "; see docs/DEVELOPING.md";
+            continue;
+        }
+        assign(*found, item.substr(eq + 1), vals);
     }
-    return val;
+}
+
+Values* parse_environment() {
+    Values* vals = new Values();
+    for (const Spec& s : kSpecs) {
+        const int i = static_cast<int>(s.knob);
+        vals->v[i] = s.def;
+        vals->set[i] = false;
+        if (s.scope != Scope::kUser) continue;
+        const char* e = std::getenv(s.name);
+        if (e && *e) assign(s, e, vals);
+    }
+    parse_keys(Scope::kDev, vals);
+    parse_keys(Scope::kTest, vals);
+    return vals;
+}
+
+std::mutex g_mutex;                     // (serialises parsing)
+std::atomic<const Values*> g_values{};  // never freed: readers may hold one
+
+const Values& values() {
+    const Values* v = g_values.load(std::memory_order_acquire);
+    if (v) return *v;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    v = g_values.load(std::memory_order_relaxed);
+    if (!v) {
+        v = parse_environment();
+        g_values.store(v, std::memory_order_release);
+    }
+    return *v;
+}
+
+std::string value_text(const Values& vals, const Spec& s) {
+    const int i = static_cast<int>(s.knob);
+    switch (s.type) {
+        case Type::kString: return vals.strings[i].empty() ? "(unset)" : vals.strings[i];
+        case Type::kEnum: {
+            const char* p = s.choices;
+            for (int64_t k = 0; k < vals.v[i] && p; ++k) p = std::strchr(p, '|') ? std::strchr(p, '|') + 1 : nullptr;
+            const char* bar = p ? std::strchr(p, '|') : nullptr;
+            return p ? std::string(p, bar ? static_cast<size_t>(bar - p) : std::strlen(p)) : "";
+        }
+        default: return std::to_string(vals.v[i]);
+    }
 }
 
 }  // namespace
 
-int64_t get(Knob k) { return loaded(k).v.load(std::memory_order_relaxed); }
+int64_t get(Knob k) { return values().v[static_cast<int>(k)]; }
 
-bool is_set(Knob k) { return loaded(k).set.load(std::memory_order_relaxed); }
+bool is_set(Knob k) { return values().set[static_cast<int>(k)]; }
 
-std::string get_string(Knob k) {
-    loaded(k);
-    std::lock_guard<std::mutex> lock(state().mutex);
-    return state().strings[static_cast<int>(k)];
-}
+std::string get_string(Knob k) { return values().strings[static_cast<int>(k)]; }
 
 void reload() {
-    std::lock_guard<std::mutex> lock(state().mutex);
-    for (int i = 0; i < static_cast<int>(Knob::kCount); ++i) load(static_cast<Knob>(i));
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_values.store(parse_environment(), std::memory_order_release);
+}
+
+int check(pyphmm_error* error) {
+    const Values& vals = values();
+    if (vals.problem.empty()) return PYPHMM_OK;
+    return set_error(error, PYPHMM_E_INVALID, "%s", vals.problem.c_str());
 }
 
 std::string describe() {
+    const Values& vals = values();
     std::string out;
+    char line[640];
     for (const Spec& s : kSpecs) {
-        const Knob k = s.knob;
-        char value[160];
-        const int64_t v = get(k);
-        switch (s.type) {
-            case Type::kString: {
-                const std::string str = get_string(k);
-                std::snprintf(value, sizeof(value), "%s", str.empty() ? "(unset)" : str.c_str());
-                break;
-            }
-            case Type::kEnum: {
-                const char* p = s.choices;
-                for (int64_t i = 0; i < v && p; ++i) p = std::strchr(p, '|') ? std::strchr(p, '|') + 1 : nullptr;
-                const char* bar = p ? std::strchr(p, '|') : nullptr;
-                const int n = p ? (bar ? static_cast<int>(bar - p) : static_cast<int>(std::strlen(p))) : 0;
-                std::snprintf(value, sizeof(value), "%.*s", n, p ? p : "");
-                break;
-            }
-            default: std::snprintf(value, sizeof(value), "%lld", (long long)v);
-        }
-        char line[512];
-        std::snprintf(line, sizeof(line), "%-28s %-10s %-8s %s (%s)\n", s.name, value, is_set(k) ? "env" : "default",
-                      s.doc, s.when);
+        if (s.scope != Scope::kUser) continue;
+        const int i = static_cast<int>(s.knob);
+        std::snprintf(line, sizeof(line), "%-22s %-10s %-8s %s (%s)\n", s.name, value_text(vals, s).c_str(),
+                      vals.set[i] ? "env" : "default", s.doc, s.when);
         out += line;
     }
+    for (Scope scope : {Scope::kDev, Scope::kTest}) {
+        const char* env = std::getenv(variable_of(scope));
+        if (scope == Scope::kTest && !(env && *env)) continue;  // seams: only when the tests set them
+        std::snprintf(line, sizeof(line), "%-22s %s\n", variable_of(scope), env && *env ? env : "(unset)");
+        out += line;
+        for (const Spec& s : kSpecs) {
+            if (s.scope != scope) continue;
+            std::snprintf(line, sizeof(line), "  %-20s %-10s %-8s %s (%s)\n", s.name, value_text(vals, s).c_str(),
+                          vals.set[static_cast<int>(s.knob)] ? "set" : "default", s.doc, s.when);
+            out += line;
+        }
+    }
+    if (!vals.problem.empty()) out += "error: " + vals.problem + "\n";
     return out;
 }
 

@@ -18,7 +18,7 @@ void pack_base_planes(const uint8_t* src, int64_t n, uint8_t* dst);
 bool pack_read_elems(const uint8_t* bases, const uint8_t* quals, const uint8_t* ins, const uint8_t* dels,
                      const uint8_t* gcp, int64_t m, uint32_t* dst);
 
-// The plain loops (reference for tests; PYPHMM_PACK_SCALAR=1 selects them).
+// The plain loops (reference for tests; PYPHMM_DEV's pack_scalar=1 selects them).
 void pack_base_planes_scalar(const uint8_t* src, int64_t n, uint8_t* dst);
 bool pack_read_elems_scalar(const uint8_t* bases, const uint8_t* quals, const uint8_t* ins, const uint8_t* dels,
                             const uint8_t* gcp, int64_t m, uint32_t* dst);

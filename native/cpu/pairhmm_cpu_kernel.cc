@@ -485,7 +485,7 @@ const KernelChoice& kernel_choice() {
         if (!std::strcmp(want, "portable")) return portable;
         for (int k = 0; k < count; ++k)
             if (usable[k] && !std::strcmp(want, candidates[k].name)) return candidates[k];
-        std::fprintf(stderr, "pyphmm: warning: PYPHMM_CPU_KERNEL=%s is not available here; using %s\n", want,
+        std::fprintf(stderr, "pyphmm: warning: PYPHMM_DEV's cpu_kernel=%s is not available here; using %s\n", want,
                      best.name);
         return best;
     }();

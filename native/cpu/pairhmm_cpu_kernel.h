@@ -39,7 +39,7 @@ struct KernelChoice {
     ForwardOneDouble one_d;
 };
 
-// The best kernel this CPU runs, or the one PYPHMM_CPU_KERNEL names (for
+// The best kernel this CPU runs, or the one PYPHMM_DEV's cpu_kernel names (for
 // tests and comparisons; a kernel the CPU cannot run is refused with a note).
 const KernelChoice& kernel_choice();
 

@@ -30,42 +30,111 @@ namespace pyphmm {
 
 namespace {
 
-using sw_cpu::BtBlock;
 using sw_cpu::Op;
 using sw_cpu::Workspace;
 
-// Backtrack masks of cell (i, j), 1 <= i <= m, 1 <= j <= n, as bits 0..3
-// (diag, right, new_h, new_v).
-inline unsigned cell_bits(const Workspace& ws, int n, int i, int j) {
-    const int d = i + j;
-    const int k = i - std::max(1, d - n);
-    const BtBlock& b = ws.bt[ws.blk_start[d] + (k >> ws.lane_shift)];
-    const int bit = k & ((1 << ws.lane_shift) - 1);
-    return ((b.diag >> bit) & 1) | (((b.right >> bit) & 1) << 1) | (((b.new_h >> bit) & 1) << 2) |
-           (((b.new_v >> bit) & 1) << 3);
-}
-
-// GATK's backtrack value of cell (i, j): 0 (diagonal), -k (insertion of k)
-// or +k (deletion of k). A gap's length is GATK's gap_size: 1 where it was
-// opened, one more per cell it was extended, counted from 0 at the edge.
-int32_t backtrack_value(const Workspace& ws, int n, int i, int j) {
-    const unsigned b = cell_bits(ws, n, i, j);
-    if (b & 1) return 0;
-    if (b & 2) {
-        int jj = j;
-        while (jj > 1 && !(cell_bits(ws, n, i, jj) & 4)) --jj;
-        return -(j - jj + 1);
+// Reads the backtrack bits the fill left (layout in sw_cpu_fill.h), one
+// plane at a time: every traceback step needs kGap, only gap steps the
+// others. The layout's constants are copied once per traceback.
+class BtReader {
+  public:
+    BtReader(const Workspace& ws, int n)
+        : bt_(ws.bt.data()), blk_start_(ws.blk_start.data()), n_(n), shift_(ws.lane_shift), layout_(ws.layout) {
+        const int w = 1 << shift_;
+        for (int q = 0; q < 4; ++q)
+            plane_pos_[q] = layout_ == sw_cpu::kPlanar   ? q * w
+                            : layout_ == sw_cpu::kPaired ? (q >> 1) * 2 * w + (q & 1)
+                                                         : q;
     }
-    int ii = i;
-    while (ii > 1 && !(cell_bits(ws, n, ii, j) & 8)) --ii;
-    return i - ii + 1;
-}
 
-// Last occurrence of alt in ref, or -1 (GATK's Utils.lastIndexOf).
+    // Plane q's bit (BtPlane q = 0..3) of cell (i, j), 1 <= i <= m, 1 <= j <= n.
+    bool bit(int q, int i, int j) const {
+        const int d = i + j;
+        const int k = i - std::max(1, d - n_);
+        const int lane = k & ((1 << shift_) - 1);
+        const uint8_t* blk = bt_ + blk_start_[d] + (static_cast<int64_t>(k >> shift_) << (shift_ - 1));
+        int pos = plane_pos_[q];
+        if (layout_ == sw_cpu::kPlanar) {
+            pos += lane;
+        } else if (layout_ == sw_cpu::kPaired) {
+            pos += 2 * lane;
+        } else {
+            const int half_shift = shift_ - 1;
+            pos += 8 * (lane & ((1 << half_shift) - 1)) + 4 * (lane >> half_shift);
+        }
+        return (blk[pos >> 3] >> (pos & 7)) & 1u;
+    }
+
+    // GATK's backtrack value of cell (i, j): 0 (diagonal), -k (insertion of
+    // k) or +k (deletion of k). A gap's length is GATK's gap_size: 1 where it
+    // was opened, one more per cell it was extended, counted from 0 at the edge.
+    int32_t value(int i, int j) const {
+        if (!bit(0, i, j)) return 0;  // kGap
+        if (!bit(1, i, j)) {          // kDown: insertion
+            int jj = j;
+            while (jj > 1 && !bit(2, i, jj)) --jj;  // kNewH
+            return -(j - jj + 1);
+        }
+        int ii = i;
+        while (ii > 1 && !bit(3, ii, j)) --ii;  // kNewV
+        return i - ii + 1;
+    }
+
+  private:
+    const uint8_t* bt_;
+    const int64_t* blk_start_;
+    int n_, shift_;
+    sw_cpu::BtLayout layout_;
+    int plane_pos_[4];
+};
+
+// Last occurrence of alt in ref, or -1 (GATK's Utils.lastIndexOf). The
+// first four bytes are compared as one word before the whole.
 int last_index_of(const uint8_t* ref, int m, const uint8_t* alt, int n) {
+    if (n >= 4) {
+        uint32_t head;
+        std::memcpy(&head, alt, 4);
+        for (int pos = m - n; pos >= 0; --pos) {
+            uint32_t w;
+            std::memcpy(&w, ref + pos, 4);
+            if (w == head && std::memcmp(ref + pos + 4, alt + 4, n - 4) == 0) return pos;
+        }
+        return -1;
+    }
     for (int pos = m - n; pos >= 0; --pos)
         if (ref[pos] == alt[0] && std::memcmp(ref + pos, alt, n) == 0) return pos;
     return -1;
+}
+
+// Where the alignment ends for SOFTCLIP, IGNORE and LEADING_INDEL (GATK's
+// rule, docs/SMITH_WATERMAN.md): the bottom-most maximum of the last column;
+// then, unless LEADING_INDEL, a last-row cell that scores more, or as much
+// and closer to the diagonal, scanning left to right. Maxima first (loops
+// that vectorise), then only the cells that can win. Returns the overhang
+// (alt bases after the end cell).
+int32_t find_end(const Workspace& ws, int m, int n, bool scan_row, int& p1, int& p2) {
+    const int32_t* col = ws.last_col.data();
+    int32_t best = INT_MIN;
+    for (int i = 1; i <= m; ++i) best = std::max(best, col[i]);
+    p1 = m;
+    while (col[p1] != best) --p1;
+    p2 = n;
+    if (!scan_row) return 0;
+    const int32_t* row = ws.last_row.data();
+    int32_t row_best = INT_MIN;
+    for (int j = 1; j <= n; ++j) row_best = std::max(row_best, row[j]);
+    if (row_best < best) return 0;
+    int32_t segment = 0;
+    for (int j = 1; j <= n; ++j) {
+        const int32_t s = row[j];
+        if (s > best || (s == best && std::abs(m - j) < std::abs(p1 - p2))) {
+            p1 = m;
+            p2 = j;
+            best = s;
+            segment = n - j;
+        }
+    }
+    return segment;
 }
 
 // Writes "<len><op>" at out, returns the number of characters written.
@@ -125,24 +194,7 @@ int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const
         p1 = m;
         p2 = n;
     } else {
-        int32_t best = INT_MIN;
-        p2 = n;
-        for (int i = 1; i <= m; ++i)
-            if (ws.last_col[i] >= best) {
-                p1 = i;
-                best = ws.last_col[i];
-            }
-        if (strategy != PYPHMM_SW_LEADING_INDEL) {
-            for (int j = 1; j <= n; ++j) {
-                int32_t s = ws.last_row[j];
-                if (s > best || (s == best && std::abs(m - j) < std::abs(p1 - p2))) {
-                    p1 = m;
-                    p2 = j;
-                    best = s;
-                    segment = n - j;
-                }
-            }
-        }
+        segment = find_end(ws, m, n, strategy != PYPHMM_SW_LEADING_INDEL, p1, p2);
     }
     std::vector<Op>& ops = ws.ops;
     ops.clear();
@@ -150,9 +202,10 @@ int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const
         ops.push_back({'S', segment});
         segment = 0;
     }
+    const BtReader bt(ws, n);
     char state = 'M';
     do {
-        const int32_t b = backtrack_value(ws, n, p1, p2);
+        const int32_t b = bt.value(p1, p2);
         char next;
         int32_t step;
         if (b > 0) {

@@ -11,6 +11,11 @@
 namespace pyphmm {
 namespace sw_cpu {
 
+// Bytes between the difference fill's slot arrays (four per diagonal, two
+// diagonals): room for the longest sequence plus vector padding, and not a
+// multiple of 4 KiB, so the eight arrays fall into different cache sets.
+constexpr int kStateStride = 2 * (PYPHMM_SW_MAX_LENGTH + 1 + 128) + 512;
+
 // Buffers above this many bytes are released after the call instead of being
 // kept for the next call of the same thread.
 constexpr size_t kKeepBytes = size_t(64) << 20;
@@ -21,38 +26,54 @@ struct Op {
     int32_t len;
 };
 
-// Backtrack of one block of W consecutive cells of an anti-diagonal (W = the
-// fill's vector width): bit k of each plane is the cell of lane k. Bits
-// instead of GATK's gap lengths keep the fill free of gap-length state and
-// the matrix at 4 bits per cell; traceback recovers a gap's length by walking
-// back to the cell where that gap was opened (backtrack_value in sw_cpu.cc).
-struct BtBlock {
-    uint16_t diag;   // diagonal step chosen (ties prefer it)
-    uint16_t right;  // otherwise: insertion chosen over deletion
-    uint16_t new_h;  // horizontal gap opened here (GATK's gap_size_h = 1)
-    uint16_t new_v;  // vertical gap opened here (gap_size_v = 1)
+// Backtrack planes of a cell, as bits of cell_bits() in sw_cpu.cc. Ties in
+// GATK's rule prefer diagonal, then insertion, then deletion, so a plane
+// holds the strict comparisons the fill computes anyway.
+enum BtPlane : unsigned {
+    kGap = 1,   // a gap beats the diagonal step (not diagonal)
+    kDown = 2,  // deletion beats insertion (meaningful where kGap)
+    kNewH = 4,  // horizontal gap opened here (GATK's gap_size_h = 1)
+    kNewV = 8,  // vertical gap opened here (gap_size_v = 1)
 };
 
+enum BtLayout { kPlanar, kPaired, kNibble };
+
 // Per-thread scratch, grown on demand and reused across calls.
+//
+// Backtrack layout: diagonal d (= i + j) holds its cells i = lo(d)..hi(d) in
+// blocks of W = 2^lane_shift cells (W >= 8, the fill's vector width); a
+// block is W/2 bytes, 4W bits, for the cells lo(d) + (block index) * W + k,
+// k < W. Bit of plane q (BtPlane order 0..3) for lane k, little-endian:
+// - kPlanar: q * W + k (the planes one after the other);
+// - kPaired: (q / 2) * 2W + 2k + q % 2 (kGap with kDown, then kNewH with
+//   kNewV, interleaved lane by lane: what AVX2's byte movemask gives);
+// - kNibble: 8 (k % (W/2)) + 4 (k / (W/2)) + q (a cell's four bits side by
+//   side, lanes k and k + W/2 sharing a byte: what NEON's shift-insert
+//   gives).
+// blk_start[d] is the byte offset of diagonal d's first block. Bits instead of GATK's gap lengths keep the fill
+// free of gap-length state and the matrix at 4 bits per cell; traceback
+// recovers a gap's length by walking back to the cell where it was opened.
 struct Workspace {
-    std::vector<int32_t> refi, altr;          // bases widened to int32, alt reversed
-    std::vector<int32_t> h[3], e[2], f[2];    // scores and best gaps of diagonals d-2..d
-    std::vector<BtBlock> bt;                  // diagonal-major backtrack
-    std::vector<int64_t> blk_start;           // first block of diagonal d in bt
-    int lane_shift = 0;                       // log2(W) of the fill that wrote bt
+    std::vector<int16_t> ref16, alt16;      // bases, alt reversed, padded
+    std::vector<int16_t> diag;              // difference fill: diagonals d-1, d
+    std::vector<int32_t> h[3], e[2], f[2];  // absolute fill: diagonals d-2..d
+    std::vector<uint8_t> bt;
+    std::vector<int64_t> blk_start;
+    int lane_shift = 3;
+    BtLayout layout = kPlanar;
     std::vector<int32_t> last_col, last_row;  // H[i][n], H[m][j]
-    std::vector<int32_t> row0, col0;          // edge initialisation
+    std::vector<int32_t> row0, col0;          // edge scores of the absolute fill
     std::vector<Op> ops;
 
     void trim() {
-        if (bt.capacity() * sizeof(BtBlock) > kKeepBytes) std::vector<BtBlock>().swap(bt);
+        if (bt.capacity() > kKeepBytes) std::vector<uint8_t>().swap(bt);
     }
 };
 
 // GATK's score recurrence over the m x n matrix of ref x alt, with gap
 // penalties on the edges (edge_gaps: the INDEL and LEADING_INDEL overhang
 // strategies) or free edges. Fills ws.bt, ws.last_col and ws.last_row with
-// the widest vector code this CPU runs (or PYPHMM_SW_ISA's).
+// the widest vector code this CPU runs (or PYPHMM_DEV's sw_isa).
 void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
           bool edge_gaps);
 

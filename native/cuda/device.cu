@@ -27,12 +27,27 @@ namespace {
 // build carries an image (SASS or PTX) for a device.
 __global__ void image_probe_kernel() {}
 
+// Whether the NVIDIA driver's library can be loaded. The CUDA runtime
+// reports a machine without any driver as "CUDA driver version is
+// insufficient for CUDA runtime version", the words it uses for a driver that
+// is too old; this tells the two apart.
+bool driver_library_loads() {
+    void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!lib) return false;
+    dlclose(lib);
+    return true;
+}
+
 void probe_devices(CudaProbe& p) {
     p.compiled = true;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
-        std::snprintf(p.status, sizeof(p.status), "no usable CUDA driver or device: %s", cudaGetErrorString(e));
+        if (!driver_library_loads())
+            std::snprintf(p.status, sizeof(p.status), "no NVIDIA driver found: libcuda.so.1 cannot be loaded");
+        else
+            std::snprintf(p.status, sizeof(p.status), "no usable CUDA driver or device: %s", cudaGetErrorString(e));
         cudaGetLastError();
         return;
     }
@@ -97,23 +112,15 @@ struct DeviceInit {
     std::mutex mutex;
     std::atomic<bool> settled{false};  // result is final
     cudaError_t result = cudaErrorNotReady;
-    bool yield = false;
     bool tried = false;                          // (under mutex)
     std::chrono::steady_clock::time_point last;  // the last start
 };
 constexpr std::chrono::milliseconds kFullRetryGap{100};
 
-// How host threads wait on a device (PYPHMM_CUDA_SYNC). Spinning answers
-// fastest, and it stays fastest with as many processes as cores under MPS:
-// sleeping threads wake late (benchmark: scripts/bench_multiproc.py --mps on
-// with PYPHMM_CUDA_SYNC set; docs/PERFORMANCE.md).
-unsigned sync_flags(bool* yield) {
-    const int mode = static_cast<int>(config::get(config::Knob::kCudaSync));
-    *yield = mode != config::kSyncSpin;
-    return mode == config::kSyncSpin    ? cudaDeviceScheduleSpin
-           : mode == config::kSyncYield ? cudaDeviceScheduleYield
-                                        : cudaDeviceScheduleBlockingSync;
-}
+// Host threads spin while they wait on a device: spinning answers fastest,
+// and it stays fastest with as many processes as cores under MPS, where
+// threads that yield or sleep wake late (docs/PERFORMANCE.md).
+constexpr unsigned kSyncFlags = cudaDeviceScheduleSpin;
 DeviceInit g_init[kMaxCudaDevices];
 
 }  // namespace
@@ -146,10 +153,10 @@ bool device_full(cudaError_t e) {
 namespace {
 
 // Device d's context with this process's flags, and a kernel image for it.
-cudaError_t start_device(int d, bool* yield) {
+cudaError_t start_device(int d) {
     cudaFuncAttributes attr;
     cudaError_t e = cudaSetDevice(d);
-    if (e == cudaSuccess) e = cudaSetDeviceFlags(sync_flags(yield) | cudaDeviceMapHost);
+    if (e == cudaSuccess) e = cudaSetDeviceFlags(kSyncFlags | cudaDeviceMapHost);
     if (e == cudaErrorSetOnActiveProcess) {  // another library made the context first: keep its flags
         cudaGetLastError();
         e = cudaSuccess;
@@ -174,7 +181,7 @@ cudaError_t use_device(int d) {
         if (!init.settled.load(std::memory_order_relaxed) && (!init.tried || now - init.last >= kFullRetryGap)) {
             init.tried = true;
             init.last = now;
-            init.result = start_device(d, &init.yield);
+            init.result = start_device(d);
             init.settled.store(!device_full(init.result), std::memory_order_release);
         }
         e = init.result;
@@ -183,8 +190,6 @@ cudaError_t use_device(int d) {
 }
 
 int sm_count(int d) { return cuda_probe().device[d].sms; }
-
-bool waits_yield(int d) { return g_init[d].yield; }
 
 cudaError_t DeviceBuffer::reserve(size_t bytes) {
     if (bytes <= cap) return cudaSuccess;

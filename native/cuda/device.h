@@ -41,10 +41,6 @@ bool device_full(cudaError_t e);
 // Streaming multiprocessors of device d (after use_device).
 int sm_count(int d);
 
-// Whether waiting host threads yield or sleep on device d rather than spin
-// (PYPHMM_CUDA_SYNC; decided when its context is created).
-bool waits_yield(int d);
-
 // Device memory that only grows (with 50% headroom, retried without).
 struct DeviceBuffer {
     void* p = nullptr;

@@ -94,7 +94,7 @@ struct CallState {
     bool dbl;
     bool fast;
     bool timing;            // host phases (and, with events, kernel intervals) into the stats
-    bool events;            // timing with CUDA events around the kernels (PYPHMM_CUDA_TIMING_EVENTS)
+    bool events;            // timing with CUDA events around the kernels (PYPHMM_DEV's cuda_timing_events)
     bool uniform;           // fast float: reads with one quality triple use the kUniform/kConst passes
     cudak::GapChoice gaps;  // fast float: the kConst passes' triple
     int nap_percent;        // of a watched chunk's expected wait
@@ -253,6 +253,10 @@ cudaError_t finish_slot(Slot& s, CallState& st) {
     return cudaSuccess;
 }
 
+// Chunks of at most this many pairs have their results written straight
+// into mapped host memory.
+constexpr int64_t kMappedOutPairs = 4096;
+
 // Packs a chunk into its slot and enqueues its copies and kernels.
 cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, double* out, CallState& st) {
     const Layout L = cudak::layout_of(c);
@@ -262,7 +266,7 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     // Small chunks (per-region calls) have the kernels write their results
     // straight into the pinned host buffer: one copy fewer to wait for. Their
     // uniform reads join the per-row ones (one launch fewer).
-    const bool mapped = c.pairs <= config::get(config::Knob::kCudaMappedOut);
+    const bool mapped = c.pairs <= kMappedOutPairs;
     Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
     const cudak::Packed packed = cudak::pack_chunk(regions, c, L, st.dbl, st.uniform, mapped, st.gaps, s.hin.p);
     st.lap(t, kPack);
@@ -285,10 +289,9 @@ cudaError_t run_chunk(const pyphmm_region* regions, const Chunk& c, Slot& s, dou
     b.scratch_stride = stride;
     b.num_pairs = c.pairs;
     b.longest_rows = cudak::longest_float_rows(packed.bins);
-    // A spinning thread watches a small float chunk's results (a thread that
-    // yields or sleeps waits in CUDA; the events of a timed call wait in CUDA too).
-    b.watched =
-        mapped && !st.dbl && !st.events && config::on(config::Knob::kCudaNotify) && !cuda::waits_yield(st.device);
+    // The spinning thread watches a small float chunk's results (the events
+    // of a timed call wait in CUDA).
+    b.watched = mapped && !st.dbl && !st.events;
     if (b.watched) {
         std::memset(s.hout.p, 0, cudak::kHeaderBytes);  // the double pass's count, if none runs
         uint64_t* slot = result_slots(s);

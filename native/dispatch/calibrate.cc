@@ -143,7 +143,7 @@ Calibration measure() {
         c.min_cells = denom <= 0 ? kMaxCalibrated : clamp_cells(std::max(c.gpu_call_s / denom, 2.0 * last.cells));
     }
     c.ran = true;
-    if (config::on(config::Knob::kDebugDispatch))
+    if (config::debug())
         std::fprintf(stderr,
                      "pyphmm: calibration: GPU call %.1f us + %.1f GCUPS, CPU %.2f GCUPS on %d threads at %lld "
                      "cells -> threshold %lld cells\n",

@@ -29,27 +29,27 @@ std::atomic<int> g_inflight[kMaxCudaDevices];
 Clock::time_point g_chosen_at;
 std::atomic<bool> g_hinted{false};
 
-// A comma-separated count per fake device (PYPHMM_TEST_GPU_LOAD: other
-// processes on each; PYPHMM_TEST_GPU_FULL: starts that fail for want of room).
+// A ':'-separated count per fake device (PYPHMM_TEST's gpu_load: other
+// processes on each; gpu_full: starts that fail for want of room).
 std::vector<int> fake_counts(Knob knob, int count) {
     std::vector<int> counts(count, 0);
     const std::string spec = config::get_string(knob);
     size_t pos = 0;
     for (int d = 0; d < count && pos <= spec.size(); ++d) {
-        const size_t comma = spec.find(',', pos);
-        const std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        const size_t colon = spec.find(':', pos);
+        const std::string item = spec.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
         if (!item.empty()) counts[d] = std::atoi(item.c_str());
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
+        if (colon == std::string::npos) break;
+        pos = colon + 1;
     }
     return counts;
 }
 
 void hint_if_shared(const GpuState& g, int others) {
-    if (g.mps || others <= 0 || config::on(Knob::kQuiet) || g_hinted.exchange(true)) return;
+    if (g.mps || others <= 0 || config::quiet() || g_hinted.exchange(true)) return;
     std::fprintf(stderr,
                  "pyphmm: %d other process%s use%s GPU %d (%s) without MPS: the GPU runs one process's kernels at "
-                 "a time; start NVIDIA MPS (`pyphmm mps start`) so they run side by side (PYPHMM_QUIET=1 hides "
+                 "a time; start NVIDIA MPS (`pyphmm mps start`) so they run side by side (PYPHMM_LOG=quiet hides "
                  "this line)\n",
                  others, others == 1 ? "" : "es", others == 1 ? "s" : "", g.ordinal[g.preferred], g.name);
 }
@@ -97,7 +97,7 @@ int start_candidate(const GpuState& g, int i, pyphmm_error* err, bool* full) {
     if (!g.fake) return cuda_device_init(g.ordinal[i], err, full);
     static std::atomic<int> failed[kMaxCudaDevices];
     *full = failed[i].fetch_add(1) < fake_counts(Knob::kTestGpuFull, g.count)[i];
-    if (*full) return set_error(err, PYPHMM_E_UNAVAILABLE, "fake GPU %d is full (PYPHMM_TEST_GPU_FULL)", i);
+    if (*full) return set_error(err, PYPHMM_E_UNAVAILABLE, "fake GPU %d is full (PYPHMM_TEST's gpu_full)", i);
     return PYPHMM_OK;
 }
 
@@ -256,7 +256,7 @@ bool inject_failure(pyphmm_error* err) {
     static std::atomic<int64_t> calls{0};
     if (mode == config::kNever) return false;
     if (mode == config::kAlternate && calls.fetch_add(1) % 2 == 0) return false;
-    set_error(err, PYPHMM_E_INTERNAL, "injected GPU failure (PYPHMM_TEST_GPU_FAILURE)");
+    set_error(err, PYPHMM_E_INTERNAL, "injected GPU failure (PYPHMM_TEST's gpu_failure)");
     return true;
 }
 
@@ -294,7 +294,7 @@ namespace {
 std::atomic<const GpuState*> g_retried{nullptr};
 
 // A process whose GPU was full computes on the CPU; every
-// PYPHMM_GPU_RETRY_MS one call (whichever comes first once due) starts the
+// PYPHMM_DEV's gpu_retry_ms one call (whichever comes first once due) starts the
 // devices again, and once one starts, later calls go to it.
 const GpuState& try_again(const GpuState& cur) {
     const int64_t every = config::get(Knob::kGpuRetryMs);
@@ -309,7 +309,7 @@ const GpuState& try_again(const GpuState& cur) {
     // Published for the process; never freed, as callers keep references.
     const GpuState* fresh = new GpuState(g);
     g_retried.store(fresh, std::memory_order_release);
-    if (fresh->usable && !config::on(Knob::kQuiet))
+    if (fresh->usable && !config::quiet())
         std::fprintf(stderr, "pyphmm: GPU %d (%s) has room now; this process computes on it from here on\n",
                      fresh->ordinal[fresh->preferred], fresh->name);
     return *fresh;

@@ -1,5 +1,5 @@
 // The GPU as the dispatch policies see it: the CUDA backend's devices or,
-// for tests on machines without one, PYPHMM_TEST_FAKE_GPU=N stand-ins (each
+// for tests on machines without one, PYPHMM_TEST=fake_gpu=N stand-ins (each
 // the single-threaded CPU backend, with the same device choice and failure
 // injection as real devices). Every GPU call of the library goes through
 // here: device choice (devices.h), failure injection, the sharing hint.
@@ -30,7 +30,7 @@ struct GpuState {
 
 // Probes and chooses once per process (the first call starts the driver,
 // ~0.2 s); later calls return the same answer, except after a full GPU
-// (GpuState::full): every PYPHMM_GPU_RETRY_MS one call starts it again, and
+// (GpuState::full): every PYPHMM_DEV's gpu_retry_ms one call starts it again, and
 // once it starts the answer is the usable device.
 const GpuState& gpu_state();
 inline bool gpu_usable() { return gpu_state().usable; }

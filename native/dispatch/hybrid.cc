@@ -10,12 +10,12 @@
 // Why two GPU drivers by default: a GPU call spends much of its time packing
 // its batch on the host (README: kernels vs whole native call), so with two
 // drivers one packs while the other's batch computes.
-// PYPHMM_HYBRID_GPU_THREADS changes the count.
+// PYPHMM_DEV's hybrid_gpu_threads changes the count.
 //
 // First the call decides whether sharing can pay: at the bulk rates learned
 // by earlier calls in this process (priors until then: 1 T cells/s for a
 // GPU, 1 G per CPU thread), the CPU workers' share of an ideal split is
-// workers x cpu / (gpu + workers x cpu). Under PYPHMM_HYBRID_MIN_CPU_SHARE
+// workers x cpu / (gpu + workers x cpu). Under PYPHMM_DEV's hybrid_min_cpu_share
 // percent (default 5) the whole workload goes to the GPU as one call, which
 // packs in parallel and overlaps its chunks: batches and CPU workers would
 // cost more than they add (on an H100 with 16 cores the share is about 1.4%,
@@ -322,7 +322,7 @@ int hybrid_pairhmm(const pyphmm_region* regions, int64_t num_regions, const int6
     if (!h.gpu_failed && h.gpu_cells >= kLearnMinCells && h.cpu_cells == 0 && seconds > 0)
         g_gpu_rate.store(h.gpu_cells / seconds, std::memory_order_relaxed);
     if (h.cpu_cells >= kLearnMinCells / 10) g_cpu_thread_rate.store(h.cpu_thread_rate(), std::memory_order_relaxed);
-    if (config::on(config::Knob::kDebugDispatch))
+    if (config::debug())
         std::fprintf(stderr,
                      "pyphmm: hybrid: GPU %.3g cells/s, CPU %.3g cells/s x %d workers: CPU share %.1f%% -> %s\n",
                      h.prior_gpu_rate, h.prior_cpu_rate, h.threads - h.gpu_threads, 100.0 * h.cpu_share,

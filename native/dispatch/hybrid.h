@@ -10,7 +10,7 @@ namespace pyphmm {
 // Whether a PairHMM call with these options and regions shares GPU and CPU.
 bool hybrid_wanted(const pyphmm_options* options, int64_t num_regions);
 
-// Threads that drive the GPU in that mode (PYPHMM_HYBRID_GPU_THREADS).
+// Threads that drive the GPU in that mode (PYPHMM_DEV's hybrid_gpu_threads).
 int hybrid_gpu_threads();
 
 // Computes a validated call in that mode; region_cells[k] is region k's cell

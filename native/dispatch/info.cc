@@ -81,3 +81,8 @@ extern "C" int64_t pyphmm_config_describe(char* buf, int64_t capacity) {
 }
 
 extern "C" void pyphmm_config_reload(void) { config::reload(); }
+
+extern "C" int pyphmm_config_check(pyphmm_error* error) {
+    clear_error(error);
+    return config::check(error);
+}

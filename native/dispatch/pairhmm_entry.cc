@@ -90,7 +90,7 @@ int pairhmm_call(const pyphmm_region* regions, int64_t n, const std::vector<int6
         rc = backend != PYPHMM_BACKEND_CUDA ? cpu() : gpu_else_cpu("PairHMM", st, gpu, cpu);
         count_sides(st, n, cells);
     }
-    if (config::on(config::Knob::kDebugDispatch)) print_dispatch(*st, n, cells, min_cells);
+    if (config::debug()) print_dispatch(*st, n, cells, min_cells);
     return rc;
 }
 

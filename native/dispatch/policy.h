@@ -6,6 +6,7 @@
 #include <exception>
 #include <new>
 
+#include "common/config.h"
 #include "common/errors.h"
 #include "pyphmm.h"
 
@@ -51,10 +52,12 @@ int gpu_else_cpu(const char* what, pyphmm_stats* stats, Gpu gpu, Cpu cpu) {
     return rc;
 }
 
-// Entry-point body wrapper: no C++ exception crosses the C ABI.
+// Entry-point body wrapper: a call runs only while every setting in the
+// environment parses, and no C++ exception crosses the C ABI.
 template <typename Body>
 int guarded(pyphmm_error* error, Body body) {
     try {
+        if (const int rc = config::check(error)) return rc;
         return body();
     } catch (const std::bad_alloc&) {
         return set_error(error, PYPHMM_E_NOMEM, "out of host memory");

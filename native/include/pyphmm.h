@@ -34,8 +34,9 @@ extern "C" {
 
 /* CDEF-BEGIN */
 
-/* 3: options.device honoured + flags, stats GPU timing, info GPU sharing, config; 4: info.cuda_nap_percent */
-#define PYPHMM_ABI_VERSION 4
+/* 3: options.device honoured + flags, stats GPU timing, info GPU sharing, config; 4: info.cuda_nap_percent;
+ * 5: pyphmm_config_check, settings that do not parse are errors */
+#define PYPHMM_ABI_VERSION 5
 
 /* ---- status codes ------------------------------------------------------ */
 #define PYPHMM_OK            0
@@ -43,8 +44,8 @@ extern "C" {
 #define PYPHMM_E_NOMEM       2 /* host allocation failed */
 #define PYPHMM_E_UNAVAILABLE 3 /* the backend asked for is not usable here */
 #define PYPHMM_E_INTERNAL    4 /* a bug or an unexpected device failure */
-/* valid input this entry point does not handle (the native record reader's
- * subset): use the general path */
+/* an entry point declined valid input: pyphmm_pairhmm_file while
+ * PYPHMM_DEV's native_reader=0 turns the native record reader off */
 #define PYPHMM_E_UNSUPPORTED 5
 #define PYPHMM_E_IO          6 /* reading or writing a file failed; message names the file */
 
@@ -75,7 +76,7 @@ typedef struct pyphmm_options {
  * CUDA_VISIBLE_DEVICES), PYPHMM_E_INVALID if there is none such, and
  * PYPHMM_E_UNAVAILABLE while this process's GPU had no room for it (an MPS
  * server at its client limit; pyphmm tries again every
- * PYPHMM_GPU_RETRY_MS). */
+ * PYPHMM_DEV's gpu_retry_ms). */
 #define PYPHMM_DEVICE_AUTO -1
 /* options.flags */
 #define PYPHMM_FLAG_TIMING 1 /* fill the stats' GPU kernel and host-phase times (costs a few us) */
@@ -83,7 +84,7 @@ typedef struct pyphmm_options {
 /* Whole-workload scheduling of a PairHMM call with several regions under
  * AUTO: GPU and CPU threads share the regions (GPU the largest, CPU the
  * smallest) when the CPU's predicted share of the work is at least
- * PYPHMM_HYBRID_MIN_CPU_SHARE percent (default 5), else the GPU computes them
+ * PYPHMM_DEV's hybrid_min_cpu_share percent (default 5), else the GPU computes them
  * alone in one call. DEFAULT (0, what a zeroed struct says) follows env
  * PYPHMM_HYBRID=0|1 and is OFF when unset; a GPU must be usable. */
 #define PYPHMM_HYBRID_DEFAULT 0
@@ -110,7 +111,7 @@ typedef struct pyphmm_stats {
     int32_t device;          /* CUDA device that ran the GPU part, -1 if none */
     int64_t const_pairs;     /* pairs in the kernels with the call's quality triple as constants */
     double kernel_seconds;   /* PYPHMM_FLAG_TIMING: time at least one kernel was running (0 with
-                                PYPHMM_CUDA_TIMING_EVENTS=0) */
+                                PYPHMM_DEV=cuda_timing_events=0) */
     double phase_seconds[5]; /* PYPHMM_FLAG_TIMING: host time in setup, pack, enqueue, wait, copy-out */
 } pyphmm_stats;
 
@@ -154,12 +155,12 @@ int pyphmm_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* ou
  * results written to out_path in the results format (values as Python's
  * repr()), in chunks of up to chunk_cells cells (<= 0: a default) while the
  * next chunks are parsed (on a few threads) and the previous one formatted.
- * This reader takes a strict subset of the format (fields split by spaces
- * or tabs, printable ASCII, unsigned counts): text outside it is
- * PYPHMM_E_UNSUPPORTED (the Python reader, pyphmm.io, which defines the
- * format, is the one to use then); a malformed file is
- * PYPHMM_E_INVALID with the Python reader's message naming file and line;
- * a failed read or write is PYPHMM_E_IO naming the file.
+ * It accepts the language pyphmm.io's reader accepts and reports a
+ * malformed file as PYPHMM_E_INVALID with that reader's message naming
+ * file and line; a failed read or write is PYPHMM_E_IO naming the file,
+ * memory that runs out PYPHMM_E_NOMEM naming the line of the first record
+ * being read or computed; PYPHMM_E_UNSUPPORTED, before anything is opened,
+ * while PYPHMM_DEV's native_reader=0 turns this reader off.
  * out_path may be partly written on failure. *records receives the number
  * of records, *stats the sums over the chunks' calls. progress (may be
  * NULL) points at 3 values, records, pairs and cells written so far, which
@@ -277,13 +278,19 @@ void pyphmm_get_info(pyphmm_info* info);
 void pyphmm_get_info_for(const pyphmm_options* options, pyphmm_info* info);
 
 /* ---- configuration -------------------------------------------------------
- * Writes one line per PYPHMM_* environment variable the library reads
- * (name, value, source, meaning) into buf, NUL-terminated and truncated to
- * capacity; returns the length of the whole text. */
+ * Writes the settings the library reads (one line each: name, value, source,
+ * meaning; the user settings, then PYPHMM_DEV's keys) into buf,
+ * NUL-terminated and truncated to capacity; returns the length of the whole
+ * text. */
 int64_t pyphmm_config_describe(char* buf, int64_t capacity);
 /* Parses the environment again (for tests). Decisions taken once per
  * process (GPU probe and choice, calibration, CPU kernel) stay as taken. */
 void pyphmm_config_reload(void);
+/* PYPHMM_OK, or PYPHMM_E_INVALID with a message naming the first setting in
+ * the environment whose value does not parse (or an unknown key of
+ * PYPHMM_DEV / PYPHMM_TEST). Every other entry point refuses to run with
+ * the same error while one does. */
+int pyphmm_config_check(pyphmm_error* error);
 
 /* CDEF-END */
 

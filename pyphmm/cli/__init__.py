@@ -1,157 +1,84 @@
 """Command line: ``pyphmm likelihoods``, ``pyphmm align``, ``pyphmm info``
-and the GATK helpers.
+and the GATK and MPS helpers (docs/CLI.md).
 
 This package sits above the library: it imports pyphmm's modules, and none
-of them imports it. Modules that need numpy are imported by the commands
-that use them, so a record file computed in native code starts fast.
+of them imports it.
 
-Exit status: 0 on success; 2 for bad input or arguments, a file that cannot
-be read or written, or an unusable backend (one ``pyphmm: error:`` line, no
-partial output file); 130 on Ctrl-C and 143 on SIGTERM (no partial output
-file either).
+Exit status: 0 on success; 1 when the machine failed the run (a write
+error such as a full disk, out of memory); 2 for bad input or arguments, a
+file that cannot be read, created or opened, or an unusable backend (one
+``pyphmm: error:`` line each); 128+N for a terminating signal N (130 on
+Ctrl-C, 143 on SIGTERM, 129 on SIGHUP); 141, quietly, when standard output
+is a pipe that closed. No error or signal leaves a partial output file.
+
+Only the standard library loads before `main` has installed its signal
+handlers: the commands' modules (and numpy) load after.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import os
 import signal
 import sys
-import threading
 
-from .. import _native
-from .._version import __version__
-from . import align, likelihoods
+from . import signals
 
-
-class Terminated(BaseException):
-    """SIGTERM arrived (what timeout, SLURM and batch systems send)."""
+# Exit status when standard output is a pipe whose reader has gone: what a
+# shell reports for a program that SIGPIPE ended.
+BROKEN_PIPE_STATUS = 128 + signal.SIGPIPE
 
 
-def _positive_int(text: str) -> int:
+def _say(text: str) -> None:
+    """One line on stderr; a closed stderr does not turn it into another error."""
     try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 1 <= v <= _native.MAX_THREADS:
-        raise argparse.ArgumentTypeError(f"must be within 1..{_native.MAX_THREADS}: {v}")
-    return v
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
-def _threshold_line(inf) -> str:
-    line = f"calls under {inf['gpu_min_cells']} cells run on the CPU under auto (at {inf['cpu_threads']} CPU threads; "
-    cal = inf["calibration"]
-    if inf["gpu_min_cells_source"] == "calibrated":
-        return line + (
-            f"calibrated: GPU call {cal['gpu_call_us']:.1f} us + {cal['gpu_gcups']:.1f} GCUPS, "
-            f"CPU {cal['cpu_gcups']:.2f} GCUPS)"
-        )
-    if inf["gpu_min_cells_source"] == "env":
-        return line + "from PYPHMM_GPU_MIN_CELLS)"
-    return line + ("default" + ("" if inf["cuda_usable"] else ", no GPU") + ")")
+def _quiet_stdout() -> None:
+    """Points standard output at /dev/null, so that the interpreter's own
+    flush at exit does not fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
-def _hybrid_line(inf) -> str:
-    if not inf["hybrid"]:
-        return "one backend per call" + ("" if inf["cuda_usable"] else " (no GPU)")
-    workers = max(0, inf["cpu_threads"] - inf["hybrid_gpu_threads"])
-    return (
-        f"GPU ({inf['hybrid_gpu_threads']} driver threads, largest regions) and "
-        f"{workers} CPU threads (smallest regions) share calls of several regions under auto"
-    )
+def _run(argv: list) -> int:
+    from . import commands
 
-
-def cmd_info(args) -> int:
-    inf = _native.info()
-    if args.json:
-        print(json.dumps(inf, indent=2))
-        return 0
-    cuda = (
-        f"CUDA on {inf['device_name']} (device {inf['device']}, {inf['device_choice']})"
-        if inf["cuda_usable"]
-        else f"not used: {inf['cuda_status']}"
-    )
-    print(f"pyphmm {inf['version']} (ABI {inf['abi_version']})")
-    print(f"backends: {', '.join(inf['backends'])}")
-    print(f"gpu: {cuda}")
-    if inf["cuda_usable"]:
-        print(f"gpu sharing: {_sharing_line(inf)}")
-    print(f"cpu: {inf['cpu_threads']} threads, PairHMM kernel {inf['cpu_kernel']}")
-    print(f"dispatch: {_threshold_line(inf)}")
-    print(f"whole workloads: {_hybrid_line(inf)}")
-    print(f"GKL JNI entry points: {'yes' if inf['jni_compiled'] else 'no (built without a JDK)'}")
-    print(f"library: {inf['library']}")
-    if args.verbose:
-        print("environment (PYPHMM_*):")
-        print(_native.config_text(), end="")
-    return 0
-
-
-def _sharing_line(inf) -> str:
-    """Several GPUs, other processes, MPS: what this process shares its GPU with."""
-    spread = inf["usable_devices"] > 1 and not inf["device_pinned"]
-    devices = f"calls spread over {inf['usable_devices']} GPUs" if spread else "one GPU"
-    others = inf["gpu_other_processes"]
-    if inf["mps"]:
-        mps = f"MPS serves this process (pipe directory {inf['mps_pipe_dir']})"
-    else:
-        mps = "no MPS" + ("" if others <= 0 else "; start it with `pyphmm mps start` for many processes per GPU")
-    seen = "unknown" if others < 0 else str(others)
-    nap = inf["cuda_nap_percent"]
-    waits = f"a waiting thread naps {nap}% of the wait" if nap else "a waiting thread spins"
-    return f"{devices}; other processes on device {inf['device']} at start: {seen}; {mps}; {waits}"
-
-
-# Commands defined in this package: a command line that names one of them
-# needs neither the GATK nor the MPS module (their imports are ~15 ms of a
-# record file's start-up).
-_OWN_COMMANDS = ("likelihoods", "align", "info")
-
-
-def build_parser(argv=()) -> argparse.ArgumentParser:
-    first = next((a for a in argv if not a.startswith("-")), None)
-    p = argparse.ArgumentParser(prog="pyphmm", description="GATK PairHMM and Smith-Waterman, GPU and CPU.")
-    p.add_argument("--version", action="version", version=f"pyphmm {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
-    likelihoods.add_parser(sub, _positive_int)
-    align.add_parser(sub, _positive_int)
-    inf = sub.add_parser("info", help="version, backends, GPU")
-    inf.add_argument("--json", action="store_true", help="machine-readable output")
-    inf.add_argument("--verbose", "-v", action="store_true", help="also list the PYPHMM_* environment variables")
-    inf.set_defaults(func=cmd_info)
-    if first not in _OWN_COMMANDS:  # (also for --help and mistyped commands, which list every command)
-        from .. import (
-            gatk,  # GATK entry points: gatk-jar, gatk-libdir, gatk
-            mps,  # NVIDIA MPS helper: pyphmm mps start|stop|status
-        )
-
-        gatk.add_subcommands(sub)
-        mps.add_subcommands(sub)
-    return p
-
-
-def _on_sigterm(signum, frame):
-    raise Terminated()
+    args = commands.build_parser(argv).parse_args(argv)
+    try:
+        commands.check_settings(args.command)
+        rc = args.func(args)
+        sys.stdout.flush()  # (a closed pipe shows here, not at exit)
+        return rc
+    except BrokenPipeError:
+        raise
+    except commands.FAILED as e:
+        text = str(e) or type(e).__name__
+        _say(f"pyphmm: error: {'out of memory: ' if isinstance(e, MemoryError) and 'memory' not in text else ''}{text}")
+        return 1
+    except commands.REFUSED as e:
+        _say(f"pyphmm: error: {str(e) or type(e).__name__}")
+        return 2
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv).parse_args(argv)
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = signals.install()  # first: from here on a signal ends the run with 128+N
     try:
-        return args.func(args)
-    except (ValueError, TypeError, OSError, MemoryError, _native.BackendUnavailableError) as e:
-        text = str(e) or type(e).__name__
-        print(f"pyphmm: error: {'out of memory: ' if isinstance(e, MemoryError) else ''}{text}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("pyphmm: interrupted", file=sys.stderr)
-        return 130
-    except Terminated:
-        print("pyphmm: terminated", file=sys.stderr)
-        return 143
+        return _run(sys.argv[1:] if argv is None else list(argv))
+    except signals.Terminated as t:
+        _say("pyphmm: interrupted" if t.signum == signal.SIGINT else f"pyphmm: terminated ({t.name})")
+        return 128 + t.signum
+    except KeyboardInterrupt:  # (not the main thread: Python's own SIGINT handler)
+        _say("pyphmm: interrupted")
+        return 128 + signal.SIGINT
+    except BrokenPipeError:
+        _quiet_stdout()
+        return BROKEN_PIPE_STATUS
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        signals.restore(previous)

@@ -8,7 +8,9 @@ import time
 
 from .. import _native
 from .chunks import ALIGN_CHUNK_PAIRS
+from .loading import numpy_module
 from .output import OutputFile
+from .signals import interruptible
 
 PRESET_NAMES = ("ORIGINAL_DEFAULT", "STANDARD_NGS", "NEW_SW_PARAMETERS", "ALIGNMENT_TO_BEST_HAPLOTYPE")
 OVERHANG_NAMES = ("SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE")
@@ -16,17 +18,23 @@ OVERHANG_NAMES = ("SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE")
 
 def read_pairs(path: str, max_length: int):
     """Yields (line number, ref, alt) from a REF<TAB>ALT file ("-": standard
-    input); errors name file:line. Lines are decoded one at a time, so a
-    non-ASCII byte is reported on its own line."""
-    from ..io import decode_line, quote
+    input); errors name file:line. Lines follow a record file's rules
+    (pyphmm.io.read_line: printable ASCII and tabs, checked as they arrive,
+    at most MAX_RECORD_LINE bytes), and blank lines are skipped as between
+    records."""
+    from ..io import MAX_RECORD_LINE, quote, read_line
 
     f = sys.stdin.buffer if path == "-" else open(path, "rb")
     name = "<stdin>" if path == "-" else path
     try:
         lineno = 0
-        for raw in f:
+        while True:
+            line = read_line(f, MAX_RECORD_LINE, name, lineno + 1, "pair")
+            if line is None:
+                return
             lineno += 1
-            line = decode_line(raw, name, lineno)
+            if not line.strip():
+                continue
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) != 2:
                 raise ValueError(
@@ -38,16 +46,16 @@ def read_pairs(path: str, max_length: int):
                     raise ValueError(f"{name}:{lineno}: empty {what}")
                 if len(seq) > max_length:
                     raise ValueError(f"{name}:{lineno}: {what} is {len(seq)} bp, longer than {max_length}")
-                if not seq.isprintable() or " " in seq:
-                    raise ValueError(f"{name}:{lineno}: {what} holds whitespace or control characters")
+                if " " in seq:
+                    raise ValueError(f"{name}:{lineno}: {what} holds whitespace")
             yield lineno, ref, alt
     finally:
         if f is not sys.stdin.buffer:
             f.close()
 
 
-def _settings(args):
-    from ..sw import OverhangStrategy, parse_params
+def _settings(args, sw):
+    OverhangStrategy, parse_params = sw.OverhangStrategy, sw.parse_params
 
     if args.params is not None and args.preset is not None:
         raise ValueError("give --params or --preset, not both")
@@ -63,9 +71,8 @@ def _settings(args):
 
 
 def cmd_align(args) -> int:
-    from ..sw import MAX_LENGTH, align_batch
-
-    params, overhang = _settings(args)
+    sw = numpy_module(".sw", "pyphmm align")
+    params, overhang = _settings(args, sw)
     start = time.perf_counter()
     total = cells = 0
     refs, alts = [], []
@@ -74,15 +81,22 @@ def cmd_align(args) -> int:
         def flush():
             nonlocal cells
             st = {}
-            cig, off = align_batch(
-                refs, alts, params=params, overhang=overhang, backend=args.backend, threads=args.threads, stats=st
+            cig, off = interruptible(
+                sw.align_batch,
+                refs,
+                alts,
+                params=params,
+                overhang=overhang,
+                backend=args.backend,
+                threads=args.threads,
+                stats=st,
             )
             cells += st.get("cells", 0)
             out.write("".join(f"{c}\t{o}\n" for c, o in zip(cig, off.tolist())))
             refs.clear()
             alts.clear()
 
-        for _, ref, alt in read_pairs(args.input, MAX_LENGTH):
+        for _, ref, alt in read_pairs(args.input, sw.MAX_LENGTH):
             refs.append(ref)
             alts.append(alt)
             total += 1

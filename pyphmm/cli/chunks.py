@@ -13,13 +13,15 @@ ALIGN_CHUNK_PAIRS = 100_000
 
 
 def record_chunks(records):
-    """Groups (reads, haplotypes) records into lists per the sizes above."""
-    chunk, cells = [], 0
-    for reads, haps in records:
+    """Groups (header line, reads, haplotypes) records per the sizes above:
+    yields (the first record's header line, [(reads, haplotypes)...], cells)."""
+    chunk, cells, first = [], 0, 0
+    for line, reads, haps in records:
+        first = first or line
         chunk.append((reads, haps))
         cells += int(reads.lengths.sum()) * int(haps.lengths.sum())
         if cells >= PYTHON_CHUNK_CELLS or len(chunk) >= PYTHON_CHUNK_RECORDS:
-            yield chunk
-            chunk, cells = [], 0
+            yield first, chunk, cells
+            chunk, cells, first = [], 0, 0
     if chunk:
-        yield chunk
+        yield first, chunk, cells

@@ -1,14 +1,17 @@
 """``pyphmm likelihoods``: a record file in, its log10 likelihoods out.
 
-A file path in and out runs in native code (native/frontends/records/), without
-loading numpy; standard input or output, and a file outside the native
-reader's subset of the format (PYPHMM_E_UNSUPPORTED), go through the Python
-reader (pyphmm.io). Any other failure of the native path (a malformed
-file, a read or write error, an unusable backend) is reported as it is.
+A file path in and a file (or device, FIFO) out runs in native code
+(native/frontends/records/), without loading numpy; standard input, and an
+output that only Python can write (standard output, a descriptor such as
+/dev/stderr), go through the Python reader (pyphmm.io), as does every file
+when PYPHMM_DEV=native_reader=0 turns the native reader off. Both readers
+accept the same language and report the same errors
+(docs/RECORD_FORMAT.md).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import threading
@@ -17,7 +20,9 @@ import time
 from .. import _native
 from .._pyphmm import ffi, lib
 from .chunks import NATIVE_CHUNK_CELLS, record_chunks
-from .output import OutputFile
+from .loading import numpy_module
+from .output import OutputFile, WriteError
+from .signals import interruptible
 
 PROGRESS_EVERY_S = 2.0
 
@@ -61,45 +66,66 @@ class Progress:
 
 
 def _native_file(args, out: OutputFile, progress: Progress) -> bool:
-    """Runs the file through native/frontends/records/ into out.path. True when done,
-    False when the file is outside the native reader's subset; raises for
-    every other failure, in the native reader's words."""
+    """Runs the file through native/frontends/records/ into out.native_path.
+    True when done, False when PYPHMM_DEV=native_reader=0 turns that reader
+    off; raises for every failure, in the native reader's words."""
     opts = _native.make_options(args.backend, args.threads, args.double)
     err, st, records = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *"), ffi.new("int64_t *")
     done = ffi.new("int64_t[3]")  # records, pairs, cells written so far
     result = []
-    # On a worker thread, so that Ctrl-C and SIGTERM still reach this one (a
-    # call into C cannot be interrupted); the caller then removes the output
-    # and the interpreter's exit ends the worker.
+    # On a worker thread, so that signals still reach this one (a call into
+    # C cannot be interrupted); the caller then removes the output and the
+    # interpreter's exit ends the worker.
     worker = threading.Thread(
         target=lambda: result.append(
             lib.pyphmm_pairhmm_file(
-                os.fsencode(args.input), os.fsencode(out.path), opts, NATIVE_CHUNK_CELLS, records, st, done, err
+                os.fsencode(args.input), os.fsencode(out.native_path), opts, NATIVE_CHUNK_CELLS, records, st, done, err
             )
         ),
         daemon=True,
     )
-    worker.start()
+    try:
+        worker.start()
+    except RuntimeError:  # no thread can start (a memory limit): the call runs here
+        worker.run()
     while worker.is_alive():
         worker.join(0.2)
         progress.report(done[0], done[1], done[2])
     rc = result[0] if result else lib.PYPHMM_E_INTERNAL
-    if rc == lib.PYPHMM_E_UNSUPPORTED:
+    if rc == lib.PYPHMM_E_UNSUPPORTED:  # (before it opens anything)
         return False
+    out.opened_elsewhere()
     if rc != lib.PYPHMM_OK:
-        message = ffi.string(err.message).decode("utf-8", "replace").replace(out.path, out.target)
+        message = ffi.string(err.message).decode("utf-8", "replace").replace(out.native_path, out.target)
+        if rc == lib.PYPHMM_E_IO and message.startswith(f"{out.target}: write failed: "):
+            if message.endswith(os.strerror(errno.EPIPE)):
+                raise BrokenPipeError(errno.EPIPE, message)
+            raise WriteError(message)
         _native.raise_status(rc, message)
     progress.add(records[0], _native.stats_dict(st))
     return True
 
 
 def _python_path(args, out: OutputFile, progress: Progress) -> None:
-    from .. import io  # numpy: only the Python path needs it
-    from ..pairhmm import compute_regions
-
-    for chunk in record_chunks(io.read_records(args.input)):
+    io = numpy_module(".io", "the Python record reader")
+    pairhmm = numpy_module(".pairhmm", "the Python record reader")
+    name = "<stdin>" if args.input == "-" else args.input
+    for line, chunk, cells in record_chunks(io.read_records_at(args.input)):
         stats = {}
-        results = compute_regions(chunk, double=args.double, backend=args.backend, threads=args.threads, stats=stats)
+        try:
+            results = interruptible(
+                pairhmm.compute_regions,
+                chunk,
+                double=args.double,
+                backend=args.backend,
+                threads=args.threads,
+                stats=stats,
+            )
+        except MemoryError as e:
+            raise MemoryError(
+                f"{name}:{line}: out of memory computing {len(chunk)} record(s) from this line on "
+                f"({cells} cells): {str(e) or 'MemoryError'}"
+            ) from None
         out.write("".join(io.format_record(res) for res in results))
         progress.add(len(chunk), stats)
 
@@ -107,7 +133,7 @@ def _python_path(args, out: OutputFile, progress: Progress) -> None:
 def cmd_likelihoods(args) -> int:
     progress = Progress()
     with OutputFile(args.output, input_path=args.input) as out:
-        native = args.input != "-" and not out.stdout and os.environ.get("PYPHMM_NATIVE_READER", "1") != "0"
+        native = args.input != "-" and out.native_path is not None
         if not (native and _native_file(args, out, progress)):
             _python_path(args, out, progress)
         out.commit()

@@ -82,7 +82,7 @@ struct Scratch {
 };
 thread_local Scratch t_scratch;
 
-// PYPHMM_JNI_TRACE=2: time the JNI marshalling (what this layer adds on top
+// PYPHMM_DEV's jni_trace=2: time the JNI marshalling (what this layer adds on top
 // of pyphmm_pairhmm), reported by doneNative. Used to pick the copy method.
 int trace_level() { return static_cast<int>(pyphmm::config::get(pyphmm::config::Knob::kJniTrace)); }
 std::atomic<int64_t> g_calls{0}, g_collect_ns{0}, g_copy_ns{0}, g_call_ns{0}, g_out_ns{0};
@@ -354,7 +354,7 @@ JNIEXPORT void JNICALL Java_com_intel_gkl_pairhmm_IntelPairHmm_initNative(JNIEnv
         throw_java(env, "java/lang/NullPointerException", "holder class is null");
         return;
     }
-    if (!lookup_fields(env, read_class, hap_class)) return;
+    if (!settings_ok(env) || !lookup_fields(env, read_class, hap_class)) return;
     g_double.store(use_double == JNI_TRUE);
     g_threads.store(max_threads > 0 ? max_threads : 1);
     announce_pairhmm(g_threads.load(), use_double == JNI_TRUE);

@@ -151,7 +151,7 @@ std::string time_note(int threads, int64_t cells, double seconds) {
 
 }  // namespace
 
-bool quiet() { return config::on(config::Knob::kQuiet); }
+bool quiet() { return config::quiet(); }
 
 void announce_pairhmm(int threads, bool double_precision) {
     static std::atomic<bool> said{false};

@@ -3,7 +3,7 @@
 // dispatch threshold) and one summary when GATK calls done()/close() (calls,
 // pairs, cells, seconds inside pyphmm, GPU/CPU share, double recomputes, GPU
 // fallbacks). Both the shim jar and GKL's own classes (library directory)
-// reach them through GKL's natives. PYPHMM_QUIET=1 silences both.
+// reach them through GKL's natives. PYPHMM_LOG=quiet silences both.
 //
 // Everything here goes through the public ABI (pyphmm.h): the banner from
 // pyphmm_get_info_for, the summary from the pyphmm_stats each call returns.
@@ -15,7 +15,7 @@
 namespace pyphmm {
 namespace jni {
 
-// True when PYPHMM_QUIET is set to anything but "" or "0".
+// True under PYPHMM_LOG=quiet.
 bool quiet();
 
 // Prints the PairHMM line for a caller using `threads` CPU threads, once per

@@ -87,8 +87,8 @@ jint align(JNIEnv* env, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, ji
 
 extern "C" {
 
-JNIEXPORT void JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_initNative(JNIEnv*, jclass) {
-    announce_sw();
+JNIEXPORT void JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_initNative(JNIEnv* env, jclass) {
+    if (settings_ok(env)) announce_sw();
 }
 
 JNIEXPORT jint JNICALL Java_com_intel_gkl_smithwaterman_IntelSmithWaterman_alignNative(JNIEnv* env, jclass,

@@ -36,6 +36,13 @@ void throw_status(JNIEnv* env, int code, const pyphmm_error& err) {
     throw_java(env, cls, "pyphmm: %s", err.message[0] ? err.message : "error");
 }
 
+bool settings_ok(JNIEnv* env) {
+    pyphmm_error err;
+    const int rc = pyphmm_config_check(&err);
+    if (rc != PYPHMM_OK) throw_status(env, rc, err);
+    return rc == PYPHMM_OK;
+}
+
 CopyMode copy_mode() {
     return config::get(config::Knob::kJniCopy) == config::kCritical ? CopyMode::kCritical : CopyMode::kRegion;
 }

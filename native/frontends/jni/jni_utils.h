@@ -21,9 +21,14 @@ bool throw_java(JNIEnv* env, const char* cls, const char* fmt, ...) __attribute_
 // UNAVAILABLE -> UnsupportedOperationException, INTERNAL -> RuntimeException.
 void throw_status(JNIEnv* env, int code, const pyphmm_error& err);
 
+// False, with an IllegalArgumentException naming the setting pending, when a
+// PYPHMM_* setting in the environment does not parse: a binding refuses to
+// start rather than run with a setting the user did not get.
+bool settings_ok(JNIEnv* env);
+
 // How Java byte arrays are copied into packed buffers: GetByteArrayRegion
 // (default, measured faster for GATK-sized regions) or
-// GetPrimitiveArrayCritical + memcpy. PYPHMM_JNI_COPY=critical|region
+// GetPrimitiveArrayCritical + memcpy. PYPHMM_DEV's jni_copy=critical|region
 // selects one at first use (kept for re-measuring).
 enum class CopyMode { kRegion, kCritical };
 CopyMode copy_mode();

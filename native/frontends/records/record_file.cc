@@ -1,19 +1,16 @@
 // Record files (docs/RECORD_FORMAT.md) in native code: the fast path of
 // `pyphmm likelihoods`.
 //
-// The Python reader (pyphmm/io.py) defines the format and its error
-// messages. This parser takes a strict subset of it: records separated by
-// blank lines or none, fields separated by spaces or tabs, printable ASCII,
-// unsigned decimal counts. What it returns:
+// This reader and the Python reader (pyphmm/io.py) accept one language and
+// report a bad line in the same words. What it returns:
 // - PYPHMM_E_INVALID for a malformed file (wrong field counts, unequal
-//   lengths, a truncated record, a count that is no integer, non-ASCII or
-//   NUL bytes, a record whose results cannot fit in memory), with the
-//   Python reader's message naming file and line: both paths report the
-//   same error, and the CLI reports it without reading the file again;
-// - PYPHMM_E_UNSUPPORTED for text outside the subset that Python's reader
-//   may still take (other control bytes, signed or '_'-separated counts):
-//   the CLI then runs the Python path;
-// - PYPHMM_E_IO when reading the input or writing the output fails.
+//   lengths, a truncated record, a count that is not decimal digits,
+//   bytes that are not printable ASCII, a line over its limit, a record
+//   whose results cannot fit in memory), with the message naming file and
+//   line;
+// - PYPHMM_E_IO when reading the input or writing the output fails;
+// - PYPHMM_E_NOMEM when memory runs out, naming the line of the first
+//   record that was being read or computed.
 //
 // The file is read in blocks and cut into chunks of records (up to
 // chunk_cells cells or kMaxChunkBytes of text each) by a scanner that only
@@ -40,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/config.h"
 #include "common/errors.h"
 #include "common/repr.h"
 #include "common/thread_pool.h"
@@ -123,7 +121,8 @@ int parse_text(const char* text, size_t size, const std::vector<Found>& found, c
                                       static_cast<long long>(tl.lineno()));
             }
         } catch (const std::bad_alloc&) {
-            rc[i] = set_error(&errs[i], PYPHMM_E_NOMEM, "out of memory reading %s", path);
+            rc[i] = set_error(&errs[i], PYPHMM_E_NOMEM, "%s:%lld: out of memory reading the records from this line on",
+                              path, static_cast<long long>(found[a].line + 1));
         }
     });
     for (size_t i = 0; i < np; ++i)
@@ -191,8 +190,24 @@ struct Totals {
     int64_t records = 0, pairs_written = 0, cells_written = 0;  // (by the formatting thread)
     pyphmm_stats st{};                                          // the calls' (by the writer)
     int64_t* progress = nullptr;                                // the caller's records, pairs, cells (see pyphmm.h)
-    const char* out_path = "";                                  // for messages
+    const char* in_path = "";                                   // for messages
+    const char* out_path = "";
 };
+
+// A chunk that ran out of memory (`doing`: "computing", "formatting"): the
+// message names the line of its first record.
+int out_of_memory(const Chunk& c, const char* doing, const char* in_path, pyphmm_error* err) {
+    int64_t records = 0, cells = 0, line = 0;
+    for (const Part& p : c.parts) {
+        if (!line && !p.header_line.empty()) line = p.header_line.front();
+        records += static_cast<int64_t>(p.records());
+        cells += p.cells;
+    }
+    const std::string why = err ? err->message : "";
+    return set_error(err, PYPHMM_E_NOMEM, "%s:%lld: out of memory %s %lld record(s) from this line on (%lld cells): %s",
+                     in_path, static_cast<long long>(line), doing, static_cast<long long>(records),
+                     static_cast<long long>(cells), why.c_str());
+}
 
 // Records [first, last) of a part, whose results start at res.
 struct FormatTask {
@@ -268,7 +283,11 @@ int compute_chunk(const Chunk& c, const pyphmm_options* options, std::vector<dou
         }
         pairs += p.pairs;
     }
-    res.resize(static_cast<size_t>(pairs));
+    try {
+        res.resize(static_cast<size_t>(pairs));
+    } catch (const std::bad_alloc&) {
+        return set_error(err, PYPHMM_E_NOMEM, "out of host memory for %lld results", static_cast<long long>(pairs));
+    }
     pyphmm_stats st{};
     int rc = pyphmm_pairhmm(regions.data(), static_cast<int64_t>(regions.size()), res.data(), options, &st, err);
     if (rc != PYPHMM_OK) return rc;
@@ -300,7 +319,7 @@ int format_and_write(const Chunk& c, const std::vector<double>& res, FILE* out, 
             no_memory = true;
         }
     });
-    if (no_memory) return set_error(err, PYPHMM_E_NOMEM, "out of memory formatting results");
+    if (no_memory) return set_error(err, PYPHMM_E_NOMEM, "out of host memory for the results' text");
     for (const std::string& x : text)
         if (std::fwrite(x.data(), 1, x.size(), out) != x.size())
             return set_error(err, PYPHMM_E_IO, "%s: write failed: %s", t.out_path, std::strerror(errno));
@@ -333,15 +352,18 @@ int compute_and_write(const std::vector<std::unique_ptr<Chunk>>& chunks, FILE* o
     };
     for (size_t i = 0; i < chunks.size(); ++i) {
         int rc = compute_chunk(*chunks[i], options, res[i], t.st, err);
+        if (rc == PYPHMM_E_NOMEM) rc = out_of_memory(*chunks[i], "computing", t.in_path, err);
         const int frc = formatted();  // an earlier chunk's failure comes first
         if (frc != PYPHMM_OK) return frc;
         if (rc != PYPHMM_OK) return rc;
         formatting = std::async(std::launch::async, [&, i] {
+            int frc;
             try {
-                return format_and_write(*chunks[i], res[i], out, default_threads(options), t, &ferr);
+                frc = format_and_write(*chunks[i], res[i], out, default_threads(options), t, &ferr);
             } catch (const std::bad_alloc&) {
-                return set_error(&ferr, PYPHMM_E_NOMEM, "out of memory formatting results");
+                frc = set_error(&ferr, PYPHMM_E_NOMEM, "out of host memory for the results' text");
             }
+            return frc == PYPHMM_E_NOMEM ? out_of_memory(*chunks[i], "formatting", t.in_path, &ferr) : frc;
         });
     }
     return formatted();
@@ -443,11 +465,16 @@ int run_file(const char* in_path, const char* out_path, const pyphmm_options* op
     LineReader lr(in.get());
     Writer writer(out.get(), options, t);
     int rc = PYPHMM_OK;
-    for (bool end = false, first = true; !end && rc == PYPHMM_OK; first = false) {
-        auto c = std::make_unique<Chunk>();
-        const size_t max_bytes = first ? kFirstChunkBytes : kMaxChunkBytes;
-        rc = read_chunk(lr, in_path, chunk_cells, max_bytes, parse_threads(options), *c, &end, err);
-        if (rc == PYPHMM_OK && !c->parts.empty() && !writer.push(std::move(c))) break;
+    try {
+        for (bool end = false, first = true; !end && rc == PYPHMM_OK; first = false) {
+            auto c = std::make_unique<Chunk>();
+            const size_t max_bytes = first ? kFirstChunkBytes : kMaxChunkBytes;
+            rc = read_chunk(lr, in_path, chunk_cells, max_bytes, parse_threads(options), *c, &end, err);
+            if (rc == PYPHMM_OK && !c->parts.empty() && !writer.push(std::move(c))) break;
+        }
+    } catch (const std::bad_alloc&) {
+        rc = set_error(err, PYPHMM_E_NOMEM, "%s:%lld: out of memory reading the records from this line on", in_path,
+                       static_cast<long long>(lr.lineno() + 1));
     }
     // A failure of the writer comes first: it is in an earlier chunk.
     pyphmm_error werr;
@@ -475,8 +502,12 @@ extern "C" int pyphmm_pairhmm_file(const char* in_path, const char* out_path, co
     using namespace pyphmm::records;
     clear_error(error);
     if (!in_path || !out_path) return set_error(error, PYPHMM_E_INVALID, "in_path and out_path must not be NULL");
+    if (const int rc = config::check(error)) return rc;
+    if (!config::on(config::Knob::kNativeReader))
+        return set_error(error, PYPHMM_E_UNSUPPORTED, "the native record reader is off (PYPHMM_DEV's native_reader)");
     Totals t;
     t.progress = progress;
+    t.in_path = in_path;
     t.out_path = out_path;
     int rc;
     try {

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <memory>
 
+#include "frontends/records/record_text.h"
+
 namespace pyphmm {
 namespace records {
 
@@ -20,23 +22,44 @@ class LineReader {
   public:
     explicit LineReader(FILE* f) : f_(f) {}
 
-    // Next line without its '\n' (a trailing '\r' stays); false at EOF.
-    bool next(const char** line, size_t* len) {
+    // Next line without its '\n' (a trailing '\r' stays); false at EOF. A
+    // line of more than `limit` bytes comes back cut to limit + 1 bytes, and
+    // a line whose bytes so far hold one that no line holds (stop_byte) comes
+    // back as far as it was read, both with cut() true: the parser reports
+    // either, so a file that is no record file (/dev/zero) is refused at its
+    // first bytes, never buffered whole.
+    bool next(const char** line, size_t* len, size_t limit) {
+        cut_ = false;
+        size_t checked = 0;  // bytes of this line seen without a '\n' or a stop byte
         for (;;) {
-            const char* nl =
-                pos_ < end_ ? static_cast<const char*>(std::memchr(buf_.get() + pos_, '\n', end_ - pos_)) : nullptr;
-            if (nl || (eof_ && pos_ < end_)) {
-                const size_t stop = nl ? static_cast<size_t>(nl - buf_.get()) : end_;
-                *line = buf_.get() + pos_;
-                *len = stop - pos_;
-                pos_ = nl ? stop + 1 : end_;
-                ++lineno_;
-                return true;
+            const char* s = buf_.get() + pos_;
+            const size_t have = end_ - pos_;
+            const size_t look = std::min(have, limit + 1);
+            const char* nl = look ? static_cast<const char*>(std::memchr(s, '\n', look)) : nullptr;
+            size_t n = have;
+            if (nl) {
+                n = static_cast<size_t>(nl - s);
+            } else if (have > limit) {
+                n = limit + 1;
+                cut_ = true;
+            } else if (has_stop_byte(s + checked, have - checked)) {
+                cut_ = true;
+            } else if (!eof_) {
+                checked = have;
+                fill();
+                continue;
+            } else if (have == 0) {
+                return false;
             }
-            if (eof_) return false;
-            fill();
+            *line = s;
+            *len = n;
+            pos_ += nl ? n + 1 : n;
+            ++lineno_;
+            return true;
         }
     }
+    // The last line next() gave was cut short (see next()).
+    bool cut() const { return cut_; }
     int64_t lineno() const { return lineno_; }
     bool error() const { return std::ferror(f_) != 0; }
     int error_number() const { return read_errno_; }
@@ -88,7 +111,7 @@ class LineReader {
     FILE* f_;
     std::unique_ptr<char[]> buf_;
     size_t cap_ = 0, pos_ = 0, end_ = 0;
-    bool eof_ = false;
+    bool eof_ = false, cut_ = false;
     int64_t lineno_ = 0;
     int read_errno_ = 0;
 };
@@ -98,22 +121,28 @@ class LineReader {
 class TextLines {
   public:
     TextLines(const char* p, size_t n, int64_t first_line) : p_(p), end_(p + n), lineno_(first_line) {}
-    bool next(const char** line, size_t* len) {
+    // (The scanner hands over only lines within their limits; a longer one
+    // is still cut as LineReader cuts it.)
+    bool next(const char** line, size_t* len, size_t limit) {
         if (p_ == end_) return false;
         const char* nl = static_cast<const char*>(std::memchr(p_, '\n', end_ - p_));
         const char* stop = nl ? nl : end_;
         *line = p_;
         *len = static_cast<size_t>(stop - p_);
+        cut_ = *len > limit;
+        if (cut_) *len = limit + 1;
         p_ = nl ? nl + 1 : end_;
         ++lineno_;
         return true;
     }
+    bool cut() const { return cut_; }
     int64_t lineno() const { return lineno_; }
 
   private:
     const char* p_;
     const char* end_;
     int64_t lineno_;
+    bool cut_ = false;
 };
 
 }  // namespace records

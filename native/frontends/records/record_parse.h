@@ -3,8 +3,10 @@
 #pragma once
 #include <unistd.h>
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/errors.h"
@@ -13,12 +15,6 @@
 
 namespace pyphmm {
 namespace records {
-
-template <typename Lines>
-int unsupported(const Lines& lr, const char* path, pyphmm_error* err) {
-    return set_error(err, PYPHMM_E_UNSUPPORTED, "%s:%lld: outside the native reader's subset of the format", path,
-                     static_cast<long long>(lr.lineno()));
-}
 
 // Estimated bytes of one record's results while they are computed and
 // written: a double and its text per pair (pyphmm.io uses the same figure).
@@ -36,6 +32,7 @@ struct Part {
     std::vector<int64_t> read_offsets, hap_offsets;
     std::vector<int32_t> num_reads, num_haps;
     std::vector<size_t> read_first, hap_first;  // each record's first offset entry
+    std::vector<int64_t> header_line;           // each record's header line
     int64_t cells = 0, pairs = 0;
     size_t records() const { return num_reads.size(); }
     // Room for `records` records of these sizes in all (the scanner's
@@ -47,33 +44,53 @@ struct Part {
         hap_offsets.reserve(static_cast<size_t>(records + haplotypes));
         for (auto* v : {&num_reads, &num_haps}) v->reserve(static_cast<size_t>(records));
         for (auto* v : {&read_first, &hap_first}) v->reserve(static_cast<size_t>(records));
+        header_line.reserve(static_cast<size_t>(records));
     }
     size_t bytes() const {  // of input held
         return bases.size() * 5 + haps.size() + (read_offsets.size() + hap_offsets.size()) * sizeof(int64_t);
     }
 };
 
-// Reads the line a record needs; on EOF or an unparsable line fills err
-// and returns the status (PYPHMM_E_INVALID or PYPHMM_E_UNSUPPORTED).
+// The fields of the line lr.next() gave (limit: its kind's, what: its kind
+// in words), or PYPHMM_E_INVALID with err filled.
+template <typename Lines>
+int line_fields(const Lines& lr, const char* line, size_t len, size_t limit, const char* what, const char* path,
+                Fields& f, pyphmm_error* err) {
+    if (split_fields(line, len, f, path, lr.lineno(), err) != LineKind::kFields) return PYPHMM_E_INVALID;
+    if (lr.cut())
+        return set_error(err, PYPHMM_E_INVALID, "%s:%lld: line longer than %zu bytes, the limit of a %s line", path,
+                         static_cast<long long>(lr.lineno()), limit, what);
+    return PYPHMM_OK;
+}
+
+// Reads the line a record needs; on EOF or a bad line fills err and
+// returns PYPHMM_E_INVALID.
 template <typename Lines>
 int record_line(Lines& lr, const char* path, const char* what, int32_t k, int32_t of, Fields& f, pyphmm_error* err) {
     const char* line;
     size_t len;
-    if (!lr.next(&line, &len))
+    if (!lr.next(&line, &len, kMaxRecordLine))
         return set_error(err, PYPHMM_E_INVALID,
                          "%s: truncated record: expected %s %d of %d at line %lld, found end of file", path, what,
                          k + 1, of, static_cast<long long>(lr.lineno() + 1));
-    switch (split_fields(line, len, f, path, lr.lineno(), err)) {
-        case LineKind::kInvalid: return PYPHMM_E_INVALID;
-        case LineKind::kUnsupported: return unsupported(lr, path, err);
-        case LineKind::kFields: return PYPHMM_OK;
-    }
-    return PYPHMM_OK;
+    return line_fields(lr, line, len, kMaxRecordLine, what, path, f, err);
+}
+
+// The messages of a count parse_count refuses (pyphmm.io's).
+inline int count_error(Count c, const std::pair<const char*, size_t>& f, const char* path, long long line,
+                       pyphmm_error* err) {
+    const std::string q = py_quote(f.first, f.second);
+    if (c == Count::kTooLarge)
+        return set_error(err, PYPHMM_E_INVALID, "%s:%lld: count %s in record header is too large (at most %d)", path,
+                         line, q.c_str(), INT32_MAX);
+    if (c == Count::kNegative)
+        return set_error(err, PYPHMM_E_INVALID, "%s:%lld: negative count %s in record header", path, line, q.c_str());
+    return set_error(err, PYPHMM_E_INVALID, "%s:%lld: malformed count %s in record header (expected digits 0-9)", path,
+                     line, q.c_str());
 }
 
 // Parses the next record into c (*got: false at EOF); PYPHMM_OK, or
-// (err says where) PYPHMM_E_INVALID for a malformed file, in pyphmm.io's
-// words, PYPHMM_E_UNSUPPORTED for text outside this parser's subset.
+// PYPHMM_E_INVALID for a malformed file, err filled in pyphmm.io's words.
 template <typename Lines>
 int parse_record(Lines& lr, const char* path, Part& c, bool* got, pyphmm_error* err) {
     *got = false;
@@ -81,12 +98,8 @@ int parse_record(Lines& lr, const char* path, Part& c, bool* got, pyphmm_error* 
     size_t len;
     Fields f;
     for (;;) {  // skip blank lines
-        if (!lr.next(&line, &len)) return PYPHMM_OK;
-        switch (split_fields(line, len, f, path, lr.lineno(), err)) {
-            case LineKind::kInvalid: return PYPHMM_E_INVALID;
-            case LineKind::kUnsupported: return unsupported(lr, path, err);
-            case LineKind::kFields: break;
-        }
+        if (!lr.next(&line, &len, kMaxHeaderLine)) return PYPHMM_OK;
+        if (int rc = line_fields(lr, line, len, kMaxHeaderLine, "header", path, f, err)) return rc;
         if (!f.empty()) break;
     }
     const long long header = lr.lineno();
@@ -99,11 +112,8 @@ int parse_record(Lines& lr, const char* path, Part& c, bool* got, pyphmm_error* 
     }
     int32_t counts[2];
     for (int k = 0; k < 2; ++k) {
-        const int got = parse_count(f[k], &counts[k]);
-        if (got == 0) return unsupported(lr, path, err);
-        if (got < 0)
-            return set_error(err, PYPHMM_E_INVALID, "%s:%lld: non-integer count %s in record header", path, header,
-                             py_quote(f[k].first, f[k].second).c_str());
+        const Count got = parse_count(f[k], &counts[k]);
+        if (got != Count::kOk) return count_error(got, f[k], path, header, err);
     }
     const int32_t nr = counts[0], nh = counts[1];
     const double need = static_cast<double>(nr) * nh * kResultBytesPerPair, have = physical_memory_bytes();
@@ -114,6 +124,7 @@ int parse_record(Lines& lr, const char* path, Part& c, bool* got, pyphmm_error* 
                          path, header, nr, nh, need / 1e9, have / 1e9);
     c.num_reads.push_back(nr);
     c.num_haps.push_back(nh);
+    c.header_line.push_back(header);
     c.read_first.push_back(c.read_offsets.size());
     c.hap_first.push_back(c.hap_offsets.size());
     c.read_offsets.push_back(static_cast<int64_t>(c.bases.size()));

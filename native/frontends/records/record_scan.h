@@ -13,11 +13,11 @@ namespace records {
 // The scanner finds where records end, so that their text can be parsed on
 // several threads. It takes blank lines and headers exactly as parse_record
 // does (with parse_record's split_fields and parse_count); for anything
-// else (a header parse_record refuses or leaves to the Python reader, a
-// record cut short by the end of the file, a record of more than
-// kMaxChunkBytes) it answers kOther, and that record goes through
-// parse_record on the file's reader, which reports what is wrong with it (or
-// parses it after all).
+// else (a header parse_record refuses, a record cut short by the end of the
+// file, a line over its limit or holding a byte no line holds, a record of
+// more than kMaxChunkBytes) it answers kOther, and that record goes
+// through parse_record on the file's reader, which reports what is wrong
+// with it (or parses it after all).
 struct Scan {
     enum Kind { kRecord, kEnd, kMore, kOther } kind = kOther;
     size_t bytes = 0;   // the record and the blank lines before it (kEnd: the blank lines)

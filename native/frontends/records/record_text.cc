@@ -1,6 +1,7 @@
 // Splitting a record file's lines into fields (see record_text.h).
 #include "frontends/records/record_text.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "common/errors.h"
@@ -59,18 +60,21 @@ LineKind split_fields(const char* s, size_t len, Fields& out, const char* path, 
                   static_cast<long long>(lineno));
         return LineKind::kInvalid;
     }
-    LineKind kind = LineKind::kFields;
     for (size_t i = 0; i < len; ++i) {
         const unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c >= 128 || c == 0) {
-            set_error(err, PYPHMM_E_INVALID, "%s:%lld: %s at column %zu: not ASCII text", path,
-                      static_cast<long long>(lineno), c == 0 ? "NUL byte" : "non-ASCII byte", i + 1);
-            return LineKind::kInvalid;
-        }
-        if (c < 32 && c != '\t' && !(c == '\r' && i + 1 == len)) kind = LineKind::kUnsupported;
-        if (c == 127) kind = LineKind::kUnsupported;
+        if ((c >= 32 && c < 127) || c == '\t' || (c == '\r' && i + 1 == len)) continue;
+        const long long line = static_cast<long long>(lineno);
+        if (c == 0 || c >= 128)
+            set_error(err, PYPHMM_E_INVALID, "%s:%lld: %s at column %zu: not ASCII text", path, line,
+                      c == 0 ? "NUL byte" : "non-ASCII byte", i + 1);
+        else if (c == '\r')
+            set_error(err, PYPHMM_E_INVALID, "%s:%lld: carriage return at column %zu: a line ends with LF or CR LF",
+                      path, line, i + 1);
+        else
+            set_error(err, PYPHMM_E_INVALID, "%s:%lld: control character 0x%02x at column %zu: not printable text",
+                      path, line, static_cast<unsigned>(c), i + 1);
+        return LineKind::kInvalid;
     }
-    if (kind != LineKind::kFields) return kind;
     size_t i = 0;
     while (i < len) {
         if (s[i] == ' ' || s[i] == '\t' || s[i] == '\r') {
@@ -84,25 +88,21 @@ LineKind split_fields(const char* s, size_t len, Fields& out, const char* path, 
     return LineKind::kFields;
 }
 
-int parse_count(const std::pair<const char*, size_t>& f, int32_t* v) {
+Count parse_count(const std::pair<const char*, size_t>& f, int32_t* v) {
     const char* s = f.first;
     const size_t n = f.second;
-    bool digits = n > 0;
-    for (size_t i = 0; i < n && digits; ++i) digits = s[i] >= '0' && s[i] <= '9';
-    if (digits && n <= 9) {
-        int64_t x = 0;
-        for (size_t i = 0; i < n; ++i) x = x * 10 + (s[i] - '0');
-        *v = static_cast<int32_t>(x);
-        return 1;
+    const bool sign = n > 0 && s[0] == '-';
+    bool digits = n > (sign ? 1u : 0u);
+    int64_t x = 0;
+    for (size_t i = sign ? 1 : 0; i < n && digits; ++i) {
+        digits = s[i] >= '0' && s[i] <= '9';
+        if (x <= INT32_MAX) x = x * 10 + (s[i] - '0');  // (stops growing once too large)
     }
-    size_t i = (n > 0 && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
-    bool ok = i < n;
-    for (bool prev_digit = false; i < n && ok; ++i) {
-        const bool d = s[i] >= '0' && s[i] <= '9';
-        ok = d || (s[i] == '_' && prev_digit && i + 1 < n);
-        prev_digit = d;
-    }
-    return ok ? 0 : -1;
+    if (!digits) return Count::kMalformed;
+    if (sign) return Count::kNegative;
+    if (x > INT32_MAX) return Count::kTooLarge;
+    *v = static_cast<int32_t>(x);
+    return Count::kOk;
 }
 
 }  // namespace records

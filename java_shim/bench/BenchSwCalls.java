@@ -1,0 +1,147 @@
+// Smith-Waterman call benchmark: one IntelSmithWaterman.align per pair, as
+// GATK's SmithWatermanIntelAligner makes them, through pyphmm's shim (its own
+// class loader: shim jar + native-bindings jar, parent the platform loader)
+// or through GKL's jars on the class path.
+//   java -cp gkl.jar:gatk-native-bindings.jar:commons-logging.jar:. BenchSwCalls \
+//        PAIRS.tsv SHIM.jar BINDINGS.jar MODE REPS [OUT]
+// PAIRS.tsv: REF TAB ALT TAB MATCH,MISMATCH,OPEN,EXTEND TAB STRATEGY TAB KIND.
+// MODE: shim | gkl. One warm-up pass, then REPS timed passes, each call timed
+// on its own. With BENCHSW_WAIT=1 the program prints "ready" after the
+// warm-up and waits for a line on standard input (scripts/bench_sw_calls.py
+// starts many JVMs and releases them together). Prints one JSON line per
+// KIND and one for "all": calls, cells, seconds (sum of call times),
+// best_seconds (REPS x the sum of each pair's fastest call), wall (the timed
+// passes), median_us, p99_us. OUT, if given, receives "CIGAR
+// OFFSET" per pair from the warm-up pass.
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.FileReader;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+public class BenchSwCalls {
+    static final class Pair {
+        byte[] ref, alt;
+        Object params, strategy;
+        String kind;
+        long cells;
+    }
+
+    public static void main(String[] a) throws Throwable {
+        String mode = a[3];
+        int reps = Integer.parseInt(a[4]);
+        ClassLoader cl = mode.equals("shim")
+                ? new URLClassLoader(new URL[] {new File(a[1]).toURI().toURL(), new File(a[2]).toURI().toURL()},
+                        ClassLoader.getPlatformClassLoader())
+                : BenchSwCalls.class.getClassLoader();
+        Class<?> swCls = Class.forName("com.intel.gkl.smithwaterman.IntelSmithWaterman", true, cl);
+        Class<?> paramCls = Class.forName("org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters", true, cl);
+        Class<?> stratCls =
+                Class.forName("org.broadinstitute.gatk.nativebindings.smithwaterman.SWOverhangStrategy", true, cl);
+        Class<?> resultCls =
+                Class.forName("org.broadinstitute.gatk.nativebindings.smithwaterman.SWNativeAlignerResult", true, cl);
+        Object sw = swCls.getConstructor().newInstance();
+        boolean loaded = (Boolean) swCls.getMethod("load", File.class).invoke(sw, (File) null);
+        if (!loaded) throw new IllegalStateException(mode + ": IntelSmithWaterman.load(null) returned false");
+        MethodHandles.Lookup lk = MethodHandles.publicLookup();
+        MethodHandle align = lk.findVirtual(swCls, "align",
+                MethodType.methodType(resultCls, byte[].class, byte[].class, paramCls, stratCls)).bindTo(sw);
+        MethodHandle cigarOf = lk.findGetter(resultCls, "cigar", String.class);
+        MethodHandle offsetOf = lk.findGetter(resultCls, "alignment_offset", int.class);
+
+        List<Pair> pairs = readPairs(a[0], paramCls, stratCls);
+        int n = pairs.size();
+        PrintWriter out = a.length > 5 ? new PrintWriter(a[5]) : null;
+        for (Pair p : pairs) {  // warm-up pass (JIT, buffers), results kept
+            Object r = align.invoke(p.ref, p.alt, p.params, p.strategy);
+            if (out != null) out.println((String) cigarOf.invoke(r) + " " + (int) offsetOf.invoke(r));
+        }
+        if (out != null) out.close();
+        if ("1".equals(System.getenv("BENCHSW_WAIT"))) {
+            System.out.println("ready");
+            System.out.flush();
+            new BufferedReader(new InputStreamReader(System.in)).readLine();
+        }
+        long[] ns = new long[n * reps];
+        long sink = 0;
+        long t0 = System.nanoTime();
+        for (int rep = 0; rep < reps; ++rep) {
+            for (int i = 0; i < n; ++i) {
+                Pair p = pairs.get(i);
+                long s = System.nanoTime();
+                Object r = align.invoke(p.ref, p.alt, p.params, p.strategy);
+                ns[rep * n + i] = System.nanoTime() - s;
+                sink += (int) offsetOf.invoke(r);
+            }
+        }
+        double wall = (System.nanoTime() - t0) / 1e9;
+        Map<String, List<Integer>> byKind = new LinkedHashMap<String, List<Integer>>();
+        byKind.put("all", new ArrayList<Integer>());
+        for (int i = 0; i < n; ++i) {
+            byKind.computeIfAbsent(pairs.get(i).kind, k -> new ArrayList<Integer>()).add(i);
+            byKind.get("all").add(i);
+        }
+        for (Map.Entry<String, List<Integer>> e : byKind.entrySet()) {
+            List<Integer> idx = e.getValue();
+            long[] t = new long[idx.size() * reps];
+            long cells = 0, total = 0, best = 0;
+            int k = 0;
+            for (int rep = 0; rep < reps; ++rep) {
+                for (int i : idx) {
+                    t[k++] = ns[rep * n + i];
+                    total += ns[rep * n + i];
+                    cells += pairs.get(i).cells;
+                }
+            }
+            for (int i : idx) {  // each pair's fastest call: free of preemption and other noise
+                long m = Long.MAX_VALUE;
+                for (int rep = 0; rep < reps; ++rep) m = Math.min(m, ns[rep * n + i]);
+                best += m;
+            }
+            Arrays.sort(t);
+            System.out.printf("{\"mode\": \"%s\", \"kind\": \"%s\", \"calls\": %d, \"cells\": %d, \"seconds\": %.6f, "
+                            + "\"best_seconds\": %.6f, \"wall\": %.6f, \"median_us\": %.3f, \"p99_us\": %.3f, \"sink\": %d}%n",
+                    mode, e.getKey(), t.length, cells, total / 1e9, reps * best / 1e9, wall, t[t.length / 2] / 1e3,
+                    t[(int) ((t.length - 1) * 0.99)] / 1e3, sink);
+        }
+    }
+
+    static List<Pair> readPairs(String path, Class<?> paramCls, Class<?> stratCls) throws Exception {
+        List<Pair> out = new ArrayList<Pair>();
+        Map<String, Object> params = new LinkedHashMap<String, Object>();
+        BufferedReader in = new BufferedReader(new FileReader(path));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isEmpty()) continue;
+            String[] f = line.split("\t");
+            Pair p = new Pair();
+            p.ref = f[0].getBytes("US-ASCII");
+            p.alt = f[1].getBytes("US-ASCII");
+            Object prm = params.get(f[2]);
+            if (prm == null) {
+                String[] v = f[2].split(",");
+                prm = paramCls.getConstructor(int.class, int.class, int.class, int.class)
+                              .newInstance(Integer.parseInt(v[0]), Integer.parseInt(v[1]), Integer.parseInt(v[2]),
+                                      Integer.parseInt(v[3]));
+                params.put(f[2], prm);
+            }
+            p.params = prm;
+            p.strategy = stratCls.getMethod("valueOf", String.class).invoke(null, f[3]);
+            p.kind = f[4];
+            p.cells = (long) p.ref.length * p.alt.length;
+            out.add(p);
+        }
+        in.close();
+        return out;
+    }
+}

@@ -1,0 +1,225 @@
+// The instruction-set instances of the difference fill, for sw_cpu_fill.cc
+// only (it includes this once, after the baseline): each namespace defines
+// the same `Ops` interface with one ISA's intrinsics for one lane type and
+// includes the one kernel (sw_cpu_diff_kernel.h) under that ISA's target, so
+// the kernel is compiled for it whatever the baseline flags. Ops:
+//   T, kNoGap     lane type (int8_t or int16_t) and its minimum
+//   kShift        W = 2^kShift lanes
+//   load/store    W lanes, unaligned
+//   subst(a, b)   match where a == b, else mismatch
+//   gt(a, b)      the lanes where a > b, as Ops::M
+//   put_bits      four masks as one backtrack block of W/2 bytes in the
+//                 layout kLayout (layouts in sw_cpu_fill.h)
+#pragma once
+
+#if defined(__x86_64__) || defined(__i386__)
+// GCC 12's own avx512fintrin.h trips -Wmaybe-uninitialized (_mm512_undefined).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC push_options
+// PYPHMM_SW_EMULATE_AVX512: a test build (tests/native/sw_avx512_check.cc)
+// compiles this instance against portable definitions of the intrinsics it
+// uses, to run it where no AVX-512 is; without the target, since the
+// compiler would otherwise emit AVX-512 code for the emulation too.
+#if !defined(PYPHMM_SW_EMULATE_AVX512)
+#pragma GCC target("avx512f,avx512bw")
+#endif
+namespace pyphmm {
+namespace sw_cpu {
+namespace {
+namespace avx512 {
+// Compares give the planes directly as mask registers, stored planar.
+#define SW_AVX512_COMMON(bits, lanes_shift, lanes)                                           \
+    static constexpr int kShift = lanes_shift;                                               \
+    static constexpr BtLayout kLayout = kPlanar;                                             \
+    typedef __m512i V;                                                                       \
+    typedef __mmask##lanes M;                                                                \
+    SW_OP V load(const T* p) { return _mm512_loadu_si512(p); }                               \
+    SW_OP void store(T* p, V v) { _mm512_storeu_si512(p, v); }                               \
+    SW_OP V set1(int x) { return _mm512_set1_epi##bits(static_cast<T>(x)); }                 \
+    SW_OP V add(V a, V b) { return _mm512_add_epi##bits(a, b); }                             \
+    SW_OP V sub(V a, V b) { return _mm512_sub_epi##bits(a, b); }                             \
+    SW_OP V max(V a, V b) { return _mm512_max_epi##bits(a, b); }                             \
+    SW_OP V subst(V a, V b, V match, V mis) {                                                \
+        return _mm512_mask_blend_epi##bits(_mm512_cmpeq_epi##bits##_mask(a, b), mis, match); \
+    }                                                                                        \
+    SW_OP M gt(V a, V b) { return _mm512_cmpgt_epi##bits##_mask(a, b); }                     \
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) { put_planes(out, gap, down, new_h, new_v); }
+namespace w8 {
+struct Ops {
+    typedef int8_t T;
+    static constexpr T kNoGap = INT8_MIN;
+    SW_AVX512_COMMON(8, 6, 64)
+    SW_OP void put_planes(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        _store_mask64(reinterpret_cast<__mmask64*>(out), gap);
+        _store_mask64(reinterpret_cast<__mmask64*>(out + 8), down);
+        _store_mask64(reinterpret_cast<__mmask64*>(out + 16), new_h);
+        _store_mask64(reinterpret_cast<__mmask64*>(out + 24), new_v);
+    }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace w8
+namespace w16 {
+struct Ops {
+    typedef int16_t T;
+    static constexpr T kNoGap = INT16_MIN;
+    SW_AVX512_COMMON(16, 5, 32)
+    // One kmov store per plane. The stores are volatile so that GCC's SLP
+    // vectoriser does not merge the four into one vector store built lane
+    // by lane (or, with kunpck, spend two uops of port 5, which the
+    // compares already load).
+    SW_OP void put_planes(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        volatile M* planes = reinterpret_cast<volatile M*>(out);
+        planes[0] = gap;
+        planes[1] = down;
+        planes[2] = new_h;
+        planes[3] = new_v;
+    }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace w16
+#undef SW_AVX512_COMMON
+}  // namespace avx512
+}  // namespace
+}  // namespace sw_cpu
+}  // namespace pyphmm
+#pragma GCC pop_options
+#pragma GCC diagnostic pop
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+namespace pyphmm {
+namespace sw_cpu {
+namespace {
+namespace avx2 {
+#define SW_AVX2_COMMON(bits)                                                                                         \
+    typedef __m256i V;                                                                                               \
+    typedef __m256i M;                                                                                               \
+    SW_OP V load(const T* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }                     \
+    SW_OP void store(T* p, V v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }                           \
+    SW_OP V set1(int x) { return _mm256_set1_epi##bits(static_cast<T>(x)); }                                         \
+    SW_OP V add(V a, V b) { return _mm256_add_epi##bits(a, b); }                                                     \
+    SW_OP V sub(V a, V b) { return _mm256_sub_epi##bits(a, b); }                                                     \
+    SW_OP V max(V a, V b) { return _mm256_max_epi##bits(a, b); }                                                     \
+    SW_OP V subst(V a, V b, V match, V mis) { return _mm256_blendv_epi8(mis, match, _mm256_cmpeq_epi##bits(a, b)); } \
+    SW_OP M gt(V a, V b) { return _mm256_cmpgt_epi##bits(a, b); }
+// 32 lanes; one byte movemask per plane, planar.
+namespace w8 {
+struct Ops {
+    typedef int8_t T;
+    static constexpr T kNoGap = INT8_MIN;
+    static constexpr int kShift = 5;
+    static constexpr BtLayout kLayout = kPlanar;
+    SW_AVX2_COMMON(8)
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        const uint64_t lo = static_cast<uint32_t>(_mm256_movemask_epi8(gap)) |
+                            static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(down))) << 32;
+        const uint64_t hi = static_cast<uint32_t>(_mm256_movemask_epi8(new_h)) |
+                            static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(new_v))) << 32;
+        std::memcpy(out, &lo, 8);
+        std::memcpy(out + 8, &hi, 8);
+    }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace w8
+// 16 lanes; the paired layout: a byte blend takes the low byte of each lane
+// from one mask and the high byte from another, so one movemask reads two
+// planes interleaved.
+namespace w16 {
+struct Ops {
+    typedef int16_t T;
+    static constexpr T kNoGap = INT16_MIN;
+    static constexpr int kShift = 4;
+    static constexpr BtLayout kLayout = kPaired;
+    SW_AVX2_COMMON(16)
+    SW_OP uint32_t two_planes(M x, M y) {
+        return static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_blendv_epi8(x, y, _mm256_set1_epi16(-256))));
+    }
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        const uint32_t planes[2] = {two_planes(gap, down), two_planes(new_h, new_v)};
+        std::memcpy(out, planes, sizeof planes);
+    }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace w16
+#undef SW_AVX2_COMMON
+}  // namespace avx2
+}  // namespace
+}  // namespace sw_cpu
+}  // namespace pyphmm
+#pragma GCC pop_options
+#endif  // x86
+
+#if defined(__aarch64__)
+// Advanced SIMD is in the AArch64 baseline: no target pragma. NEON has no
+// movemask; the nibble layout suits it: bit selects put a cell's four masks
+// into one byte lane (bits 0-3), and one shift-insert packs two lanes per
+// byte.
+namespace pyphmm {
+namespace sw_cpu {
+namespace {
+namespace neon {
+// The four masks of 16 byte lanes as a cell's four bits per lane.
+SW_OP uint8x16_t cell_nibbles(uint8x16_t gap, uint8x16_t down, uint8x16_t new_h, uint8x16_t new_v) {
+    uint8x16_t x = vandq_u8(gap, vdupq_n_u8(kGap));
+    x = vbslq_u8(vdupq_n_u8(kDown), down, x);
+    x = vbslq_u8(vdupq_n_u8(kNewH), new_h, x);
+    return vbslq_u8(vdupq_n_u8(kNewV), new_v, x);
+}
+namespace w8 {
+// 16 lanes: byte k holds lanes k and k + 8.
+struct Ops {
+    typedef int8_t T;
+    static constexpr T kNoGap = INT8_MIN;
+    static constexpr int kShift = 4;
+    static constexpr BtLayout kLayout = kNibble;
+    typedef int8x16_t V;
+    typedef uint8x16_t M;
+    SW_OP V load(const T* p) { return vld1q_s8(p); }
+    SW_OP void store(T* p, V v) { vst1q_s8(p, v); }
+    SW_OP V set1(int x) { return vdupq_n_s8(static_cast<T>(x)); }
+    SW_OP V add(V a, V b) { return vaddq_s8(a, b); }
+    SW_OP V sub(V a, V b) { return vsubq_s8(a, b); }
+    SW_OP V max(V a, V b) { return vmaxq_s8(a, b); }
+    SW_OP V subst(V a, V b, V match, V mis) { return vbslq_s8(vceqq_s8(a, b), match, mis); }
+    SW_OP M gt(V a, V b) { return vcgtq_s8(a, b); }
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        const uint8x16_t x = cell_nibbles(gap, down, new_h, new_v);
+        vst1_u8(out, vsli_n_u8(vget_low_u8(x), vget_high_u8(x), 4));
+    }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace w8
+namespace w16 {
+// 8 lanes, narrowed to bytes: byte k holds lanes k and k + 4.
+struct Ops {
+    typedef int16_t T;
+    static constexpr T kNoGap = INT16_MIN;
+    static constexpr int kShift = 3;
+    static constexpr BtLayout kLayout = kNibble;
+    typedef int16x8_t V;
+    typedef uint16x8_t M;
+    SW_OP V load(const T* p) { return vld1q_s16(p); }
+    SW_OP void store(T* p, V v) { vst1q_s16(p, v); }
+    SW_OP V set1(int x) { return vdupq_n_s16(static_cast<T>(x)); }
+    SW_OP V add(V a, V b) { return vaddq_s16(a, b); }
+    SW_OP V sub(V a, V b) { return vsubq_s16(a, b); }
+    SW_OP V max(V a, V b) { return vmaxq_s16(a, b); }
+    SW_OP V subst(V a, V b, V match, V mis) { return vbslq_s16(vceqq_s16(a, b), match, mis); }
+    SW_OP M gt(V a, V b) { return vcgtq_s16(a, b); }
+    SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
+        // Narrowed pairs of masks, one per 8-byte half: [gap | down], [new_h | new_v].
+        const uint8x16_t gd = vcombine_u8(vmovn_u16(gap), vmovn_u16(down));
+        const uint8x16_t hv = vcombine_u8(vmovn_u16(new_h), vmovn_u16(new_v));
+        const uint8x8_t x = vget_low_u8(cell_nibbles(gd, vextq_u8(gd, gd, 8), hv, vextq_u8(hv, hv, 8)));
+        const uint8x8_t packed = vsli_n_u8(x, vext_u8(x, x, 4), 4);  // bytes 0-3: lanes k | k+4
+        vst1_lane_u32(reinterpret_cast<uint32_t*>(out), vreinterpret_u32_u8(packed), 0);
+    }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace w16
+}  // namespace neon
+}  // namespace
+}  // namespace sw_cpu
+}  // namespace pyphmm
+#endif  // __aarch64__

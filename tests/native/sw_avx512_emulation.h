@@ -1,0 +1,116 @@
+// Portable definitions of the AVX-512 intrinsics the Smith-Waterman
+// difference fill uses (native/cpu/sw_cpu_fill_isa.h), for
+// tests/native/sw_avx512_check.cc: force-included (-include) before
+// native/cpu/sw_cpu_fill.cc with -DPYPHMM_SW_EMULATE_AVX512, so that file's
+// AVX-512 instance, unchanged, runs on CPUs without AVX-512. Each
+// definition follows Intel's description of the intrinsic, lane by lane.
+// The real header comes first (its include guard then keeps the library
+// file from reading it again); macros rename the intrinsics and types the
+// kernel names to the definitions here.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace sw_avx512_emulation {
+
+struct V512 {
+    uint8_t b[64];
+};
+typedef uint32_t Mask32;
+typedef uint64_t Mask64;
+
+template <typename T>
+inline T lane(const V512& v, int k) {
+    T x;
+    std::memcpy(&x, v.b + k * sizeof(T), sizeof(T));
+    return x;
+}
+
+template <typename T>
+inline void set_lane(V512& v, int k, T x) {
+    std::memcpy(v.b + k * sizeof(T), &x, sizeof(T));
+}
+
+// Lane-wise f(a, b) over the 64 / sizeof(T) lanes of type T, wrapping
+// arithmetic as the instructions do.
+template <typename T, typename F>
+inline V512 map2(const V512& a, const V512& b, F f) {
+    V512 r;
+    for (int k = 0; k < 64 / static_cast<int>(sizeof(T)); ++k)
+        set_lane<T>(r, k, static_cast<T>(f(lane<T>(a, k), lane<T>(b, k))));
+    return r;
+}
+
+template <typename T, typename F>
+inline uint64_t cmp_mask(const V512& a, const V512& b, F f) {
+    uint64_t m = 0;
+    for (int k = 0; k < 64 / static_cast<int>(sizeof(T)); ++k)
+        if (f(lane<T>(a, k), lane<T>(b, k))) m |= uint64_t(1) << k;
+    return m;
+}
+
+template <typename T>
+inline V512 blend(uint64_t m, const V512& a, const V512& b) {  // b where the mask bit is set
+    V512 r;
+    for (int k = 0; k < 64 / static_cast<int>(sizeof(T)); ++k)
+        set_lane<T>(r, k, (m >> k) & 1 ? lane<T>(b, k) : lane<T>(a, k));
+    return r;
+}
+
+template <typename T>
+inline V512 set1(T x) {
+    V512 r;
+    for (int k = 0; k < 64 / static_cast<int>(sizeof(T)); ++k) set_lane<T>(r, k, x);
+    return r;
+}
+
+inline V512 loadu(const void* p) {
+    V512 r;
+    std::memcpy(r.b, p, 64);
+    return r;
+}
+inline void storeu(void* p, const V512& v) { std::memcpy(p, v.b, 64); }
+
+inline int8_t add8(int8_t a, int8_t b) {
+    return static_cast<int8_t>(static_cast<uint8_t>(a) + static_cast<uint8_t>(b));
+}
+inline int16_t add16(int16_t a, int16_t b) {
+    return static_cast<int16_t>(static_cast<uint16_t>(a) + static_cast<uint16_t>(b));
+}
+inline int8_t sub8(int8_t a, int8_t b) {
+    return static_cast<int8_t>(static_cast<uint8_t>(a) - static_cast<uint8_t>(b));
+}
+inline int16_t sub16(int16_t a, int16_t b) {
+    return static_cast<int16_t>(static_cast<uint16_t>(a) - static_cast<uint16_t>(b));
+}
+
+}  // namespace sw_avx512_emulation
+
+namespace swe = sw_avx512_emulation;
+
+#define __m512i                      swe::V512
+#define __mmask32                    swe::Mask32
+#define __mmask64                    swe::Mask64
+#define _mm512_loadu_si512(p)        swe::loadu(p)
+#define _mm512_storeu_si512(p, v)    swe::storeu(p, v)
+#define _mm512_set1_epi8(x)          swe::set1<int8_t>(x)
+#define _mm512_set1_epi16(x)         swe::set1<int16_t>(x)
+#define _mm512_add_epi8(a, b)        swe::map2<int8_t>(a, b, swe::add8)
+#define _mm512_add_epi16(a, b)       swe::map2<int16_t>(a, b, swe::add16)
+#define _mm512_sub_epi8(a, b)        swe::map2<int8_t>(a, b, swe::sub8)
+#define _mm512_sub_epi16(a, b)       swe::map2<int16_t>(a, b, swe::sub16)
+#define _mm512_max_epi8(a, b)        swe::map2<int8_t>(a, b, [](int8_t x, int8_t y) { return x > y ? x : y; })
+#define _mm512_max_epi16(a, b)       swe::map2<int16_t>(a, b, [](int16_t x, int16_t y) { return x > y ? x : y; })
+#define _mm512_cmpeq_epi8_mask(a, b) swe::cmp_mask<int8_t>(a, b, [](int8_t x, int8_t y) { return x == y; })
+#define _mm512_cmpeq_epi16_mask(a, b) \
+    static_cast<swe::Mask32>(swe::cmp_mask<int16_t>(a, b, [](int16_t x, int16_t y) { return x == y; }))
+#define _mm512_cmpgt_epi8_mask(a, b) swe::cmp_mask<int8_t>(a, b, [](int8_t x, int8_t y) { return x > y; })
+#define _mm512_cmpgt_epi16_mask(a, b) \
+    static_cast<swe::Mask32>(swe::cmp_mask<int16_t>(a, b, [](int16_t x, int16_t y) { return x > y; }))
+#define _mm512_mask_blend_epi8(m, a, b)  swe::blend<int8_t>(m, a, b)
+#define _mm512_mask_blend_epi16(m, a, b) swe::blend<int16_t>(m, a, b)
+// dst[31:0] = b[31:0], dst[63:32] = a[31:0]
+#define _mm512_kunpackd(a, b)            ((static_cast<swe::Mask64>(a) << 32) | (static_cast<swe::Mask64>(b) & 0xffffffffu))
+#define _store_mask64(p, m)              (*(p) = (m))
