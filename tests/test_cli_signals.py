@@ -94,7 +94,14 @@ runpy.run_module("pyphmm", run_name="__main__", alter_sys=True)
 
 
 @pytest.mark.parametrize(
-    "module", ["pyphmm.cli.commands", "pyphmm._native", "pyphmm.cli.likelihoods", "numpy", "pyphmm.io"]
+    "module",
+    [
+        "pyphmm.cli.commands",
+        pytest.param("pyphmm._native", marks=pytest.mark.slow),
+        pytest.param("pyphmm.cli.likelihoods", marks=pytest.mark.slow),
+        "numpy",
+        pytest.param("pyphmm.io", marks=pytest.mark.slow),
+    ],
 )
 def test_ctrl_c_while_the_cli_starts_is_quiet(tmp_path, module):
     with open(sample_path(), "rb") as f:
@@ -163,7 +170,13 @@ PIPE_COMMANDS = {
 }
 
 
-@pytest.mark.parametrize("args", list(PIPE_COMMANDS.values()), ids=list(PIPE_COMMANDS))
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(v, id=k, marks=() if k in ("info-verbose", "likelihoods", "align") else pytest.mark.slow)
+        for k, v in PIPE_COMMANDS.items()
+    ],
+)
 def test_a_closed_stdout_pipe_ends_quietly(tmp_path, args):
     """`pyphmm info --verbose | head -1` once said "[Errno 32] Broken pipe"
     and exited 2."""

@@ -246,6 +246,7 @@ def test_private_daemon_quits_on_exit_and_on_error(fake_control):
     assert _quit_sent(fake_control(), pipe2)
 
 
+@pytest.mark.slow
 def test_private_daemon_that_never_answers(fake_control, monkeypatch):
     monkeypatch.setattr(mps, "START_WAIT_S", 0.3)
     monkeypatch.setenv("FAKE_MPS_SILENT", "1")  # -d succeeds, nothing answers
