@@ -24,6 +24,8 @@ installed package).
   ``native/``.
 - ``devtools.gpu_hog``: another process holding nearly all of a GPU's
   memory (tests of the out-of-memory fallback).
+- ``devtools.jvm_guard``: the hook through which the helpers that start a
+  JVM fail a test without ``@pytest.mark.jvm`` (tests/conftest.py).
 
 The repository root must be importable: pytest does that through
 ``[tool.pytest.ini_options] pythonpath`` in pyproject.toml, and a script run

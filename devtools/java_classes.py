@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 
-from devtools import ROOT
+from devtools import ROOT, jvm_guard
 
 
 class HarnessError(RuntimeError):
@@ -26,6 +26,7 @@ def harness_classes(explicit, work, *, sources, main_class, carried, classpath=(
             raise HarnessError(f"--classes {explicit} holds no {name}")
         return explicit
     if shutil.which("javac"):
+        jvm_guard.check("javac")
         classes = os.path.join(work, "classes")
         cp = ["-cp", os.pathsep.join(classpath)] if classpath else []
         subprocess.run(["javac", "-nowarn", "--release", "11", *cp, "-d", classes, *sources], check=True)

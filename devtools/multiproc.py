@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from devtools import java_classes
+from devtools import java_classes, jvm_guard
 from devtools.oracle import gkl as gkl_oracle
 from pyphmm import mps
 
@@ -93,6 +93,7 @@ def harness_classes(explicit: str | None, work: str) -> str:
 
 
 def java_exe() -> str:
+    jvm_guard.check("the benchmark's JVMs")
     home = os.environ.get("JAVA_HOME")
     if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
         return os.path.join(home, "bin", "java")

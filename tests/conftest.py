@@ -4,15 +4,84 @@ broken comparison. Set PYPHMM_ALLOW_NO_GKL=1 only where no JVM can exist.
 
 The tools the tests share (oracles, region generator, test vectors, child
 processes, native check builds) live in the ``devtools`` package at the
-repository root, importable through pytest's ``pythonpath`` setting."""
+repository root, importable through pytest's ``pythonpath`` setting.
 
+The hooks below keep the markers (tests/README.md) honest while tests run:
+a test without ``jvm`` that starts a JVM fails, a test with ``gpu`` skips
+where no CUDA device is usable, and a test without ``gpu`` that skips for
+want of one fails (tests/test_markers.py checks the sources)."""
+
+import functools
 import os
+import re
 import stat
 
 import pytest
 
-from devtools import native_check
+from devtools import jvm_guard, native_check
 from devtools.oracle import gkl as gkl_oracle
+
+# Skip reasons that say a test needs a GPU ("no usable CUDA device: ...",
+# "fewer than two CUDA devices", "needs a GPU"; not "no CUDA kernels").
+NO_GPU_REASON = re.compile(r"\b((no|fewer than \w+)( usable)?|needs? an?) (CUDA |GPU )?(device|GPU)s?\b", re.I)
+# Fixtures that hand a test the shared JVM.
+JVM_FIXTURES = ("gkl_jvm",)
+
+
+@functools.lru_cache(maxsize=None)
+def no_cuda_device_reason():
+    """None where this build has a usable CUDA device, else why not."""
+    import pyphmm
+
+    info = pyphmm.info()
+    return None if info["cuda_usable"] else f"needs a CUDA device (pytest.mark.gpu): {info['cuda_status']}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Around a test without the jvm marker (its fixtures' setup included),
+    the devtools helpers that start a JVM fail it, and so does any JVM its
+    processes start (jvm_guard.REFUSING_OPTIONS)."""
+    if item.get_closest_marker("jvm"):
+        return (yield)
+
+    def refuse(what):
+        pytest.fail(f"{item.nodeid} starts a JVM ({what}) but lacks @pytest.mark.jvm", pytrace=False)
+
+    saved = os.environ.get("JAVA_TOOL_OPTIONS")
+    os.environ["JAVA_TOOL_OPTIONS"] = jvm_guard.REFUSING_OPTIONS
+    jvm_guard.install(refuse)
+    try:
+        return (yield)
+    finally:
+        jvm_guard.install(None)
+        if saved is None:
+            os.environ.pop("JAVA_TOOL_OPTIONS", None)
+        else:
+            os.environ["JAVA_TOOL_OPTIONS"] = saved
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    jvm = [f for f in JVM_FIXTURES if f in item.fixturenames]
+    if jvm and not item.get_closest_marker("jvm"):
+        pytest.fail(f"{item.nodeid} uses {jvm[0]} but lacks @pytest.mark.jvm", pytrace=False)
+    # (PYPHMM_TEST_GPU_BACKEND=cpu: the GPU tests' dry run, tests/test_cuda_pairhmm.py)
+    if item.get_closest_marker("gpu") and os.environ.get("PYPHMM_TEST_GPU_BACKEND") != "cpu":
+        reason = no_cuda_device_reason()
+        if reason:
+            pytest.skip(reason)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.skipped and not item.get_closest_marker("gpu"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if NO_GPU_REASON.search(reason):
+            report.outcome = "failed"
+            report.longrepr = f"{item.nodeid} skips for want of a GPU ({reason}) but lacks @pytest.mark.gpu"
+    return report
 
 
 @pytest.fixture(scope="session")

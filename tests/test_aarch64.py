@@ -52,6 +52,9 @@ from devtools.sw_pairs import hap_vs_ref, haplotype_caller_mix, make_pairs, read
 from devtools.testdata import pairhmm_cases
 from pyphmm import sw
 
+# Every test needs the cross-built library (scripts/build_aarch64.sh, ~1 min).
+pytestmark = [pytest.mark.aarch64, pytest.mark.slow]
+
 SEED = 20261122
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -261,6 +264,7 @@ def test_kernels_are_chosen_at_run_time(arm):
         assert f"cpu_kernel={kernel} " in out and "jni=1" in out, out
 
 
+@pytest.mark.jvm
 def test_pairhmm_gkl_test_vectors(arm, tmp_path, gkl_jvm):
     cases = [(hap, pyphmm.Read(bases, q, i, d, g), expected) for hap, bases, q, i, d, g, expected in pairhmm_cases()]
     assert len(cases) == 104
@@ -271,6 +275,7 @@ def test_pairhmm_gkl_test_vectors(arm, tmp_path, gkl_jvm):
     assert np.abs(got - expected).max() <= TOL
 
 
+@pytest.mark.jvm
 def test_pairhmm_generated_regions(arm, tmp_path, gkl_jvm):
     regions = realistic_regions(SEED) + extra_regions(SEED + 1)
     worst = check_pairhmm(arm, tmp_path, regions, expect_double_fallback=True)
@@ -362,6 +367,7 @@ def sw_settings(n_short, n_hap, n_read, n_mix=0):
     return rows
 
 
+@pytest.mark.jvm
 def test_smith_waterman_identical_to_x86_and_gkl(arm, tmp_path, gkl_jvm):
     rows = sw_settings(240, 6, 24, 12)
     inp, out = tmp_path / "sw.txt", tmp_path / "sw-out.txt"
@@ -412,6 +418,8 @@ def test_flush_to_zero_through_fpcr(arm):
     assert int(facts["omp_threads"]) >= 1
 
 
+@pytest.mark.jvm
+@pytest.mark.packaging
 def test_shim_jar_carries_the_aarch64_library(arm, tmp_path):
     """java_shim/build.sh (which setup.py runs) stores the cross-built library
     at the path the shim's loader picks on os.arch aarch64."""

@@ -119,6 +119,8 @@ def _cells(path):
     return len(regs), sum(int(r.lengths.sum()) * int(h.lengths.sum()) for r, h in regs)
 
 
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_processes_mode(tiny, classes, tmp_path):
     out_json = str(tmp_path / "r.json")
     p = bench("--classes", classes, "--processes", "2", "--regions", tiny, "--reps", "2", "--json", out_json)
@@ -139,6 +141,8 @@ def test_processes_mode(tiny, classes, tmp_path):
     assert [pr["regions"] for pr in rep["phases"][0]["processes"]] == [3, 2]
 
 
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_threads_mode(tiny, classes, tmp_path):
     out_json = str(tmp_path / "r.json")
     p = bench(
@@ -154,6 +158,8 @@ def test_threads_mode(tiny, classes, tmp_path):
     check_report(out_json, n, cells, reps=1, gkl_reps=1)
 
 
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_generated_regions(harness_ready):
     p = bench("--preset", "small", "--count", "2", "--seed", "3", "--reps", "1")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -177,6 +183,8 @@ def test_default_warmup(monkeypatch):
     assert bench_multiproc.default_warmup({}) == bench_multiproc.GPU_WARMUP
 
 
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_results_off_gkl_fail_loudly(tiny, classes, monkeypatch, capsys):
     """The comparison is live: shim results moved by 2e-5 make the run fail."""
     from devtools import multiproc as bench_multiproc
@@ -203,6 +211,8 @@ def test_results_off_gkl_fail_loudly(tiny, classes, monkeypatch, capsys):
     assert "process 1: max |diff|" in err
 
 
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_mps_both_with_stand_in_daemon(tiny, classes, fake_control):  # noqa: F811
     p = bench(
         "--classes", classes, "--processes", "2", "--regions", tiny, "--reps", "1", "--warmup", "0", "--mps", "both"
@@ -220,6 +230,8 @@ def test_mps_both_with_stand_in_daemon(tiny, classes, fake_control):  # noqa: F8
     assert not os.path.exists(pipe)
 
 
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_mps_quit_when_a_jvm_fails(tiny, classes, tmp_path, fake_control):  # noqa: F811
     bad = tmp_path / "bad.in"
     lines = open(tiny).read().splitlines()
@@ -274,6 +286,8 @@ def _jvms_with_arg(arg: str) -> list:
     return pids
 
 
+@pytest.mark.jvm
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_kills_jvms_and_quits_mps(tiny, classes, tmp_path, fake_control, sig):  # noqa: F811
     regions = str(tmp_path / "sig.in")

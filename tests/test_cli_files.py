@@ -20,6 +20,10 @@ from pyphmm.cli.output import OutputFile
 from pyphmm.samples import sample_path
 
 PATHS = pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+# Both paths, the Python one slow (the quick tier runs the native one)
+QUICK_NATIVE_PATH = pytest.mark.parametrize(
+    "native", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["native", "python"]
+)
 GOOD = "ACGT IIII IIII IIII ++++"
 
 
@@ -57,7 +61,7 @@ def test_align_reads_stdin():
     assert p.stdout == "".join(f"{r[4][0]}\t{r[4][1]}\n" for r in rows)
 
 
-@pytest.mark.parametrize("how", ["file", "stdin"])
+@pytest.mark.parametrize("how", ["file", pytest.param("stdin", marks=pytest.mark.slow)])
 def test_align_skips_blank_lines_and_takes_empty_input(tmp_path, how):
     """Blank lines (spaces, tabs, CR LF) are skipped as between records of a
     record file; an empty input is an empty result (once "cannot write")."""
@@ -76,7 +80,7 @@ def test_align_skips_blank_lines_and_takes_empty_input(tmp_path, how):
         assert out.read_text() == expected and listing(tmp_path) == ["o.out", "pairs.tsv"]
 
 
-@PATHS
+@QUICK_NATIVE_PATH
 def test_likelihoods_takes_empty_input(tmp_path, native):
     """An empty or blank input is an empty result on every reader (the
     Python reader once said "x.out: cannot write")."""
@@ -110,7 +114,7 @@ def test_temporary_files_are_unique_and_private(tmp_path):
     assert listing(tmp_path) == ["o"] and (tmp_path / "o").read_text() == "b\n"
 
 
-@PATHS
+@QUICK_NATIVE_PATH
 def test_concurrent_runs_to_one_output(tmp_path, native, sample_results):
     out = str(tmp_path / "same.out")
     env = child_env(PYPHMM_DEV="native_reader=1" if native else "native_reader=0")
@@ -134,7 +138,7 @@ def test_concurrent_runs_to_one_output(tmp_path, native, sample_results):
     assert open(out).read() == sample_results
 
 
-@PATHS
+@QUICK_NATIVE_PATH
 def test_output_equal_to_input_is_refused(tmp_path, native):
     path = tmp_path / "in.txt"
     path.write_text(open(sample_path()).read())
@@ -185,10 +189,14 @@ def slow_input(tmp_path, records=12):
     return path
 
 
-@PATHS
+@QUICK_NATIVE_PATH
 @pytest.mark.parametrize(
     "sig",
-    [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1],
+    [
+        signal.SIGTERM,
+        signal.SIGINT,
+        *(pytest.param(s, marks=pytest.mark.slow) for s in (signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)),
+    ],
     ids=["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1"],
 )
 def test_signals_leave_no_file(tmp_path, native, sig):
@@ -270,7 +278,16 @@ MALFORMED = {
 }
 
 
-@pytest.mark.parametrize("content,message", list(MALFORMED.values()), ids=list(MALFORMED))
+@pytest.mark.parametrize(
+    "content,message",
+    # (the quick tier takes three; tests/test_record_language.py's corpus
+    # covers the others' kinds; "non-ascii late" computes 3,000 records four
+    # times before the error)
+    [
+        pytest.param(*v, id=k, marks=[] if k in ("bom", "header", "truncated") else pytest.mark.slow)
+        for k, v in MALFORMED.items()
+    ],
+)
 def test_both_readers_report_malformed_files_alike(tmp_path, content, message):
     path = tmp_path / "bad.in"
     path.write_bytes(content)
@@ -332,6 +349,7 @@ def test_a_file_path_in_and_out_never_runs_the_python_reader(tmp_path):
     assert f"{odd}:1: malformed count '+1'" in p.stderr
 
 
+@pytest.mark.slow
 def test_cr_only_file_error_quotes_little(tmp_path):
     path = tmp_path / "cr.in"
     path.write_bytes(("1 1\r" + GOOD + "\rACGT\r").encode() * 100_000)  # 3.5 MB, one "line"

@@ -45,7 +45,9 @@ def pairs_file(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=SIGNAL_IDS)
+@pytest.mark.parametrize(
+    "sig", [s if k < 2 else pytest.param(s, marks=pytest.mark.slow) for k, s in enumerate(SIGNALS)], ids=SIGNAL_IDS
+)
 @pytest.mark.parametrize("command", ["align", "likelihoods-python"])
 def test_a_signal_during_a_call_into_c_ends_the_run_at_once(tmp_path, command, sig):
     """align once waited for its chunk's call to return (seconds) before it
@@ -92,7 +94,14 @@ runpy.run_module("pyphmm", run_name="__main__", alter_sys=True)
 
 
 @pytest.mark.parametrize(
-    "module", ["pyphmm.cli.commands", "pyphmm._native", "pyphmm.cli.likelihoods", "numpy", "pyphmm.io"]
+    "module",
+    [
+        "pyphmm.cli.commands",
+        pytest.param("pyphmm._native", marks=pytest.mark.slow),
+        pytest.param("pyphmm.cli.likelihoods", marks=pytest.mark.slow),
+        "numpy",
+        pytest.param("pyphmm.io", marks=pytest.mark.slow),
+    ],
 )
 def test_ctrl_c_while_the_cli_starts_is_quiet(tmp_path, module):
     with open(sample_path(), "rb") as f:
@@ -161,7 +170,13 @@ PIPE_COMMANDS = {
 }
 
 
-@pytest.mark.parametrize("args", list(PIPE_COMMANDS.values()), ids=list(PIPE_COMMANDS))
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(v, id=k, marks=() if k in ("info-verbose", "likelihoods", "align") else pytest.mark.slow)
+        for k, v in PIPE_COMMANDS.items()
+    ],
+)
 def test_a_closed_stdout_pipe_ends_quietly(tmp_path, args):
     """`pyphmm info --verbose | head -1` once said "[Errno 32] Broken pipe"
     and exited 2."""

@@ -39,16 +39,25 @@ def cpu_supports(kernel):
     return all(f in flags for f in need)
 
 
+@pytest.fixture(scope="module")
+def gkl_results(gkl_jvm):
+    """GKL's results for REGIONS, float and double (the same for every kernel)."""
+    regions = generate(**REGIONS)
+    return {
+        double: np.concatenate([g.ravel() for g in gkl_regions(regions, double=double)]) for double in (False, True)
+    }
+
+
+@pytest.mark.jvm
 @pytest.mark.parametrize("kernel", KERNELS)
-def test_kernel_matches_gkl(kernel, tmp_path, gkl_jvm):
+def test_kernel_matches_gkl(kernel, tmp_path, gkl_results):
     if not cpu_supports(kernel):
         pytest.skip(f"this CPU cannot run the {kernel} kernel")
     out = str(tmp_path / kernel)
     p = run_python(CHILD.format(kernel=kernel, regions=REGIONS, out=out), env={"PYPHMM_DEV": f"cpu_kernel={kernel}"})
     assert p.returncode == 0, p.stdout + p.stderr
-    regions = generate(**REGIONS)
     for double in (False, True):
-        expected = np.concatenate([g.ravel() for g in gkl_regions(regions, double=double)])
+        expected = gkl_results[double]
         got = np.load(out + ("-double" if double else "-float") + ".npy")
         assert got.shape == expected.shape
         assert np.isfinite(got).all()

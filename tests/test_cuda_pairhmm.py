@@ -20,9 +20,13 @@ from pyphmm.pairhmm import ReadBatch
 GPU = os.environ.get("PYPHMM_TEST_GPU_BACKEND", "cuda")
 TOL = 1e-5
 
-pytestmark = pytest.mark.skipif(
-    GPU == "cuda" and not pyphmm.info()["cuda_usable"], reason="no usable CUDA device: " + pyphmm.info()["cuda_status"]
-)
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(
+        GPU == "cuda" and not pyphmm.info()["cuda_usable"],
+        reason="no usable CUDA device: " + pyphmm.info()["cuda_status"],
+    ),
+]
 
 BASES = np.frombuffer(b"ACGT", np.uint8)
 

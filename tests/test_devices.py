@@ -48,7 +48,7 @@ def finish(*procs):
         assert p.wait(timeout=60) == 0, p.stderr.read()
 
 
-@pytest.mark.parametrize("gpus,procs", [(2, 4), (3, 6)])
+@pytest.mark.parametrize("gpus,procs", [(2, 4), pytest.param(3, 6, marks=pytest.mark.slow)])
 def test_processes_started_together_spread_evenly(runtime_dir, gpus, procs):
     """Started at once, before any of them could appear in NVML: the
     registry still spreads them one per GPU in turn."""

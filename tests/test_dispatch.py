@@ -254,7 +254,14 @@ def test_fake_gpu_hybrid_shares_regions():
     assert "; hybrid;" in err and f"GPU {st['gpu_regions']} regions" in err
 
 
-@pytest.mark.parametrize("env,kwargs", [({}, {}), ({"PYPHMM_HYBRID": "0"}, {}), (ON, {"hybrid": False})])
+@pytest.mark.parametrize(
+    "env,kwargs",
+    [
+        ({}, {}),
+        pytest.param({"PYPHMM_HYBRID": "0"}, {}, marks=pytest.mark.slow),
+        pytest.param(ON, {"hybrid": False}, marks=pytest.mark.slow),
+    ],
+)
 def test_fake_gpu_hybrid_off(env, kwargs):
     out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0", **env), **kwargs)
     st = out["stats"]
@@ -262,6 +269,7 @@ def test_fake_gpu_hybrid_off(env, kwargs):
     assert all(out["same_cpu"])
 
 
+@pytest.mark.slow
 def test_hybrid_option_overrides_env():
     out, _ = run_child(
         "whole",
@@ -272,6 +280,7 @@ def test_hybrid_option_overrides_env():
     assert out["stats"]["hybrid"]
 
 
+@pytest.mark.slow
 def test_cpu_backend_never_shares():
     out, _ = run_child("whole", dict(FAKE, PYPHMM_GPU_MIN_CELLS="0"), backend="cpu")
     st = out["stats"]
@@ -328,6 +337,7 @@ def test_fake_gpu_hybrid_decision_line():
     check_shared(out)
 
 
+@pytest.mark.slow
 def test_fake_gpu_hybrid_too_small_a_share_runs_gpu_alone():
     """Below PYPHMM_DEV's hybrid_min_cpu_share percent the CPU workers take nothing:
     one GPU call computes every region (the GPU's results, exactly)."""
@@ -349,6 +359,7 @@ def test_fake_gpu_hybrid_too_small_a_share_runs_gpu_alone():
     assert all(out["same_cpu"])  # the fake GPU is the CPU backend
 
 
+@pytest.mark.slow
 def test_one_thread_hybrid_is_gpu_only():
     out, _ = run_child("whole", dict(FAKE, **ON, PYPHMM_GPU_MIN_CELLS="0"), threads=1)
     st = out["stats"]
@@ -356,6 +367,7 @@ def test_one_thread_hybrid_is_gpu_only():
 
 
 # ----------------------------------------------------------------- real GPU
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_calibrated_threshold_reported():
     inf, _ = info_child({})
@@ -364,6 +376,7 @@ def test_gpu_calibrated_threshold_reported():
     print(f"\ncalibrated threshold {inf['gpu_min_cells']} cells: {inf['calibration']}")
 
 
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_per_call_split():
     t = median_cells()
@@ -379,6 +392,7 @@ def test_gpu_per_call_split():
     assert 0 < n_gpu < len(calls)
 
 
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_hybrid_decides_by_predicted_share():
     """A GPU with the throughput of an H100 leaves the CPU workers a share
@@ -393,6 +407,7 @@ def test_gpu_hybrid_decides_by_predicted_share():
         assert all(out["same_gpu"])
 
 
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_hybrid_shares_regions():
     """Sharing forced (PYPHMM_DEV=hybrid_min_cpu_share=0): the large regions total
@@ -410,6 +425,7 @@ def test_gpu_hybrid_shares_regions():
     assert st["backend"] == "cuda"
 
 
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_hybrid_off_and_cuda_backend_are_gpu_only():
     for env, kwargs in (({}, {}), ({"PYPHMM_HYBRID": "0"}, {}), (ON, {"backend": "cuda"})):
@@ -419,6 +435,7 @@ def test_gpu_hybrid_off_and_cuda_backend_are_gpu_only():
         assert all(out["same_gpu"])
 
 
+@pytest.mark.gpu
 @needs_gpu
 def test_gpu_hybrid_failure_falls_back():
     out, err = run_child("whole", {"PYPHMM_GPU_MIN_CELLS": "0", "PYPHMM_TEST": "gpu_failure=always", **ON})

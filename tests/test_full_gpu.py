@@ -198,6 +198,8 @@ def release(holders):
 NEEDS_MPS = pytest.mark.skipif(shutil.which(mps.CONTROL) is None, reason=f"{mps.CONTROL} not installed")
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
 @NEEDS_MPS
 @pytest.mark.skipif(_cuda_devices() < 1, reason="no CUDA device")
 def test_a_process_beyond_the_mps_client_limit_moves_to_the_gpu_when_one_leaves():
@@ -252,6 +254,8 @@ print(json.dumps({"seen": seen, "device": pyphmm.info()["device"]}))
 """
 
 
+@pytest.mark.gpu
+@pytest.mark.slow
 @NEEDS_MPS
 @pytest.mark.skipif(_cuda_devices() < 2, reason="fewer than two CUDA devices")
 def test_threads_of_a_process_keep_off_a_full_second_gpu():

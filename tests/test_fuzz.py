@@ -14,6 +14,7 @@ import os
 import tempfile
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyphmm._pyphmm import ffi, lib
@@ -136,6 +137,7 @@ def native_file(path: str, out: str, chunk_cells: int = 0):
     return rc, ffi.string(err.message).decode()
 
 
+@pytest.mark.slow
 @FUZZ
 @given(record_file(), st.sampled_from([0, 1, 40]))
 def test_record_parser_fuzz(data, chunk_cells):
@@ -218,6 +220,7 @@ def pairhmm_call(draw):
     )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(pairhmm_call())
 def test_pairhmm_api_fuzz(call):

@@ -38,6 +38,9 @@ from devtools.oracle import pdhmm_api, shim, sw_reference
 from devtools.oracle.pdhmm_shim import stored_regions, stored_results
 from devtools.regions import region_cells
 
+# Every test runs a JVM; the module's shared inputs and GKL's run take ~6 s.
+pytestmark = [pytest.mark.jvm, pytest.mark.slow]
+
 REPO = shim.REPO
 CLASSES = (
     "com.intel.gkl.pairhmm.IntelPairHmm",

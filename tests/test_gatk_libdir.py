@@ -136,6 +136,8 @@ def test_libdir_rejects_missing_sources(tmp_path):
     assert p.returncode == 2 and "not a jar" in p.stderr, p.stderr
 
 
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_gkl_classes_compress_and_pyphmm_computes_from_libdir(tmp_path, standin_jar):
     """One GATK-like JVM with GKL's own classes under USE_LIBRARY_PATH=1:
     Intel's deflater/inflater round-trip a BGZF-sized block (and the JDK

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import pyphmm
 from devtools import ROOT, regions
@@ -34,6 +35,7 @@ def test_same_seed_same_data_other_seed_other_data():
     assert _flat(generate(8, seed=3)) != _flat(generate(8, seed=4))
 
 
+@pytest.mark.slow
 def test_shapes_are_realistic():
     regs = generate(150, seed=12)
     assert len(regs) == 150
@@ -104,6 +106,7 @@ def test_cli_gap_quals_set_every_read_and_change_nothing_else(tmp_path):
     assert any((wr.ins != 45).any() for wr, _ in want)  # the option changed something
 
 
+@pytest.mark.slow
 def test_cli_gap_quals_rejects_bad_values(tmp_path):
     for bad in ("45,45", "45,45,x", "45,45,94", "-1,45,10"):
         p = _gen_regions("--regions", "1", f"--gap-quals={bad}", "-o", str(tmp_path / "x.in"))
@@ -124,6 +127,7 @@ def test_cli_lengths_fix_every_read_and_haplotype(tmp_path):
     assert _flat(same) == _flat(regions.generate(2, seed=4, preset="typical"))
 
 
+@pytest.mark.slow
 def test_cli_lengths_rejects_bad_values(tmp_path):
     for bad in ("90", "90,x", "0,350", "351,350"):
         p = _gen_regions("--regions", "1", "--preset", "typical", f"--lengths={bad}", "-o", str(tmp_path / "x.in"))

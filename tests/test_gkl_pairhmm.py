@@ -70,6 +70,8 @@ def _check(regs, double):
     return ours
 
 
+@pytest.mark.jvm
+@pytest.mark.slow
 @PRECISIONS
 def test_realistic_regions(gkl_jvm, realistic, double):
     assert any(b"N" in r.bases.tobytes() for r, _ in realistic)
@@ -77,6 +79,7 @@ def test_realistic_regions(gkl_jvm, realistic, double):
     _check(realistic, double)
 
 
+@pytest.mark.jvm
 @PRECISIONS
 def test_random_regions(gkl_jvm, random_regions, double):
     assert min(int(r.lengths.min()) for r, _ in random_regions) == 1
@@ -84,6 +87,7 @@ def test_random_regions(gkl_jvm, random_regions, double):
     _check(random_regions, double)
 
 
+@pytest.mark.jvm
 @PRECISIONS
 def test_underflow_regions_use_double(gkl_jvm, underflow, double):
     ours = _check(underflow, double)
@@ -103,12 +107,14 @@ def test_underflow_regions_use_double(gkl_jvm, underflow, double):
             assert deep <= st["double_pairs"] <= int(np.sum(o < -64.0))
 
 
+@pytest.mark.slow
 def test_realistic_regions_rarely_need_double(realistic):
     st = {}
     pyphmm.compute_regions(realistic, backend="cpu", stats=st)
     assert st["double_pairs"] < 0.05 * st["pairs"]
 
 
+@pytest.mark.jvm
 def test_quality_zero_gives_identical_neg_inf(gkl_jvm):
     """Quality 0 makes some likelihoods legitimately -inf (all gap-open
     penalties 0: P(M->M) = 0). Both must agree exactly on where, and within
@@ -138,6 +144,7 @@ def test_quality_zero_gives_identical_neg_inf(gkl_jvm):
         assert n_inf > zero[0].offsets.size  # -inf beyond the all-zero region too
 
 
+@pytest.mark.slow
 def test_threads_do_not_change_results(realistic, underflow):
     regs = realistic + underflow
     one = pyphmm.compute_regions(regs, backend="cpu", threads=1)
@@ -146,6 +153,7 @@ def test_threads_do_not_change_results(realistic, underflow):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 @PRECISIONS
 def test_compute_regions_equals_per_region_calls(realistic, underflow, random_regions, double):
     regs = realistic + underflow + random_regions
@@ -156,6 +164,7 @@ def test_compute_regions_equals_per_region_calls(realistic, underflow, random_re
         np.testing.assert_array_equal(t, pyphmm.compute_likelihoods(r, h, backend="cpu", double=double))
 
 
+@pytest.mark.jvm
 def test_neg_inf_exactly_where_gkl_gives_it(gkl_jvm):
     """The README's contract: -inf exactly where GKL gives -inf, never NaN.
     A 3 kb read that mismatches its haplotype everywhere underflows even

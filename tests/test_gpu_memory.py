@@ -17,9 +17,13 @@ from devtools.oracle import TOL, max_abs_diff
 from devtools.oracle.gkl import gkl_regions
 from devtools.regions import make_region
 
-pytestmark = pytest.mark.skipif(
-    not pyphmm.info()["cuda_usable"], reason="no usable CUDA device: " + pyphmm.info()["cuda_status"]
-)
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.jvm,
+    pytest.mark.skipif(
+        not pyphmm.info()["cuda_usable"], reason="no usable CUDA device: " + pyphmm.info()["cuda_status"]
+    ),
+]
 
 WARNING = "pyphmm: warning: GPU PairHMM failed"
 

@@ -103,7 +103,11 @@ def test_scripts_import_the_bootstrap_first():
         assert "_checkout" in tops[:first], f"{os.path.relpath(path, ROOT)} imports {tops[first]} before _checkout"
 
 
-@pytest.mark.parametrize("path", scripts_needing_the_root(), ids=os.path.basename)
+@pytest.mark.parametrize(
+    "path",
+    [p if k == 0 else pytest.param(p, marks=pytest.mark.slow) for k, p in enumerate(scripts_needing_the_root())],
+    ids=os.path.basename,
+)
 def test_scripts_run_from_the_root_without_pythonpath(path):
     """`python3 scripts/bench_multiproc.py` once failed with "No module named
     'devtools'" unless PYTHONPATH=. was set."""

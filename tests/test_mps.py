@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+import pyphmm
 from devtools.child import child_env, run_cli
 from pyphmm import mps
 
@@ -194,6 +195,7 @@ def test_cli_start_status_stop(tmp_path, fake_control):
     assert len([c for c in fake_control() if "quit" in c.get("stdin", [])]) == 1
 
 
+@pytest.mark.slow
 def test_cli_uses_exported_directories(tmp_path, fake_control):
     """After eval "$(pyphmm mps start --pipe-dir D)", stop and status find D."""
     pipe = str(tmp_path / "exported")
@@ -244,6 +246,7 @@ def test_private_daemon_quits_on_exit_and_on_error(fake_control):
     assert _quit_sent(fake_control(), pipe2)
 
 
+@pytest.mark.slow
 def test_private_daemon_that_never_answers(fake_control, monkeypatch):
     monkeypatch.setattr(mps, "START_WAIT_S", 0.3)
     monkeypatch.setenv("FAKE_MPS_SILENT", "1")  # -d succeeds, nothing answers
@@ -255,7 +258,7 @@ def test_private_daemon_that_never_answers(fake_control, monkeypatch):
     assert not os.path.exists(pipe)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)])
 def test_private_daemon_quits_on_signal(fake_control, sig):
     code = textwrap.dedent("""\
         import sys, time
@@ -317,6 +320,10 @@ def mps_stand_in():
         shutil.rmtree(pipe)
 
 
+@pytest.mark.skipif(
+    not pyphmm.info()["cuda_compiled"],
+    reason="the library looks for MPS in its CUDA backend (native/cuda/device.cu), which this build lacks",
+)
 @pytest.mark.parametrize(
     "control, server, nap, mps_seen, naps",
     [

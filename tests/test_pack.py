@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 
+@pytest.mark.slow
 def test_vector_packer_matches_scalar_and_layout(native_check_exe):
     exe = native_check_exe("pack_check", "common/pack_elems.cc", "common/config.cc")
     res = subprocess.run([str(exe)], capture_output=True, text=True, env=dict(os.environ, PYPHMM_DEV=""))
@@ -17,6 +18,7 @@ def test_vector_packer_matches_scalar_and_layout(native_check_exe):
     assert " 0 mismatches" in res.stdout, res.stdout
 
 
+@pytest.mark.slow
 def test_gpu_host_planning(native_check_exe):
     """The GPU PairHMM's planning (bins, constant triple, chunks, the packed
     buffer), which only CUDA builds link, compiled with the host compiler:

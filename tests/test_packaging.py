@@ -160,6 +160,7 @@ def test_compile_check_program_uses_the_library_flags(tmp_path):
     assert out == [repr(v) for v in values]
 
 
+@pytest.mark.packaging
 def test_jar_stores_one_library_per_platform_and_is_reproducible(tree, tmp_path):
     """Each library goes to pyphmm/native/<platform>/ by its ELF machine; the
     same inputs give the same bytes."""
@@ -290,6 +291,9 @@ def installed(wheel, tmp_path_factory):
     return str(target)
 
 
+@pytest.mark.packaging
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_wheel_is_abi3_manylinux_2_28_or_older(wheel):
     name = os.path.basename(wheel)[: -len(".whl")]
     _, _, python, abi, platforms = name.split("-")
@@ -299,6 +303,9 @@ def test_wheel_is_abi3_manylinux_2_28_or_older(wheel):
         assert int(tag.split("_")[2]) <= 28, tag
 
 
+@pytest.mark.packaging
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_wheel_and_its_jar_need_glibc_2_28_at_most(wheel):
     lines, ok = glibc.check_files([wheel], GLIBC_MAX)
     assert ok, "\n".join(lines)
@@ -323,6 +330,9 @@ RUN_INSTALLED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.packaging
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_installed_wheel_computes_what_gkl_computes(installed, tmp_path, gkl_jvm):
     regions = shim.random_regions(25, seed=20261123)
     rng = np.random.default_rng(7)
@@ -376,6 +386,9 @@ RUN_JAR = textwrap.dedent("""
 """)
 
 
+@pytest.mark.packaging
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_wheel_jar_alone_computes_what_gkl_computes(wheel, tmp_path, gkl_jvm):
     """The jar taken out of the wheel, behind GATK's binding API: the shim
     loads the library inside the jar (no PYPHMM_LIBRARY, no library path)
@@ -398,6 +411,9 @@ def test_wheel_jar_alone_computes_what_gkl_computes(wheel, tmp_path, gkl_jvm):
         assert f.read() == inside, f"the JVM mapped {mapped}, not the jar's library"
 
 
+@pytest.mark.packaging
+@pytest.mark.jvm
+@pytest.mark.slow
 def test_gatk_jar_output_writes_the_installed_jar(installed, tmp_path):
     """`pyphmm gatk-jar --output FILE` from the installed wheel: the user's
     way to take the standalone jar out of an installation."""

@@ -3,6 +3,7 @@ the same bytes as the Python reader and writer on every file it takes, the
 Python path for every file it leaves (which then computes or reports it),
 and Python's repr() for every double it writes."""
 
+import functools
 import os
 import struct
 import subprocess
@@ -132,6 +133,7 @@ def test_a_late_malformed_record_ends_a_run_that_computed_chunks(tmp_path):
     assert rc == lib.PYPHMM_E_INVALID and f"{path}:{bad_line}: read has 4 bases but QUAL has 3" in msg, msg
 
 
+@functools.lru_cache(maxsize=1)  # (the same text for every test: generating it takes seconds)
 def many_parts_text(records=8000):
     """About 2.5 MB of small records: the native reader parses it as several
     parts of about 1 MB on several threads. Blank lines, tabs and CRLF
@@ -153,6 +155,7 @@ def many_parts_text(records=8000):
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 def test_a_file_of_many_parts_gives_the_python_paths_bytes(tmp_path):
     """Its parts hold 4,000-10,000 results each, which the writer formats
     as tasks of whole records of about 4,096 results (kFormatPairs in
@@ -168,6 +171,7 @@ def test_a_file_of_many_parts_gives_the_python_paths_bytes(tmp_path):
     assert out.read_bytes() == py
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk_cells", [0, 1])
 def test_the_first_bad_record_of_many_parts_is_reported(tmp_path, chunk_cells):
     """Bad reads in a middle part and in the last: the run reports the
@@ -186,6 +190,7 @@ def test_the_first_bad_record_of_many_parts_is_reported(tmp_path, chunk_cells):
     assert rc == lib.PYPHMM_E_INVALID and msg == str(want.value), msg
 
 
+@pytest.mark.slow
 def test_a_record_of_more_text_than_a_chunk_is_read_line_by_line(tmp_path):
     """A record of over 64 MB of text (deep amplicon regions come close) is
     too large for the parsers that work on a chunk's text in memory: it is
@@ -218,6 +223,7 @@ def test_a_record_of_more_text_than_a_chunk_is_read_line_by_line(tmp_path):
         assert f.readline() == "1 1\n" and float(f.readline()) == one("AC", ["AC"])[0] and f.readline() == ""
 
 
+@pytest.mark.slow
 def test_a_failed_write_stops_the_parser(tmp_path, device_node):
     """Writing a chunk fails (disk full) while the next one parses: the run
     ends with the write error."""

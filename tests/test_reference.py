@@ -46,6 +46,7 @@ def short_regions():
     return regs
 
 
+@pytest.mark.jvm
 def test_reference_matches_gkl(gkl_jvm, short_regions):
     for double in (False, True):
         gkl = gkl_regions(short_regions, double=double)

@@ -67,6 +67,8 @@ def test_only_intelpdhmm_names_the_pdhmm_types():
     assert naming == ["com/intel/gkl/pdhmm/IntelPDHMM.class"]
 
 
+@pytest.mark.jvm
+@pytest.mark.slow
 @pytest.mark.parametrize("double", [False, True], ids=["float", "double"])
 def test_pairhmm_shim_matches_gkl(gkl_jvm, regions, double):
     ours = shim.Binding("shim", double=double, threads=2)
@@ -83,6 +85,7 @@ def test_pairhmm_shim_matches_gkl(gkl_jvm, regions, double):
     print(f"{'double' if double else 'float'}: {len(regions)} regions, {n_values} values, max |diff| {worst:.3g}")
 
 
+@pytest.mark.jvm
 def test_pairhmm_omp_class_and_null_arguments(gkl_jvm, regions):
     """IntelPairHmmOMP uses the same natives; initialize(null) means float, 1 thread."""
     omp = shim.Binding("shim-omp", threads=64)
@@ -101,6 +104,7 @@ def _expect(jpype, exc_name, fn):
         fn()
 
 
+@pytest.mark.jvm
 def test_pairhmm_errors_raise_and_jvm_survives(gkl_jvm, regions):
     jpype = gkl_jvm
     b = shim.Binding("shim")
@@ -139,6 +143,7 @@ def test_pairhmm_errors_raise_and_jvm_survives(gkl_jvm, regions):
     assert np.max(np.abs(b.compute(ok_region) - gkl.compute(ok_region))) <= TOL
 
 
+@pytest.mark.jvm
 def test_pairhmm_concurrent_java_threads_match_serial(gkl_jvm, regions):
     """8 threads call computeLikelihoods at once on different regions (jpype
     releases the GIL in Java calls) and get the serial results."""
@@ -183,7 +188,12 @@ LIBPATH_DRIVER = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("omp,double", [(False, False), (True, True)], ids=["IntelPairHmm-float", "OMP-double"])
+@pytest.mark.jvm
+@pytest.mark.parametrize(
+    "omp,double",
+    [(False, False), pytest.param(True, True, marks=pytest.mark.slow)],
+    ids=["IntelPairHmm-float", "OMP-double"],
+)
 def test_library_path_entry_point_runs_pyphmm_under_gkl_classes(gkl_jvm, tmp_path, omp, double):
     libdir = tmp_path / "gkl-libs"
     cli = subprocess.run(
@@ -258,7 +268,11 @@ def _sw_objects(jpype):
     return ours, gkl
 
 
-@pytest.mark.parametrize("strategy", ["SOFTCLIP", "INDEL", "LEADING_INDEL", "IGNORE"])
+@pytest.mark.jvm
+# (IGNORE: GKL's deviating pairs go through the Python reference, seconds more)
+@pytest.mark.parametrize(
+    "strategy", ["SOFTCLIP", "INDEL", "LEADING_INDEL", pytest.param("IGNORE", marks=pytest.mark.slow)]
+)
 def test_sw_shim_matches_gkl(gkl_jvm, strategy):
     """>= 2,000 pairs per strategy. GKL/GATK-Java deviations (docs/SMITH_WATERMAN.md: IGNORE
     with a trailing overhang) must match the literal Java rules, and nothing
@@ -289,6 +303,7 @@ def test_sw_shim_matches_gkl(gkl_jvm, strategy):
     print(f"{strategy}: 2000 pairs, {deviations} known GKL deviations (pyphmm == GATK Java)")
 
 
+@pytest.mark.jvm
 def test_sw_shim_input_checks(gkl_jvm):
     """GKL's Java-side checks, which run before the native call."""
     jpype = gkl_jvm
@@ -391,6 +406,8 @@ def test_cli_gatk_jar_and_libdir(tmp_path):
             assert f"Java_com_intel_gkl_IntelGKLUtils_{s}" in syms
 
 
+@pytest.mark.slow
+@pytest.mark.jvm
 @pytest.mark.parametrize("runner", ["cli", "script"])
 def test_gatk_runner_puts_shim_first(fake_gatk_jar, runner):
     gatk_args = ["HaplotypeCaller", "-R", "ref.fa", "--pair-hmm-implementation", "AVX_LOGLESS_CACHING"]

@@ -31,6 +31,10 @@ from devtools.child import child_env
 from devtools.oracle import java_harness as jh
 from devtools.oracle import shim
 
+# Every case runs GATK HEAD's caller in a JVM of its own (the shim tests of
+# tests/test_shim.py load the jar through the same loader in the shared JVM).
+pytestmark = [pytest.mark.jvm, pytest.mark.slow]
+
 REPO = shim.REPO
 MACHINE = os.uname().machine  # x86_64 or aarch64: the jar built here holds this one
 RESOURCE = f"pyphmm/native/linux-{MACHINE}/libpyphmm.so"

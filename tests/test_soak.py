@@ -13,9 +13,13 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from devtools.child import child_env
 from devtools.oracle import java_harness as jh
 from devtools.oracle import shim
+
+pytestmark = [pytest.mark.jvm, pytest.mark.slow]
 
 REPO = shim.REPO
 

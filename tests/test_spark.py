@@ -28,6 +28,8 @@ from devtools.oracle import gkl as gkl_oracle
 from devtools.oracle import java_harness as jh
 from devtools.oracle import shim
 
+pytestmark = [pytest.mark.jvm, pytest.mark.slow]
+
 N_REGIONS = 64
 PARTITIONS = 8
 

@@ -20,6 +20,7 @@ from pyphmm import sw
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RANDOM_PAIRS = int(os.environ.get("PYPHMM_SW_RANDOM_PAIRS", "5000"))
 REFERENCE_SAMPLE = 40  # non-deviating pairs per (preset, strategy) also checked against the reference
+QUICK_PRESETS = ("NEW_SW_PARAMETERS", "ALIGNMENT_TO_BEST_HAPLOTYPE")
 
 
 # ---- worked examples (docs/SMITH_WATERMAN.md) and GATK's vectors --------------------
@@ -80,8 +81,15 @@ def random_pairs():
 DEVIATIONS = {}
 
 
-@pytest.mark.parametrize("preset", list(sw.PRESETS))
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.jvm
+# The quick tier keeps the two presets HaplotypeCaller aligns with; IGNORE's
+# deviating pairs go through the Python reference, seconds more.
+@pytest.mark.parametrize(
+    "preset", [p if p in QUICK_PRESETS else pytest.param(p, marks=pytest.mark.slow) for p in sw.PRESETS]
+)
+@pytest.mark.parametrize(
+    "strategy", [pytest.param(s, marks=pytest.mark.slow) if s == "IGNORE" else s for s in STRATEGIES]
+)
 def test_random_vs_gkl(gkl_sw, random_pairs, preset, strategy):
     refs, alts, kinds = random_pairs
     params = sw.PRESETS[preset]
@@ -127,6 +135,7 @@ def test_deviation_kinds_cover_every_generator_kind(random_pairs):
     assert set(random_pairs[2]) == set(KINDS)
 
 
+@pytest.mark.jvm
 def test_long_pairs_vs_gkl(gkl_sw):
     """Haplotype-sized pairs (up to ~500 bp, and one of 1 kbp) under every setting.
 
@@ -149,6 +158,7 @@ def test_long_pairs_vs_gkl(gkl_sw):
                 assert (cig[i], int(off[i])) == theirs, (preset, strategy, i)
 
 
+@pytest.mark.jvm
 def test_max_length_pair(gkl_sw):
     """32,767 bp ref: the local alignment equals GKL's on a 1 kbp window around it."""
     rng = np.random.default_rng(11)
@@ -183,6 +193,7 @@ def test_simd_paths_agree():
     assert len(outs) == 1
 
 
+@pytest.mark.slow
 def test_gpu_kernels_emulated_on_cpu(native_check_exe):
     """The CUDA kernels' code (sw_cuda_kernels.cuh), run on the CPU with emulated
     lanes and shuffles, equals the CPU backend; covers the GPU logic where no GPU is.

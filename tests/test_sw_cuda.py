@@ -13,9 +13,10 @@ from devtools.oracle.gkl_sw import STRATEGIES, fold_trailing_clip
 from devtools.sw_pairs import hap_vs_ref, make_pairs, read_vs_hap
 from pyphmm import sw
 
-pytestmark = pytest.mark.skipif(
-    not pyphmm.info()["cuda_usable"], reason=f"no usable GPU: {pyphmm.info()['cuda_status']}"
-)
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not pyphmm.info()["cuda_usable"], reason=f"no usable GPU: {pyphmm.info()['cuda_status']}"),
+]
 
 GPU_PAIRS = int(os.environ.get("PYPHMM_SW_GPU_PAIRS", "20000"))
 
@@ -52,6 +53,7 @@ def test_gpu_per_pair_settings():
     _assert_same(gpu, cpu, refs, alts)
 
 
+@pytest.mark.jvm
 def test_gpu_workloads_equal_cpu_and_gkl(gkl_jvm):
     from devtools.oracle.gkl_sw import GklSmithWaterman
 

@@ -12,6 +12,8 @@ import os
 
 import numpy as np
 
+from .. import jvm_guard
+
 JAR_NAMES = (
     "gkl.jar",
     "gatk-native-bindings.jar",
@@ -45,6 +47,7 @@ def missing_reason():
 
 def start_jvm():
     """Starts the shared JVM (idempotent) and returns the jpype module."""
+    jvm_guard.check("the shared jpype JVM with GKL")
     import jpype
     import jpype.imports  # noqa: F401
 

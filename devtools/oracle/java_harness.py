@@ -15,6 +15,7 @@ import subprocess
 
 import pytest
 
+from .. import jvm_guard
 from . import gkl as gkl_oracle
 from . import pdhmm_api, shim
 
@@ -24,6 +25,8 @@ JAVA_SOURCES = os.path.join(
 
 
 def java() -> str:
+    """The java launcher a harness runs with (JAVA_HOME's, else PATH's)."""
+    jvm_guard.check("java")
     home = os.environ.get("JAVA_HOME")
     if home and os.path.exists(os.path.join(home, "bin", "java")):
         return os.path.join(home, "bin", "java")
@@ -40,6 +43,7 @@ def require_javac() -> None:
 def compile_sources(dest, names, classpath, release: int = 11) -> str:
     """javac --release RELEASE of tests/java/NAMES into dest; returns dest."""
     require_javac()
+    jvm_guard.check("javac")
     os.makedirs(dest, exist_ok=True)
     srcs = [os.path.join(JAVA_SOURCES, n) for n in names]
     p = subprocess.run(

@@ -39,8 +39,9 @@ int resolve_backend(const pyphmm_options* o, int64_t cells, int64_t min_cells, p
         return PYPHMM_BACKEND_CUDA;
     }
     if (!gpu.usable) {
+        // (a CPU-only build says nothing: no GPU was meant; a fake GPU stands in for a real one)
         static std::atomic<bool> said{false};
-        if (cuda_probe().compiled && !said.exchange(true))
+        if ((cuda_probe().compiled || gpu.fake) && !said.exchange(true))
             std::fprintf(stderr, "pyphmm: CUDA unavailable (%s), using the CPU backend\n", gpu.status);
         return PYPHMM_BACKEND_CPU;
     }

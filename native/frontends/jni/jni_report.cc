@@ -67,7 +67,9 @@ const char* threshold_source(int source) {
 std::string pairhmm_backend(const pyphmm_info& i) {
     if (i.backend == PYPHMM_BACKEND_CPU) return "CPU (PYPHMM_BACKEND=cpu)";
     if (!i.cuda_usable) {
-        std::string why = i.cuda_compiled ? std::string("no GPU: ") + i.cuda_status : "built without CUDA";
+        // (device_count: the fake GPUs a CPU-only build's tests stand in with)
+        const bool gpu_possible = i.cuda_compiled || i.device_count > 0;
+        std::string why = gpu_possible ? std::string("no GPU: ") + i.cuda_status : "built without CUDA";
         if (i.backend == PYPHMM_BACKEND_CUDA) return "GPU demanded by PYPHMM_BACKEND=cuda but unusable (" + why + ")";
         return "CPU (" + why + ")";
     }
