@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 
+import _checkout  # noqa: F401  (the repository root importable)
 import numpy as np
 
 from devtools import ROOT as REPO
