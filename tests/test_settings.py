@@ -57,6 +57,15 @@ def test_info_lists_every_user_setting_and_developer_key():
     assert "PYPHMM_TEST" not in p.stdout  # test seams show only when set
 
 
+def test_the_readme_table_lists_the_user_settings():
+    """The README's configuration table: every user setting the library
+    reads, and the shim's PYPHMM_LIBRARY; nothing else."""
+    text = open(f"{ROOT}/README.md").read()
+    table = text[text.index("## Configuration") :].split("\n## ")[0]
+    rows = [line.split("`")[1] for line in table.splitlines() if line.startswith("| `")]
+    assert rows == [*USER_SETTINGS, "PYPHMM_LIBRARY"]
+
+
 def test_developer_keys_are_documented():
     p = cli("info", "--verbose")
     keys = [line.split()[0] for line in p.stdout.splitlines() if line.startswith("  ")]
