@@ -7,6 +7,7 @@ read once per process, so tests that vary them run a child Python.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -66,3 +67,13 @@ def run_cli(*args, env: dict | None = None, timeout: float = 300, **kw) -> subpr
         timeout=timeout,
         **kw,
     )
+
+
+def default_signals() -> None:
+    """A child's preexec_fn: the terminating signals the CLI handles at their
+    default disposition, as in a terminal's foreground job. A shell without
+    job control starts background commands with SIGINT and SIGQUIT ignored,
+    and the CLI keeps a signal ignored that it inherits ignored (nohup), so
+    a test that sends one must not depend on how its runner was started."""
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM, signal.SIGUSR1):
+        signal.signal(sig, signal.SIG_DFL)

@@ -13,7 +13,7 @@ import pytest
 from pyphmm._pyphmm import ffi, lib
 
 import pyphmm
-from devtools.child import child_env, run_cli
+from devtools.child import child_env, default_signals, run_cli
 from devtools.testdata import sw_cases
 from pyphmm import _native, io
 from pyphmm.cli.output import OutputFile
@@ -224,6 +224,7 @@ def test_signals_leave_no_file(tmp_path, native, sig):
         env=env,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,
     )
     deadline = time.time() + 60
     while not os.listdir(out_dir) and time.time() < deadline and p.poll() is None:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from devtools.child import child_env
+from devtools.child import child_env, default_signals
 from devtools.testdata import sw_cases
 from pyphmm.gatk import jar_path
 from pyphmm.samples import sample_path
@@ -61,6 +61,7 @@ def test_a_signal_during_a_call_into_c_ends_the_run_at_once(tmp_path, command, s
         env=child_env(PYPHMM_DEV="native_reader=0"),
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,
     )
     try:
         assert p.stderr.readline() == "BUSY\n"
