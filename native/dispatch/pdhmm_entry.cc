@@ -1,13 +1,17 @@
 // pyphmm_pdhmm: argument checks with GKL's rules (what GKL refuses is
 // PYPHMM_E_INVALID here, naming region, read and position), the backend of
-// the call, statistics. Kernels never see unchecked input.
+// the call (per-call threshold, GPU->CPU fallback), GKL's check of the
+// results, statistics. Kernels never see unchecked input.
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
+#include "common/config.h"
 #include "common/errors.h"
 #include "common/pd_tables.h"
 #include "cpu/pdhmm_cpu.h"
+#include "dispatch/calibrate.h"
+#include "dispatch/gpu.h"
 #include "dispatch/policy.h"
 #include "pyphmm.h"
 
@@ -128,13 +132,56 @@ int check_region(const pyphmm_pd_region& g, int64_t k, int64_t* cells, pyphmm_er
     return PYPHMM_OK;
 }
 
-// The backend of a PDHMM call: the CPU for CPU and AUTO (the GPU kernel is
-// not there yet), PYPHMM_E_UNAVAILABLE (as a negative value) for CUDA.
-int pdhmm_backend(const pyphmm_options* options, pyphmm_error* error) {
-    if (requested_backend(options) == PYPHMM_BACKEND_CUDA)
-        return -set_error(error, PYPHMM_E_UNAVAILABLE,
-                          "CUDA backend requested but unavailable: no GPU PDHMM in this build");
-    return PYPHMM_BACKEND_CPU;
+// GKL's check of every result (the CPU backend makes it itself): a log10
+// probability is <= 0, -inf included; anything else (NaN, > 0) is GKL's
+// failure status.
+int check_results(const pyphmm_pd_region* regions, int64_t num_regions, const double* out, pyphmm_error* err) {
+    int64_t i = 0;
+    for (int64_t k = 0; k < num_regions; ++k) {
+        const pyphmm_pd_region& g = regions[k];
+        for (int32_t r = 0; r < g.num_reads; ++r)
+            for (int32_t h = 0; h < g.num_haps; ++h, ++i)
+                if (!(out[i] <= 0.0))
+                    return set_error(err, PYPHMM_E_INVALID,
+                                     "region %lld, read %d, haplotype %d: log10 likelihood %g is not a probability "
+                                     "(GKL reports this as a failure)",
+                                     (long long)k, r, h, out[i]);
+    }
+    return PYPHMM_OK;
+}
+
+void print_dispatch(const pyphmm_stats& st, int64_t regions, int64_t cells, int64_t min_cells) {
+    std::fprintf(stderr, "pyphmm: PDHMM dispatch: %lld regions, %lld cells (threshold %lld): %s%s; %.3f ms\n",
+                 (long long)regions, (long long)cells, (long long)min_cells,
+                 st.backend_used == PYPHMM_BACKEND_CUDA ? "GPU" : "CPU", st.fell_back ? " (GPU failed)" : "",
+                 st.seconds * 1e3);
+}
+
+// A validated PDHMM call: under AUTO the GPU when one is usable and the
+// call has at least the calibrated threshold's cells (at the call's thread
+// count), else the CPU; a GPU failure recomputes the call on the CPU.
+int pdhmm_call(const pyphmm_pd_region* regions, int64_t n, int64_t cells, double* out, const pyphmm_options* options,
+               pyphmm_stats* st, pyphmm_error* error) {
+    const int threads = default_threads(options);
+    // Only AUTO with a GPU needs the threshold (the first such call
+    // calibrates it); a CPU call never probes the GPU.
+    const int asked = requested_backend(options);
+    const int64_t min_cells = asked == PYPHMM_BACKEND_AUTO && gpu_usable() ? pd_gpu_min_cells(threads, nullptr) : 0;
+    const int backend = resolve_backend(options, cells, min_cells, error);
+    if (backend < 0) return -backend;
+    auto cpu = [&] { return cpu_pdhmm(regions, n, out, threads, st, error); };
+    auto gpu = [&](pyphmm_error* e) {
+        GpuCallOptions call;
+        call.timing = timing_wanted(options);
+        return gpu_pdhmm(regions, n, out, requested_device(options), call, st, e);
+    };
+    int rc = backend != PYPHMM_BACKEND_CUDA ? cpu() : gpu_else_cpu("PDHMM", st, gpu, cpu);
+    const bool on_gpu = st->backend_used == PYPHMM_BACKEND_CUDA;
+    if (rc == PYPHMM_OK && on_gpu) rc = check_results(regions, n, out, error);
+    (on_gpu ? st->gpu_regions : st->cpu_regions) = n;
+    (on_gpu ? st->gpu_cells : st->cpu_cells) = cells;
+    if (config::debug()) print_dispatch(*st, n, cells, min_cells);
+    return rc;
 }
 
 }  // namespace
@@ -158,15 +205,13 @@ extern "C" int pyphmm_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions
             results += static_cast<int64_t>(regions[k].num_reads) * regions[k].num_haps;
         }
         if (results > 0 && !out) return set_error(error, PYPHMM_E_INVALID, "output buffer is NULL");
-        const int backend = pdhmm_backend(options, error);
-        if (backend < 0) return -backend;
         if (results == 0) return PYPHMM_OK;
         pyphmm_stats local;
         pyphmm_stats* st = stats ? stats : &local;
         clear_stats(st);
-        const int rc = cpu_pdhmm(regions, num_regions, out, default_threads(options), st, error);
-        st->cpu_regions = num_regions;
-        st->cpu_cells = cells;
+        const int rc = pdhmm_call(regions, num_regions, cells, out, options, st, error);
+        st->pairs = results;
+        st->cells = cells;
         return rc;
     });
 }

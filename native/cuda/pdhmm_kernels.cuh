@@ -1,0 +1,417 @@
+// Device side of the GPU PDHMM: GKL 0.9's partially determined PairHMM in
+// double precision, as an anti-diagonal wavefront (docs/PDHMM.md, "GPU").
+//
+// A group of P consecutive lanes computes one read x haplotype pair. Lane t
+// owns K consecutive rows of the (padded) read: their transitions and
+// emissions in registers, and per row the values of the previous column
+// (L, below) and the branch values captured before a deletion span (B). At
+// step s lane t computes column j = s - t + 1 of its K rows; what its first
+// row needs of the row above comes from lane t - 1 by warp shuffle, and
+// each column's code (pdhmm_layout.h) enters at lane 0 and moves down one
+// lane per step. Row padding goes at the top: a padding row (emissions 0,
+// gap continuation 1) reproduces row 0 (M = X = 0, Y = 2^1020 / n) at every
+// column, so the read's last row is the last lane's last register row.
+//
+// The recurrence, from GKL's serial code (docs/PDHMM.md): with B the branch
+// values of a cell and st(j) the deletion state of column j,
+//   B(i,j) = L(i,j-1) unless st(j) = INSIDE_DEL, where B(i,j) = B(i,j-1)
+//   M = prior * ((Ld.M*mm + Ld.X*gm) + Ld.Y*gm)    Ld = L(i-1,j-1)
+//   Y = Ll.M*to_del + Ll.Y*cont                   Ll = L(i,j-1)
+//   X = T.M*to_ins + T.X*cont                     T = L(i-1,j)
+//   L(i,j) = max(v, B(i,j)) per quantity where column j has DEL_END, else v
+// where v = (M, X, Y) of the cell. That is GKL's: its AFTER_DEL merges of
+// the diagonal and the left (the state after a DEL_END column) and its
+// DEL_END merge of the top are all max(value, branch) of a cell whose
+// column has DEL_END; its branch copies are L of the column before, or the
+// span's captured value. The result is sum over j of (M + X) of the last
+// row, unmerged, in column order.
+//
+// Only DEL_END columns read B, and only the column before a span captures
+// it (kCap): every other column is the plain PairHMM step. A warp takes the
+// general step only when one of its lanes is at such a column (a warp vote
+// per step); both steps leave the same values where no flag is set.
+//
+// Arithmetic: every product and sum rounded on its own, in GKL's order
+// (__dmul_rn / __dadd_rn: nvcc cannot contract them into fused
+// multiply-adds), so every sum is bit-identical to the CPU reference,
+// which is GKL's serial code. The host takes the log10.
+//
+// Reads longer than 32 * K rows are swept in stripes of 32 * K rows: the
+// last lane stores, per column, what the next stripe's first row needs
+// (the two sums of the edge below), and lane 0 of the next stripe reads it.
+//
+// The emulator (tests/native/pdhmm_cuda_emu.cc) compiles this file as host
+// code, with lanes as threads.
+#pragma once
+#include <cstdint>
+
+#include "cuda/pdhmm_layout.h"
+
+#if defined(__CUDACC__)
+#define PYPHMM_PD_DEV __device__ __forceinline__
+#else
+#define PYPHMM_PD_DEV inline
+#endif
+
+namespace pyphmm {
+namespace pdk {
+
+// Kernel arguments.
+struct PdArgs {
+    const PdPairDesc* pairs;  // the chunk's pairs, sorted by launch entry
+    const PdRowElem* rows;    // read rows
+    const uint32_t* codes;    // haplotype column codes (16-byte aligned per haplotype)
+    const double* err;        // GKL's error_prob, 255 qualities
+    const double* third;      // error_prob / 3.0, as the host divides
+    const double* m2m;        // GKL's match-to-match table (gap qualities <= 127)
+    double ic;                // 2^1020
+    double* out;              // sums, by PdPairDesc::out
+    double* scratch;          // striped entry: 2 * scratch_stride doubles per warp
+    int scratch_stride;
+};
+
+// ---- arithmetic ------------------------------------------------------------
+#if defined(__CUDACC__)
+PYPHMM_PD_DEV double pd_mul(double a, double b) { return __dmul_rn(a, b); }
+PYPHMM_PD_DEV double pd_add(double a, double b) { return __dadd_rn(a, b); }
+PYPHMM_PD_DEV double pd_sub(double a, double b) { return __dsub_rn(a, b); }
+PYPHMM_PD_DEV double pd_div(double a, double b) { return __ddiv_rn(a, b); }
+// (operands are never NaN; fmax's choice between +0 and -0 never arises: no value is negative)
+PYPHMM_PD_DEV double pd_max(double a, double b) { return fmax(a, b); }
+template <typename T>
+PYPHMM_PD_DEV T pd_ldg(const T* p) {
+    return __ldg(p);
+}
+PYPHMM_PD_DEV PdRowElem pd_ldg(const PdRowElem* p) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+    return {v.x, v.y};
+}
+// v, as a value the compiler cannot recompute in every block of steps.
+PYPHMM_PD_DEV double pd_opaque(double v) {
+    asm("" : "+d"(v));
+    return v;
+}
+#else
+PYPHMM_PD_DEV double pd_mul(double a, double b) { return a * b; }
+PYPHMM_PD_DEV double pd_add(double a, double b) { return a + b; }
+PYPHMM_PD_DEV double pd_sub(double a, double b) { return a - b; }
+PYPHMM_PD_DEV double pd_div(double a, double b) { return a / b; }
+PYPHMM_PD_DEV double pd_max(double a, double b) { return a < b ? b : a; }
+template <typename T>
+PYPHMM_PD_DEV T pd_ldg(const T* p) {
+    return *p;
+}
+PYPHMM_PD_DEV double pd_opaque(double v) { return v; }
+#endif
+
+// A row's gap transitions (GKL's order of names: mm = matchToMatch, gm =
+// indelToMatch, to_ins, to_del, cont = insertion/deletion continuation).
+struct PdGaps {
+    double mm, gm, to_ins, to_del, cont;
+};
+
+PYPHMM_PD_DEV PdGaps pd_gaps(const PdArgs& a, PdRowElem e) {
+    const uint32_t ins = (e.x >> 16) & 0xFFu, del = e.x >> 24, gcp = e.y;
+    const uint32_t lo = ins < del ? ins : del, hi = ins < del ? del : ins;
+    const double cont = pd_ldg(a.err + gcp);
+    return {pd_ldg(a.m2m + hi * (hi + 1) / 2 + lo), pd_sub(1.0, cont), pd_ldg(a.err + ins), pd_ldg(a.err + del), cont};
+}
+
+// What a lane hands the lane below after each step, from its last row at
+// the step's column j, already combined with the next row's transitions:
+// w = that row's M sum at column j + 1 (its M = prior * w), v = its X at
+// column j. The same operations as a row within a lane, so the bits agree.
+struct PdEdge {
+    double w, v;
+};
+
+PYPHMM_PD_DEV PdEdge pd_edge(const PdGaps& below, double lm, double lx, double ly, double tm, double tx) {
+    return {pd_add(pd_add(pd_mul(lm, below.mm), pd_mul(lx, below.gm)), pd_mul(ly, below.gm)),
+            pd_add(pd_mul(tm, below.to_ins), pd_mul(tx, below.cont))};
+}
+
+// A lane's K rows: transitions, emissions (match, mismatch) and read codes.
+template <int K>
+struct PdLaneRows {
+    double mm[K], gm[K], to_ins[K], to_del[K], cont[K], em[K], ex[K];
+    uint32_t rc[K];
+};
+
+// One step of one lane: its K rows at column j with code `code`. o* hold L
+// at column j - 1, n* receive L at column j; b* are the branch values; d is
+// the lane above's edge at column j - 1, u at column j. tm/tx receive the
+// last row's L.M and L.X at column j (the edge's top), sm/sx its unmerged M
+// and X (the result's terms). r1k: the register row that is the read's
+// first row (its own span flags), if this lane has it.
+// GENERAL = false is the step of a warp whose columns have no kSpecial
+// flag: L = v, and the branch values stay as they are. The general step
+// first sets B(i, j): L(i, j - 1) outside a span, else the value captured
+// at the span's start. (It also does so at columns that need no B: a B
+// that is not inside a span is read only at the column where it is set,
+// and a column before a span, kCap, always takes this step.)
+template <int K, bool GENERAL>
+PYPHMM_PD_DEV void pd_lane_step(const PdLaneRows<K>& r, uint32_t code, int r1k, const PdEdge& d, const PdEdge& u,
+                                const double (&oM)[K], const double (&oX)[K], const double (&oY)[K], double (&nM)[K],
+                                double (&nX)[K], double (&nY)[K], double (&bM)[K], double (&bX)[K], double (&bY)[K],
+                                double& tm, double& tx, double& sm, double& sx) {
+    if (GENERAL) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const uint32_t f = k == r1k ? code >> kRow1Shift : code;  // row 1's own span flags
+            if (!(f & kInside)) {
+                bM[k] = oM[k];
+                bX[k] = oX[k];
+                bY[k] = oY[k];
+            }
+        }
+    }
+    const bool merge = GENERAL && (code & kDelEnd) != 0u;
+    double am = 0.0, ax = 0.0;  // L.M and L.X of the row above at column j
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const double prior = pd_matches(code, r.rc[k]) ? r.em[k] : r.ex[k];
+        double M, X;
+        if (k == 0) {
+            M = pd_mul(prior, d.w);
+            X = u.v;
+        } else {
+            M = pd_mul(prior, pd_add(pd_add(pd_mul(oM[k - 1], r.mm[k]), pd_mul(oX[k - 1], r.gm[k])),
+                                     pd_mul(oY[k - 1], r.gm[k])));
+            X = pd_add(pd_mul(am, r.to_ins[k]), pd_mul(ax, r.cont[k]));
+        }
+        double Y = pd_add(pd_mul(oM[k], r.to_del[k]), pd_mul(oY[k], r.cont[k]));
+        if (k == K - 1) {
+            sm = M;
+            sx = X;
+        }
+        if (merge) {
+            M = pd_max(M, bM[k]);
+            X = pd_max(X, bX[k]);
+            Y = pd_max(Y, bY[k]);
+        }
+        nM[k] = M;
+        nX[k] = X;
+        nY[k] = Y;
+        am = M;
+        ax = X;
+    }
+    tm = am;
+    tx = ax;
+}
+
+template <int P>
+PYPHMM_PD_DEV PdEdge pd_shfl_edge(const PdEdge& e) {
+    return {__shfl_up_sync(0xffffffffu, e.w, 1, P), __shfl_up_sync(0xffffffffu, e.v, 1, P)};
+}
+
+// The forward algorithm for one pair by one group of P lanes; returns the
+// sum (meaningful in lane P - 1). n_act: the pair's haplotype length, 0 for
+// a group without a pair (it runs the warp's steps and computes nothing);
+// steps: the warp's step count.
+template <int P, int K, bool STRIPED>
+PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act, int steps, int t, double* scratch) {
+    constexpr unsigned kFull = 0xffffffffu;
+    constexpr int R = P * K;
+    const int m = d.m, n = d.n;
+    const int nstripes = STRIPED ? (m + R - 1) / R : 1;
+    const int pad = nstripes * R - m;
+    const double ic_n = pd_opaque(pd_div(a.ic, static_cast<double>(n)));
+    const PdRowElem* rd = a.rows + d.roff;
+    const uint32_t* cp = a.codes + d.hoff;
+    const int last_code = static_cast<int>(pd_code_stride(n)) - 1;  // (zeros follow the codes)
+    const int ss = a.scratch_stride;
+    double sum = 0.0;
+
+    for (int stripe = 0; stripe < nstripes; ++stripe) {
+        PdLaneRows<K> r;
+        double Ma[K], Xa[K], Ya[K], Mb[K], Xb[K], Yb[K], bM[K], bX[K], bY[K];
+        const int row0 = stripe * R + t * K - pad;  // read row (0-based) of register row 0; < 0: padding
+        const int r1k = -row0;
+        PdRowElem elem[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) elem[k] = row0 + k >= 0 ? pd_ldg(rd + row0 + k) : PdRowElem{0, 0};
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            const bool padding = row0 + k < 0;
+            const PdGaps g = pd_gaps(a, elem[k]);
+            const uint32_t q = (elem[k].x >> 8) & 0xFFu;
+            const double e = pd_ldg(a.err + q);
+            r.mm[k] = padding ? 0.0 : g.mm;
+            r.gm[k] = padding ? 0.0 : g.gm;
+            r.to_ins[k] = padding ? 0.0 : g.to_ins;
+            r.to_del[k] = padding ? 0.0 : g.to_del;
+            r.cont[k] = padding ? 1.0 : g.cont;
+            r.em[k] = padding ? 0.0 : pd_sub(1.0, e);
+            r.ex[k] = padding ? 0.0 : pd_ldg(a.third + q);
+            r.rc[k] = padding ? 0u : pd_read_code(elem[k].x & 0xFFu);
+            // Both register sets start as column 0, so a lane that has not
+            // started (j < 1) reads column 0 from either.
+            Ma[k] = Xa[k] = Mb[k] = Xb[k] = 0.0;
+            Ya[k] = Yb[k] = padding ? ic_n : 0.0;
+            bM[k] = bX[k] = bY[k] = 0.0;
+        }
+        // The transitions of the row below this lane's last (the next
+        // lane's first, or the next stripe's first for the last lane).
+        const int rb = row0 + K;
+        const PdGaps below = rb >= 0 && rb < m ? pd_gaps(a, pd_ldg(rd + rb)) : PdGaps{0.0, 0.0, 0.0, 0.0, 1.0};
+        // Lane 0's boundary: row 0 (L = (0, 0, 2^1020/n), T = (0, 0)), or
+        // the previous stripe's last row from the scratch.
+        const PdGaps own{r.mm[0], r.gm[0], r.to_ins[0], r.to_del[0], r.cont[0]};
+        const PdEdge bE = pd_edge(own, 0.0, 0.0, ic_n, 0.0, 0.0);
+        double tm = 0.0, tx = 0.0;  // the last row's T at the step's column (column 0: 0)
+        PdEdge d0 = pd_shfl_edge<P>(pd_edge(below, Ma[K - 1], Xa[K - 1], Ya[K - 1], tm, tx));
+        PdEdge d1 = d0;
+        const double* sW = scratch;
+        const double* sV = scratch + ss;
+        const bool from_scratch = STRIPED && stripe > 0 && t == 0;
+        if (t == 0) {
+            d0 = d1 = bE;
+            if (from_scratch) {
+                d0 = PdEdge{0.0, 0.0};  // column 0 of rows >= 2
+                d1 = PdEdge{sW[1], sV[1]};
+            }
+        }
+        // striped: lane 0 reads the previous stripe's edges 4 steps ahead
+        PdEdge pf[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            const int col = b + 2 < n ? b + 2 : n;
+            pf[b] = from_scratch ? PdEdge{sW[col], sV[col]} : bE;
+        }
+        const bool last_stripe = stripe == nstripes - 1;
+        uint32_t code = 0;  // (a lane that has not started passes on no flags)
+        // Lane 0 loads each column's code 4 steps ahead (the others' codes come by shuffle).
+        uint32_t c4[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) c4[b] = t == 0 ? pd_ldg(cp + b) : 0u;
+
+// One step: the code moves down a lane, the warp votes for the general
+// step, the lane computes its rows if its column is in the haplotype, and
+// hands its edge down; lane 0 takes its boundary instead.
+#define PYPHMM_PD_STEP(B, OM, OX, OY, NM, NX, NY, D, U)                                                         \
+    {                                                                                                           \
+        code = __shfl_up_sync(kFull, code, 1, P);                                                               \
+        if (t == 0) {                                                                                           \
+            code = c4[B];                                                                                       \
+            c4[B] = pd_ldg(cp + (s0 + (B) + 4 < last_code ? s0 + (B) + 4 : last_code));                         \
+        }                                                                                                       \
+        const int j = s0 + (B)-t + 1;                                                                           \
+        const bool in_hap = static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act);                        \
+        const bool general = __any_sync(kFull, in_hap && (code & kSpecial) != 0u);                              \
+        if (in_hap) {                                                                                           \
+            double sm = 0.0, sx = 0.0;                                                                          \
+            if (general)                                                                                        \
+                pd_lane_step<K, true>(r, code, r1k, D, U, OM, OX, OY, NM, NX, NY, bM, bX, bY, tm, tx, sm, sx);  \
+            else                                                                                                \
+                pd_lane_step<K, false>(r, code, r1k, D, U, OM, OX, OY, NM, NX, NY, bM, bX, bY, tm, tx, sm, sx); \
+            if (t == P - 1) {                                                                                   \
+                if (last_stripe) {                                                                              \
+                    sum = pd_add(sum, pd_add(sm, sx));                                                          \
+                } else if (STRIPED) {                                                                           \
+                    const PdEdge e_ = pd_edge(below, NM[K - 1], NX[K - 1], NY[K - 1], tm, tx);                  \
+                    scratch[j] = e_.w;                                                                          \
+                    scratch[ss + j] = e_.v;                                                                     \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+        const PdEdge e_ = pd_shfl_edge<P>(pd_edge(below, NM[K - 1], NX[K - 1], NY[K - 1], tm, tx));             \
+        D = t == 0 ? pf[B] : e_;                                                                                \
+    }
+
+        for (int s0 = 0; s0 < steps; s0 += 4) {
+            PdEdge q[4];
+#pragma unroll
+            for (int b = 0; b < 4; ++b) {  // lane 0's boundary for steps s0+4..s0+7 (columns s0+b+6)
+                const int col = s0 + b + 6 < n ? s0 + b + 6 : n;
+                q[b] = from_scratch ? PdEdge{sW[col], sV[col]} : bE;
+            }
+            PYPHMM_PD_STEP(0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1)
+            PYPHMM_PD_STEP(1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0)
+            PYPHMM_PD_STEP(2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1)
+            PYPHMM_PD_STEP(3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0)
+#pragma unroll
+            for (int b = 0; b < 4; ++b) pf[b] = q[b];
+        }
+#undef PYPHMM_PD_STEP
+        if (STRIPED) __syncwarp();
+    }
+    return sum;
+}
+
+// The pairs [first, first + count) of one bin, `nblocks` blocks of which
+// this is block `block`. Groups of a warp take consecutive pairs (the host
+// puts pairs of one haplotype side by side) and run the warp's longest
+// step count, so every shuffle is full-warp and converged.
+template <int P, int K, bool STRIPED>
+PYPHMM_PD_DEV void pd_run_bin(const PdArgs& a, int first, int count, int block, int nblocks) {
+    constexpr int G = 32 / P;
+    const int lane = threadIdx.x & 31;
+    const int t = lane & (P - 1);
+    const int g = lane / P;
+    const int warp = (block * kPdBlock + static_cast<int>(threadIdx.x)) >> 5;
+    const int nwarps = nblocks * (kPdBlock / 32);
+    double* scratch = STRIPED ? a.scratch + static_cast<int64_t>(warp) * 2 * a.scratch_stride : nullptr;
+    for (int base = warp * G; base < count; base += nwarps * G) {
+        const int q = base + g;
+        const bool valid = q < count;
+        const PdPairDesc d = a.pairs[first + (valid ? q : base)];
+        const int n_act = valid ? d.n : 0;
+        const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
+        const double sum = pd_forward<P, K, STRIPED>(a, d, n_act, steps, t, scratch);
+        if (valid && t == P - 1) a.out[d.out] = sum;
+    }
+}
+
+// Runs bin `bin` with the table's P and K.
+PYPHMM_PD_DEV void pd_run_any(int bin, const PdArgs& a, int first, int count, int block, int nblocks) {
+#define PYPHMM_PD_BIN(b) \
+    case b: pd_run_bin<kPdBins[b].P, kPdBins[b].K, kPdBins[b].striped>(a, first, count, block, nblocks); break;
+    static_assert(kPdNumBins == 9, "one case per bin");
+    switch (bin) {
+        PYPHMM_PD_BIN(0)
+        PYPHMM_PD_BIN(1)
+        PYPHMM_PD_BIN(2)
+        PYPHMM_PD_BIN(3)
+        PYPHMM_PD_BIN(4)
+        PYPHMM_PD_BIN(5)
+        PYPHMM_PD_BIN(6)
+        PYPHMM_PD_BIN(7)
+        PYPHMM_PD_BIN(8)
+        default: break;
+    }
+#undef PYPHMM_PD_BIN
+}
+
+// This block's entry of the plan (at constant offsets only: see
+// pairhmm_kernels.cuh's fused_entry).
+struct PdEntry {
+    int bin, first, count, block, nblocks;
+};
+PYPHMM_PD_DEV PdEntry pd_entry(const PdLaunchPlan& plan, int b) {
+    PdEntry e{plan.bin[0], plan.first[0], plan.count[0], 0, 0};
+    int start = 0, end = plan.block_start[1];
+#pragma unroll
+    for (int i = 1; i < kPdNumBins; ++i) {
+        if (i < plan.nb && b >= plan.block_start[i]) {
+            e.bin = plan.bin[i];
+            e.first = plan.first[i];
+            e.count = plan.count[i];
+            start = plan.block_start[i];
+            end = plan.block_start[i + 1];
+        }
+    }
+    e.block = b - start;
+    e.nblocks = end - start;
+    return e;
+}
+
+#if defined(__CUDACC__)
+// Every bin of a chunk in one launch.
+__global__ void __launch_bounds__(kPdBlock) pdhmm_kernel(PdArgs a, PdLaunchPlan plan) {
+    const PdEntry e = pd_entry(plan, blockIdx.x);
+    pd_run_any(e.bin, a, e.first, e.count, e.block, e.nblocks);
+}
+#endif
+
+}  // namespace pdk
+}  // namespace pyphmm

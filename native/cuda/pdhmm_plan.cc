@@ -1,0 +1,265 @@
+// Host-side planning of a GPU PDHMM call (see pdhmm_plan.h).
+#include "cuda/pdhmm_plan.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "common/pd_tables.h"
+#include "common/thread_pool.h"
+
+namespace pyphmm {
+namespace pdk {
+
+namespace {
+
+inline size_t round16(size_t x) { return (x + 15) / 16 * 16; }
+
+int64_t read_len(const pyphmm_pd_region& g, int32_t r) { return g.read_offsets[r + 1] - g.read_offsets[r]; }
+int64_t hap_len(const pyphmm_pd_region& g, int32_t h) { return g.hap_offsets[h + 1] - g.hap_offsets[h]; }
+
+// Pieces of more pairs than this are packed in parallel with the others.
+constexpr int64_t kParallelPairs = 4096;
+
+}  // namespace
+
+// ---------------------------------------------------------------- chunks
+std::vector<PdChunk> pd_plan_chunks(const pyphmm_pd_region* regions, int64_t num_regions, int64_t total_cells) {
+    const int64_t cell_target = std::max(kPdMinChunkCells, total_cells / 6 + 1);
+    std::vector<PdChunk> chunks(1);
+    int64_t out = 0, cells = 0;
+    for (int64_t k = 0; k < num_regions; ++k) {
+        const pyphmm_pd_region& g = regions[k];
+        if (g.num_reads <= 0 || g.num_haps <= 0) continue;
+        int64_t codes = 0, hap_bases = 0;
+        for (int32_t h = 0; h < g.num_haps; ++h) {
+            codes += pd_code_stride(hap_len(g, h));
+            hap_bases += hap_len(g, h);
+        }
+        int32_t r = 0;
+        while (r < g.num_reads) {
+            PdChunk* c = &chunks.back();
+            const int64_t m0 = read_len(g, r);
+            const bool over = c->codes + codes > kPdMaxChunkCodes || c->pairs + g.num_haps > kPdMaxChunkPairs ||
+                              c->rows + m0 > kPdMaxChunkRows || cells >= cell_target;
+            if (c->pairs > 0 && over) {
+                chunks.emplace_back();
+                chunks.back().out_first = out;
+                cells = 0;
+                c = &chunks.back();
+            }
+            PdPiece p{k, r, r, out};
+            c->codes += codes;
+            // (a piece takes at least one read: a read too long for the row
+            // bound alone still gets a chunk)
+            while (r < g.num_reads) {
+                const int64_t m = read_len(g, r);
+                if (p.r1 > p.r0 &&
+                    (c->pairs + g.num_haps > kPdMaxChunkPairs || c->rows + m > kPdMaxChunkRows || cells >= cell_target))
+                    break;
+                c->pairs += g.num_haps;
+                c->rows += m;
+                cells += m * hap_bases;
+                out += g.num_haps;
+                ++r;
+                ++p.r1;
+            }
+            c->pieces.push_back(p);
+        }
+    }
+    if (chunks.back().pairs == 0 && chunks.size() > 1) chunks.pop_back();
+    return chunks;
+}
+
+PdLayout pd_layout_of(const PdChunk& c) {
+    PdLayout L;
+    L.desc_off = 0;
+    L.row_off = round16(c.pairs * sizeof(PdPairDesc));
+    L.code_off = round16(L.row_off + c.rows * sizeof(PdRowElem));
+    L.in_bytes = round16(L.code_off + c.codes * sizeof(uint32_t));
+    L.out_bytes = c.pairs * sizeof(double);
+    return L;
+}
+
+// ---------------------------------------------------------------- packing
+namespace {
+
+// Where one piece's data goes: its first row and first code, and per bin
+// its first descriptor (pass 1 fills sizes, the prefix sums starts).
+struct PieceCursor {
+    int64_t row = 0, code = 0;
+    int64_t bin[kPdNumBins] = {};
+};
+
+// Pass 1 for one piece: its read rows at `rows`, and its sizes.
+PieceCursor pack_rows(const pyphmm_pd_region& g, const PdPiece& p, PdRowElem* rows) {
+    PieceCursor sz;
+    int32_t live_haps = 0;
+    for (int32_t h = 0; h < g.num_haps; ++h) {
+        sz.code += pd_code_stride(hap_len(g, h));
+        live_haps += hap_len(g, h) > 0;
+    }
+    for (int32_t r = p.r0; r < p.r1; ++r) {
+        const int64_t ro = g.read_offsets[r], m = read_len(g, r);
+        for (int64_t i = 0; i < m; ++i)
+            rows[sz.row + i] = pd_row_elem(g.read_bases[ro + i], g.read_quals[ro + i], g.read_ins[ro + i],
+                                           g.read_dels[ro + i], g.read_gcp[ro + i]);
+        sz.row += m;
+        if (m > 0) sz.bin[pd_bin_of(static_cast<int>(m))] += live_haps;
+    }
+    return sz;
+}
+
+// Pass 2 for one piece: its haplotypes' codes and one descriptor per
+// non-empty (read, haplotype) in its bins (haplotype-major within a bin, so
+// the groups of a warp share a haplotype length); result slots. Returns the
+// longest haplotype.
+int pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, PieceCursor cur, PdPairDesc* desc,
+               uint32_t* codes, uint64_t* slots, uint64_t pending) {
+    int longest = 1;
+    std::vector<uint32_t> hoff(g.num_haps);
+    for (int32_t h = 0; h < g.num_haps; ++h) {
+        const int64_t n = hap_len(g, h), at = g.hap_offsets[h];
+        hoff[h] = static_cast<uint32_t>(cur.code);
+        pd_column_codes(g.hap_bases + at, g.hap_pd + at, static_cast<int>(n), codes + cur.code);
+        std::fill(codes + cur.code + n, codes + cur.code + pd_code_stride(n), 0u);
+        cur.code += pd_code_stride(n);
+        longest = std::max<int>(longest, static_cast<int>(n));
+    }
+    std::vector<int64_t> roff(p.r1 - p.r0);
+    for (int32_t r = p.r0; r < p.r1; ++r) {
+        roff[r - p.r0] = cur.row;
+        cur.row += read_len(g, r);
+    }
+    for (int32_t h = 0; h < g.num_haps; ++h) {
+        const int64_t n = hap_len(g, h);
+        for (int32_t r = p.r0; r < p.r1; ++r) {
+            const int64_t m = read_len(g, r);
+            const int64_t o = out + static_cast<int64_t>(r - p.r0) * g.num_haps + h;
+            if (slots) slots[o] = m > 0 && n > 0 ? pending : 0;  // (0: the bits of 0.0)
+            if (m == 0 || n == 0) continue;
+            PdPairDesc& d = desc[cur.bin[pd_bin_of(static_cast<int>(m))]++];
+            d.roff = static_cast<uint32_t>(roff[r - p.r0]);
+            d.hoff = hoff[h];
+            d.m = static_cast<int32_t>(m);
+            d.n = static_cast<int32_t>(n);
+            d.out = static_cast<int32_t>(o);
+        }
+    }
+    return longest;
+}
+
+}  // namespace
+
+// Pass 1 packs every piece's rows and sizes the rest, pass 2 the codes and
+// descriptors, each in parallel over pieces for whole workloads; in
+// between, prefix sums tell each piece where its data goes.
+PdPacked pd_pack_chunk(const pyphmm_pd_region* regions, const PdChunk& c, const PdLayout& L, char* buf, uint64_t* slots,
+                       uint64_t pending) {
+    PdPairDesc* desc = reinterpret_cast<PdPairDesc*>(buf + L.desc_off);
+    PdRowElem* rows = reinterpret_cast<PdRowElem*>(buf + L.row_off);
+    uint32_t* codes = reinterpret_cast<uint32_t*>(buf + L.code_off);
+    const int64_t np = static_cast<int64_t>(c.pieces.size());
+    std::vector<int64_t> row_first(np + 1, 0);
+    for (int64_t k = 0; k < np; ++k) {
+        const PdPiece& p = c.pieces[k];
+        const int64_t* ro = regions[p.region].read_offsets;
+        row_first[k + 1] = row_first[k] + ro[p.r1] - ro[p.r0];
+    }
+    std::vector<PieceCursor> cur(np);
+    std::vector<int> longest(np, 1);
+    std::atomic<bool> no_memory{false};
+    auto each_piece = [&](auto&& fn) {  // parallel_for's fn must not throw
+        auto guarded = [&](int64_t k) {
+            try {
+                fn(k);
+            } catch (const std::bad_alloc&) {
+                no_memory = true;
+            }
+        };
+        if (np > 1 && c.pairs >= kParallelPairs)
+            parallel_for(np, 0, guarded);
+        else
+            for (int64_t k = 0; k < np; ++k) guarded(k);
+        if (no_memory) throw std::bad_alloc();
+    };
+    each_piece([&](int64_t k) { cur[k] = pack_rows(regions[c.pieces[k].region], c.pieces[k], rows + row_first[k]); });
+    // sizes -> starts; bins from the longest reads down (the striped bin's
+    // pairs take longest: first in the launch)
+    PieceCursor total;
+    for (PieceCursor& pc : cur) {
+        const PieceCursor sz = pc;
+        pc = total;
+        total.row += sz.row;
+        total.code += sz.code;
+        for (int b = 0; b < kPdNumBins; ++b) total.bin[b] += sz.bin[b];
+    }
+    PdPacked out;
+    int64_t start[kPdNumBins], acc = 0;
+    for (int b = kPdNumBins - 1; b >= 0; --b) {
+        start[b] = acc;
+        acc += total.bin[b];
+        if (total.bin[b] == 0) continue;
+        out.bin[out.entries] = b;
+        out.first[out.entries] = static_cast<int>(start[b]);
+        out.count[out.entries] = static_cast<int>(total.bin[b]);
+        ++out.entries;
+    }
+    out.descs = acc;
+    for (PieceCursor& pc : cur)
+        for (int b = 0; b < kPdNumBins; ++b) pc.bin[b] += start[b];
+    each_piece([&](int64_t k) {
+        const PdPiece& p = c.pieces[k];
+        longest[k] = pack_piece(regions[p.region], p, p.out_first - c.out_first, cur[k], desc, codes, slots, pending);
+    });
+    out.max_hap_len = np ? *std::max_element(longest.begin(), longest.end()) : 1;
+    for (int64_t i = 0; i < out.descs; ++i) out.kernel_cells += static_cast<int64_t>(desc[i].m) * desc[i].n;
+    return out;
+}
+
+int pd_launch_plan(const PdPacked& p, int max_striped_warps, PdLaunchPlan* plan) {
+    constexpr int kWarpsPerBlock = kPdBlock / 32;
+    std::memset(plan, 0, sizeof(*plan));
+    int blocks = 0;
+    for (int e = 0; e < p.entries; ++e) {
+        const PdBin& b = kPdBins[p.bin[e]];
+        const int groups_per_block = kWarpsPerBlock * (32 / b.P);
+        int nb = (p.count[e] + groups_per_block - 1) / groups_per_block;
+        if (b.striped) nb = std::min(nb, std::max(1, max_striped_warps / kWarpsPerBlock));
+        plan->bin[e] = p.bin[e];
+        plan->first[e] = p.first[e];
+        plan->count[e] = p.count[e];
+        plan->block_start[e] = blocks;
+        blocks += nb;
+    }
+    plan->nb = p.entries;
+    plan->block_start[p.entries] = blocks;
+    return blocks;
+}
+
+int pd_striped_warps(const PdLaunchPlan& plan) {
+    for (int e = 0; e < plan.nb; ++e)
+        if (kPdBins[plan.bin[e]].striped) return (plan.block_start[e + 1] - plan.block_start[e]) * (kPdBlock / 32);
+    return 0;
+}
+
+// ---------------------------------------------------------------- results
+void pd_unpack_results(const PdChunk& c, const double* sums, double* out) {
+    const double log10_ic = pd_tables().log10_initial_condition;
+    double* dst = out + c.out_first;
+    constexpr int64_t kBlockPairs = 4096;
+    const int64_t blocks = (c.pairs + kBlockPairs - 1) / kBlockPairs;
+    auto block = [&](int64_t b) {
+        const int64_t lo = b * kBlockPairs, hi = std::min(c.pairs, lo + kBlockPairs);
+        for (int64_t i = lo; i < hi; ++i) dst[i] = std::log10(sums[i]) - log10_ic;
+    };
+    if (blocks > 1)
+        parallel_for(blocks, 0, block);
+    else if (blocks == 1)
+        block(0);
+}
+
+}  // namespace pdk
+}  // namespace pyphmm
