@@ -26,10 +26,11 @@
 // span's captured value. The result is sum over j of (M + X) of the last
 // row, unmerged, in column order.
 //
-// Only DEL_END columns read B, and only the column before a span captures
-// it (kCap): every other column is the plain PairHMM step. A warp takes the
-// general step only when one of its lanes is at such a column (a warp vote
-// per step); both steps leave the same values where no flag is set.
+// Only DEL_END columns read B, and a row captures it only where it will be
+// read (kCap): every other column is the plain PairHMM step. A warp captures
+// only when one of its lanes is at a kCap column, and takes the merging
+// step only when one is at a DEL_END column (two warp votes per step); a
+// lane at a column without the flag leaves the same values either way.
 //
 // Arithmetic: every product and sum rounded on its own, in GKL's order
 // (__dmul_rn / __dadd_rn: nvcc cannot contract them into fused
@@ -76,8 +77,9 @@ PYPHMM_PD_DEV double pd_mul(double a, double b) { return __dmul_rn(a, b); }
 PYPHMM_PD_DEV double pd_add(double a, double b) { return __dadd_rn(a, b); }
 PYPHMM_PD_DEV double pd_sub(double a, double b) { return __dsub_rn(a, b); }
 PYPHMM_PD_DEV double pd_div(double a, double b) { return __ddiv_rn(a, b); }
-// (operands are never NaN; fmax's choice between +0 and -0 never arises: no value is negative)
-PYPHMM_PD_DEV double pd_max(double a, double b) { return fmax(a, b); }
+// std::max's rule, the CPU reference's (cheaper than fmax, whose NaN rules
+// cost instructions: no operand is ever NaN)
+PYPHMM_PD_DEV double pd_max(double a, double b) { return a < b ? b : a; }
 template <typename T>
 PYPHMM_PD_DEV T pd_ldg(const T* p) {
     return __ldg(p);
@@ -137,35 +139,38 @@ struct PdLaneRows {
     uint32_t rc[K];
 };
 
-// One step of one lane: its K rows at column j with code `code`. o* hold L
-// at column j - 1, n* receive L at column j; b* are the branch values; d is
-// the lane above's edge at column j - 1, u at column j. tm/tx receive the
-// last row's L.M and L.X at column j (the edge's top), sm/sx its unmerged M
-// and X (the result's terms). r1k: the register row that is the read's
-// first row (its own span flags), if this lane has it.
-// GENERAL = false is the step of a warp whose columns have no kSpecial
-// flag: L = v, and the branch values stay as they are. The general step
-// first sets B(i, j): L(i, j - 1) outside a span, else the value captured
-// at the span's start. (It also does so at columns that need no B: a B
-// that is not inside a span is read only at the column where it is set,
-// and a column before a span, kCap, always takes this step.)
-template <int K, bool GENERAL>
-PYPHMM_PD_DEV void pd_lane_step(const PdLaneRows<K>& r, uint32_t code, int r1k, const PdEdge& d, const PdEdge& u,
-                                const double (&oM)[K], const double (&oX)[K], const double (&oY)[K], double (&nM)[K],
-                                double (&nX)[K], double (&nY)[K], double (&bM)[K], double (&bX)[K], double (&bY)[K],
-                                double& tm, double& tx, double& sm, double& sx) {
-    if (GENERAL) {
+// Before a step at a column with kCap (row 1 has its own flag): each such
+// row keeps L(i, j - 1) = B(i, j), the branch value that the column's
+// DEL_END, or the span that starts after it, reads (o* hold L at column
+// j - 1).
+template <int K>
+PYPHMM_PD_DEV void pd_capture(uint32_t code, int r1k, const double (&oM)[K], const double (&oX)[K],
+                              const double (&oY)[K], double (&bM)[K], double (&bX)[K], double (&bY)[K]) {
 #pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const uint32_t f = k == r1k ? code >> kRow1Shift : code;  // row 1's own span flags
-            if (!(f & kInside)) {
-                bM[k] = oM[k];
-                bX[k] = oX[k];
-                bY[k] = oY[k];
-            }
+    for (int k = 0; k < K; ++k) {
+        const uint32_t f = k == r1k ? code >> kRow1Shift : code;
+        if (f & kCap) {
+            bM[k] = oM[k];
+            bX[k] = oX[k];
+            bY[k] = oY[k];
         }
     }
-    const bool merge = GENERAL && (code & kDelEnd) != 0u;
+}
+
+// One step of one lane: its K rows at column j with code `code`. o* hold L
+// at column j - 1, n* receive L at column j; b* are the values captured
+// before the current deletion span; d is the lane above's edge at column
+// j - 1, u at column j. tm/tx receive the last row's L.M and L.X at column
+// j (the edge's top), sm/sx its unmerged M and X (the result's terms).
+// MERGE (a warp with a lane at a DEL_END column): where this lane's column
+// has DEL_END, L = max(v, b), b = B(i, j) (kCap makes sure). Without MERGE,
+// L = v.
+template <int K, bool MERGE>
+PYPHMM_PD_DEV void pd_lane_step(const PdLaneRows<K>& r, uint32_t code, const PdEdge& d, const PdEdge& u,
+                                const double (&oM)[K], const double (&oX)[K], const double (&oY)[K], double (&nM)[K],
+                                double (&nX)[K], double (&nY)[K], const double (&bM)[K], const double (&bX)[K],
+                                const double (&bY)[K], double& tm, double& tx, double& sm, double& sx) {
+    const bool merge = MERGE && (code & kDelEnd) != 0u;
     double am = 0.0, ax = 0.0;  // L.M and L.X of the row above at column j
 #pragma unroll
     for (int k = 0; k < K; ++k) {
@@ -285,37 +290,39 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
 #pragma unroll
         for (int b = 0; b < 4; ++b) c4[b] = t == 0 ? pd_ldg(cp + b) : 0u;
 
-// One step: the code moves down a lane, the warp votes for the general
-// step, the lane computes its rows if its column is in the haplotype, and
+// One step: the code moves down a lane, the warp votes for the capture
+// and the merging step, the lane computes its rows if its column is in the haplotype, and
 // hands its edge down; lane 0 takes its boundary instead.
-#define PYPHMM_PD_STEP(B, OM, OX, OY, NM, NX, NY, D, U)                                                         \
-    {                                                                                                           \
-        code = __shfl_up_sync(kFull, code, 1, P);                                                               \
-        if (t == 0) {                                                                                           \
-            code = c4[B];                                                                                       \
-            c4[B] = pd_ldg(cp + (s0 + (B) + 4 < last_code ? s0 + (B) + 4 : last_code));                         \
-        }                                                                                                       \
-        const int j = s0 + (B)-t + 1;                                                                           \
-        const bool in_hap = static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act);                        \
-        const bool general = __any_sync(kFull, in_hap && (code & kSpecial) != 0u);                              \
-        if (in_hap) {                                                                                           \
-            double sm = 0.0, sx = 0.0;                                                                          \
-            if (general)                                                                                        \
-                pd_lane_step<K, true>(r, code, r1k, D, U, OM, OX, OY, NM, NX, NY, bM, bX, bY, tm, tx, sm, sx);  \
-            else                                                                                                \
-                pd_lane_step<K, false>(r, code, r1k, D, U, OM, OX, OY, NM, NX, NY, bM, bX, bY, tm, tx, sm, sx); \
-            if (t == P - 1) {                                                                                   \
-                if (last_stripe) {                                                                              \
-                    sum = pd_add(sum, pd_add(sm, sx));                                                          \
-                } else if (STRIPED) {                                                                           \
-                    const PdEdge e_ = pd_edge(below, NM[K - 1], NX[K - 1], NY[K - 1], tm, tx);                  \
-                    scratch[j] = e_.w;                                                                          \
-                    scratch[ss + j] = e_.v;                                                                     \
-                }                                                                                               \
-            }                                                                                                   \
-        }                                                                                                       \
-        const PdEdge e_ = pd_shfl_edge<P>(pd_edge(below, NM[K - 1], NX[K - 1], NY[K - 1], tm, tx));             \
-        D = t == 0 ? pf[B] : e_;                                                                                \
+#define PYPHMM_PD_STEP(B, OM, OX, OY, NM, NX, NY, D, U)                                                    \
+    {                                                                                                      \
+        code = __shfl_up_sync(kFull, code, 1, P);                                                          \
+        if (t == 0) {                                                                                      \
+            code = c4[B];                                                                                  \
+            c4[B] = pd_ldg(cp + (s0 + (B) + 4 < last_code ? s0 + (B) + 4 : last_code));                    \
+        }                                                                                                  \
+        const int j = s0 + (B)-t + 1;                                                                      \
+        const bool in_hap = static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act);                   \
+        const bool capture = __any_sync(kFull, in_hap && (code & kCapBoth) != 0u);                         \
+        const bool merge = __any_sync(kFull, in_hap && (code & kDelEnd) != 0u);                            \
+        if (in_hap) {                                                                                      \
+            double sm = 0.0, sx = 0.0;                                                                     \
+            if (capture) pd_capture<K>(code, r1k, OM, OX, OY, bM, bX, bY);                                 \
+            if (merge)                                                                                     \
+                pd_lane_step<K, true>(r, code, D, U, OM, OX, OY, NM, NX, NY, bM, bX, bY, tm, tx, sm, sx);  \
+            else                                                                                           \
+                pd_lane_step<K, false>(r, code, D, U, OM, OX, OY, NM, NX, NY, bM, bX, bY, tm, tx, sm, sx); \
+            if (t == P - 1) {                                                                              \
+                if (last_stripe) {                                                                         \
+                    sum = pd_add(sum, pd_add(sm, sx));                                                     \
+                } else if (STRIPED) {                                                                      \
+                    const PdEdge e_ = pd_edge(below, NM[K - 1], NX[K - 1], NY[K - 1], tm, tx);             \
+                    scratch[j] = e_.w;                                                                     \
+                    scratch[ss + j] = e_.v;                                                                \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
+        const PdEdge e_ = pd_shfl_edge<P>(pd_edge(below, NM[K - 1], NX[K - 1], NY[K - 1], tm, tx));        \
+        D = t == 0 ? pf[B] : e_;                                                                           \
     }
 
         for (int s0 = 0; s0 < steps; s0 += 4) {

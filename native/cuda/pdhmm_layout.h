@@ -48,10 +48,10 @@ inline PdRowElem pd_row_elem(uint8_t base, uint8_t qual, uint8_t ins, uint8_t de
 //   bit 8      y == 'N' (every read base matches)
 //   bits 9-12  at a SNP position, its A, C, G, T bits (else 0)
 //   bit 13     kDelEnd: the PD byte has DEL_END
-//   bits 15-16 rows >= 2: kCap, kInside (below)
-//   bits 17-18 row 1: the same two flags (row 1 starts in the normal
-//              state; later rows start in the state the previous row ended
-//              in, GKL's serial code: see pd_column_codes)
+//   bit 15     kCap for rows >= 2 (below)
+//   bit 17     kCap for row 1 (row 1 starts in the normal state; later
+//              rows start in the state the previous row ended in, GKL's
+//              serial code: see pd_column_codes)
 //   bit 31     set in every column (a read 'N' matches every column)
 // A read row's code (pd_read_code): its byte, bit 8, the A/C/G/T bit of a
 // base in either case at bits 9-12, and bit 31 for 'N'. A cell matches when
@@ -60,13 +60,11 @@ constexpr uint32_t kHapN = 1u << 8;
 constexpr int kSnpShift = 9;
 constexpr uint32_t kDelEnd = 1u << 13;
 constexpr uint32_t kCap = 1u << 15;
-constexpr uint32_t kInside = 1u << 16;
-constexpr int kRow1Shift = 2;  // row 1's flags sit this many bits above the others'
+constexpr int kRow1Shift = 2;  // row 1's kCap sits this many bits above the others'
 constexpr uint32_t kAnyColumn = 1u << 31;
 constexpr uint32_t kMatchBits = kAnyColumn | kHapN | (0xFu << kSnpShift);
-// A column that needs the general step: a DEL_END, or a branch capture in
-// either row class.
-constexpr uint32_t kSpecial = kDelEnd | kCap | (kCap << kRow1Shift);
+// A column where a row captures its branch values, in either row class.
+constexpr uint32_t kCapBoth = kCap | (kCap << kRow1Shift);
 
 // The deletion state that applies to a column (GKL's NORMAL, INSIDE_DEL,
 // AFTER_DEL) and the one that applies to the next column after a column
@@ -83,11 +81,12 @@ PYPHMM_PD_HD inline int pd_next_state(int s, uint8_t pd) {
 // it from GKL's): a cell (i, j) keeps L = its M, X, Y merged for the next
 // column (max with the branch values B(i, j) where column j has DEL_END,
 // i.e. the next column is AFTER_DEL), and B(i, j) = L(i, j - 1) unless
-// column j is INSIDE_DEL, where B(i, j) = B(i, j - 1): the value captured
-// (kCap) at the last column before the span. Only DEL_END columns read B,
-// so the flags a column needs are DEL_END, whether it is inside a span,
-// and whether the next column starts one (kCap: the next column is
-// INSIDE_DEL and this one is not).
+// column j is INSIDE_DEL, where B(i, j) = B(i, j - 1). Only DEL_END
+// columns read B. A row keeps one B, captured (kCap) before the step of a
+// column j that is not INSIDE_DEL where B(i, j) = L(i, j - 1) will be
+// read: where column j + 1 starts a span (B(i, j + 1) = B(i, j)), or
+// where column j has DEL_END itself. Inside a span the captured value
+// stays; past a DEL_END column it is not read before the next capture.
 //
 // The state at column 1 of row 1 is NORMAL; every later row starts in the
 // state the row before ended in (GKL's serial code carries it). Where the
@@ -105,10 +104,9 @@ inline void pd_column_codes(const uint8_t* hap, const uint8_t* pd, int n, uint32
         if (p & kPdBitSnp) c |= uint32_t((p >> 3) & 0xF) << kSnpShift;
         if (p & kPdBitDelEnd) c |= kDelEnd;
         const int n1 = pd_next_state(s1, p), n2 = pd_next_state(s2, p);
-        if (s2 == kInsideDel) c |= kInside;
-        if (n2 == kInsideDel && s2 != kInsideDel) c |= kCap;
-        if (s1 == kInsideDel) c |= kInside << kRow1Shift;
-        if (n1 == kInsideDel && s1 != kInsideDel) c |= kCap << kRow1Shift;
+        const bool de = (p & kPdBitDelEnd) != 0;
+        if (s2 != kInsideDel && (n2 == kInsideDel || de)) c |= kCap;
+        if (s1 != kInsideDel && (n1 == kInsideDel || de)) c |= kCap << kRow1Shift;
         out[j] = c;
         s1 = n1;
         s2 = n2;
