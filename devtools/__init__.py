@@ -8,6 +8,12 @@ installed package).
 - ``devtools.regions``: the one PairHMM region generator (realistic GATK
   workloads and synthetic regions by preset); ``scripts/gen_regions.py`` is
   its command line.
+- ``devtools.pd_regions``: the PDHMM region generator (GATK's PD
+  haplotypes; GATK- and HaplotypeCaller-shaped regions);
+  ``scripts/gen_pd_regions.py`` is its command line. ``devtools.pd_edges``:
+  PDHMM edge cases; ``devtools.pd_testdata``: the stored PDHMM peer data
+  and a raw call of the C ABI; ``devtools.oracle.gkl_pdhmm``: an oracle
+  build of GKL 0.9's PDHMM and GATK's Java PDHMM, given its directory.
 - ``devtools.sw_pairs``: Smith-Waterman (ref, alt) pairs.
 - ``devtools.testdata``: GKL's PairHMM vectors and GATK's Smith-Waterman
   cases, kept in ``tests/data/``.

@@ -17,8 +17,15 @@ build of pyphmm:
   sets and four overhang strategies, batch and single-pair entry points:
   CIGAR and offset identical to the x86 CPU backend (which test_sw.py ties
   to GKL and GATK's rules) and to GKL itself where GKL follows GATK.
+- PDHMM: GKL 0.9's stored serial results (tests/data/: edge cases, GATK-
+  and HaplotypeCaller-shaped regions) and one of GKL's test files, one call
+  per region and one for all: within 1e-5 of GKL (bit-identical where the
+  AArch64 libm builds the tables as x86's does, which is printed), -inf
+  where GKL has it, and neon, portable and both call shapes bit-identical
+  to each other and to the x86 build.
 - GKL's utility natives: flush-to-zero through the FPCR, restored around
-  pyphmm's kernels; isAvx/isAvx2 true, isAvx512 false.
+  pyphmm's kernels; isAvx/isAvx2 true, isAvx512 false. PDHMM keeps
+  denormals under a caller's flush-to-zero (as GKL's PDHMM computes).
 
 The cross toolchain and qemu are test dependencies (scripts/test_aarch64.sh
 installs them); when they are missing these tests fail, because CI installs
@@ -37,7 +44,9 @@ import pytest
 import pyphmm
 from devtools.oracle import TOL
 from devtools.oracle.gkl import GklPairHmm
+from devtools.oracle.gkl_pdhmm import as_tuples
 from devtools.oracle.gkl_sw import GklSmithWaterman
+from devtools.pd_testdata import gkl_cases, raw_pdhmm, read_edge_file, stored_regions
 from devtools.regions import generate, make_region
 from devtools.sw_pairs import hap_vs_ref, make_pairs, read_vs_hap
 from devtools.testdata import pairhmm_cases
@@ -268,6 +277,70 @@ def test_pairhmm_generated_regions(arm, tmp_path, gkl_jvm):
     print(f"max |aarch64 - GKL| = {worst:.3g}")
 
 
+def pd_workload():
+    """(regions as tuples of bytes, GKL's values flattened; NaN where only
+    a printed 7-digit value exists): edge cases, a few stored regions of
+    each shape, GKL's smallest test file."""
+    regions, want = [], []
+    for _, reads, haps, values in read_edge_file():
+        regions.append((reads, haps))
+        want.append(values.ravel())
+    for shape in ("gatk", "hc"):
+        stored, gkl = stored_regions(shape)
+        regions += [as_tuples(r, h) for r, h in stored[:3]]
+        want += [g.ravel() for g in gkl[:3]]
+    cases = gkl_cases("pdhmm_syn_199_68_51.txt")
+    regions += [([r], [h]) for r, h, _ in cases]
+    want.append(np.full(len(cases), np.nan))
+    return regions, np.concatenate(want), np.array([e for *_, e in cases])
+
+
+def write_pd_regions(path, regions):
+    def hx(b):
+        return b.hex() if b else "-"
+
+    with open(path, "w") as f:
+        f.write(f"{len(regions)}\n")
+        for reads, haps in regions:
+            f.write(f"{len(reads)} {len(haps)}\n")
+            for r in reads:
+                f.write(" ".join(hx(x) for x in r) + "\n")
+            for h in haps:
+                f.write(" ".join(hx(x) for x in h) + "\n")
+
+
+def test_pdhmm_equals_gkl_and_x86(arm, tmp_path):
+    regions, gkl, printed = pd_workload()
+    inp = tmp_path / "pd.txt"
+    write_pd_regions(inp, regions)
+    x86 = np.concatenate([v.ravel() for v in raw_pdhmm(regions)])
+    known = ~np.isnan(gkl)
+    reference = None
+    for kernel in KERNELS:
+        for calls in ("each", "all"):
+            out = tmp_path / f"pd-{kernel}-{calls}.txt"
+            arm.run(kernel, "pdhmm", inp, out, calls, 2)
+            lines = out.read_text().split()
+            assert lines[0] == "stats" and int(lines[1]) == x86.size
+            got = np.array([float(v) for v in lines[2:]])
+            assert got.size == x86.size and not np.isnan(got).any()
+            assert np.array_equal(np.isneginf(got[known]), np.isneginf(gkl[known])), (kernel, calls)
+            fin = known & np.isfinite(gkl)
+            worst = float(np.abs(got[fin] - gkl[fin]).max())
+            assert worst <= TOL, (kernel, calls, worst)
+            assert float(np.abs(got[~known] - printed).max()) <= 1e-4
+            if reference is None:
+                reference = got
+                same = (got == x86) | (np.isneginf(got) & np.isneginf(x86))
+                print(
+                    f"PDHMM on AArch64: {got.size} pairs, max |diff| to GKL {worst:.3g}, "
+                    f"bit-identical to x86: {same.mean():.2%}"
+                )
+                assert same.all()
+            else:
+                assert np.array_equal(got, reference), (kernel, calls)
+
+
 def sw_settings(n_short, n_hap, n_read):
     refs, alts, _ = make_pairs(n_short, 16)
     r2, a2 = hap_vs_ref(n_hap, 17)
@@ -322,6 +395,9 @@ def test_flush_to_zero_through_fpcr(arm):
     assert facts["ftz_after_call_without_ftz"] == "0" and facts["ftz_after_call_with_ftz"] == "1"
     assert facts["ftz_after_clear"] == "0" and facts["denormal_after_clear"] == "1"
     assert facts["same_result_either_mode"] == "1"
+    # PDHMM computes with denormals whatever the caller's mode, and keeps the mode.
+    assert facts["pd_ftz_kept"] == "1" and facts["pd_same_result_either_mode"] == "1"
+    assert -631 < float(facts["pd_likelihood"]) < -615  # a denormal sum: FTZ would make it -inf
     # What GKL's loaders ask before loading the PairHMM and Smith-Waterman libraries.
     assert (facts["avx"], facts["avx2"], facts["avx512"]) == ("1", "1", "0")
     assert int(facts["omp_threads"]) >= 1

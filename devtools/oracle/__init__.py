@@ -1,7 +1,8 @@
 """The peers pyphmm's results are checked against: GKL through jpype
-(``gkl``, ``gkl_sw``), the shim jar beside it (``shim``), and literal Python
+(``gkl``, ``gkl_sw``), the shim jar beside it (``shim``), literal Python
 references of the PairHMM recurrence (``reference``) and of GATK's
-Smith-Waterman rules (``sw_reference``)."""
+Smith-Waterman rules (``sw_reference``), and GKL 0.9's PDHMM and GATK's
+Java PDHMM from an oracle build outside the repository (``gkl_pdhmm``)."""
 
 import numpy as np
 

@@ -37,28 +37,36 @@ def missing(oracle_dir: str, tool: str = "pdhmm_oracle") -> str | None:
     return None
 
 
-def _ints(a) -> str:
-    return ",".join(map(str, np.asarray(a, np.uint8).tolist()))
+def as_tuples(reads, haps) -> tuple:
+    """A region as tuples of bytes: reads (bases, quals, ins, dels, gcp),
+    haps (bases, pd); batches (ReadBatch, PDHaplotypeBatch) are converted,
+    lists of tuples kept."""
+    if hasattr(reads, "offsets"):
+        o = reads.offsets.tolist()
+        cols = [np.asarray(getattr(reads, f), np.uint8) for f in ("bases", "quals", "ins", "dels", "gcp")]
+        reads = [tuple(c[a:b].tobytes() for c in cols) for a, b in zip(o[:-1], o[1:])]
+    if hasattr(haps, "offsets"):
+        o = haps.offsets.tolist()
+        haps = [(haps.bases[a:b].tobytes(), haps.pd[a:b].tobytes()) for a, b in zip(o[:-1], o[1:])]
+    return list(reads), list(haps)
 
 
-def _text(b) -> str:
-    return bytes(np.asarray(b, np.uint8)).decode("latin-1")
+def _ints(b: bytes) -> str:
+    return ",".join(map(str, b))
 
 
-def read_fields(reads, i: int) -> list:
-    """Read i of a ReadBatch as the oracle's fields."""
-    s = slice(int(reads.offsets[i]), int(reads.offsets[i + 1]))
-    return [_text(reads.bases[s])] + [_ints(getattr(reads, f)[s]) for f in ("quals", "ins", "dels", "gcp")]
+def _read_fields(r) -> list:
+    return [r[0].decode("latin-1")] + [_ints(q) for q in r[1:]]
 
 
-def hap_fields(haps, h: int) -> list:
-    s = slice(int(haps.offsets[h]), int(haps.offsets[h + 1]))
-    return [_text(haps.bases[s]), _ints(haps.pd[s])]
+def _hap_fields(h) -> list:
+    return [h[0].decode("latin-1"), _ints(h[1])]
 
 
 def region_text(reads, haps) -> str:
-    lines = ["\t".join(["R"] + read_fields(reads, i)) for i in range(len(reads))]
-    lines += ["\t".join(["H"] + hap_fields(haps, h)) for h in range(len(haps))]
+    reads, haps = as_tuples(reads, haps)
+    lines = ["\t".join(["R"] + _read_fields(r)) for r in reads]
+    lines += ["\t".join(["H"] + _hap_fields(h)) for h in haps]
     return "\n".join(lines) + "\n"
 
 
@@ -66,10 +74,11 @@ def pairs_text(regions) -> str:
     """Every pair of every region, read-major, one line each."""
     lines = []
     for reads, haps in regions:
-        hs = [hap_fields(haps, h) for h in range(len(haps))]
-        for i in range(len(reads)):
-            r = read_fields(reads, i)
-            lines += ["\t".join(h + r) for h in hs]
+        reads, haps = as_tuples(reads, haps)
+        hs = [_hap_fields(h) for h in haps]
+        for r in reads:
+            fields = _read_fields(r)
+            lines += ["\t".join(h + fields) for h in hs]
     return "\n".join(lines) + "\n"
 
 

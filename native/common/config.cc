@@ -62,7 +62,7 @@ const Spec kSpecs[] = {
     {Knob::kHybridGpuThreads, Scope::kDev, "hybrid_gpu_threads", Type::kInt, 2, 1, 64, nullptr, "reload",
      "threads that drive the GPU in a shared hybrid call"},
     {Knob::kCpuKernel, Scope::kDev, "cpu_kernel", Type::kString, 0, 0, 0, nullptr, "first use",
-     "force a CPU PairHMM kernel (avx512, avx2, neon, portable)"},
+     "force a CPU PairHMM and PDHMM kernel (avx512, avx2, neon, portable; PDHMM also scalar)"},
     {Knob::kSwIsa, Scope::kDev, "sw_isa", Type::kString, 0, 0, 0, nullptr, "first use",
      "force a CPU Smith-Waterman fill (sse, avx2, avx512, neon)"},
     {Knob::kPackScalar, Scope::kDev, "pack_scalar", Type::kBool, 0, 0, 1, nullptr, "first use",

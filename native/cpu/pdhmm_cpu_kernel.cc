@@ -6,7 +6,7 @@
 //
 // What differs is how the per-lane choices are made without branches:
 // - Base matching: each read base and each haplotype column get a bit set,
-//   and a cell matches when the sets share a bit (match_mask): an identity
+//   and a cell matches when the sets share a bit (mismatch_mask): an identity
 //   bit per distinct byte of the group (equal bytes), a bit every read has
 //   and a haplotype N has, a bit every column has and a read N has, and the
 //   A/C/G/T bits of a SNP column against the read base's (either case).
@@ -45,14 +45,13 @@ namespace cpu {
 
 namespace {
 
-// Base bits (see match_mask): A/C/G/T of a SNP position, "every read",
+// Base bits (see mismatch_mask): A/C/G/T of a SNP position, "every read",
 // "every column", then one identity bit per distinct byte of a group.
 constexpr int64_t kSnpBits = 0xF;
 constexpr int64_t kEveryRead = 0x10;
 constexpr int64_t kEveryColumn = 0x20;
 constexpr int kFirstIdentityBit = 6;
-// The add-and-shift match test needs the bits below bit 62.
-constexpr int kIdentityBits = 62 - kFirstIdentityBit;
+constexpr int kIdentityBits = 64 - kFirstIdentityBit;
 
 inline int64_t acgt_bit(uint8_t b) {
     switch (b) {
@@ -91,7 +90,7 @@ struct Identity {
             if (!add(lanes[l]->read, lanes[l]->m) || !add(lanes[l]->hap, lanes[l]->n)) return false;
         return true;
     }
-    int64_t bit(uint8_t b) const { return int64_t(1) << (kFirstIdentityBit + id[b]); }
+    int64_t bit(uint8_t b) const { return static_cast<int64_t>(uint64_t(1) << (kFirstIdentityBit + id[b])); }
 };
 
 enum DelState : uint8_t { kNormal, kInside, kAfter };
@@ -144,12 +143,8 @@ struct PdKernel {
     PD_INLINE vec select(ivec mask, vec a, vec b) { return (vec)((mask & bits_of(a)) | (~mask & bits_of(b))); }
     // max for values that are never NaN and never -0 (all of the kernel's).
     PD_INLINE vec vmax(vec a, vec b) { return a > b ? a : b; }
-    // All ones where the bit sets share a bit: (h & r) is below 2^62, so
-    // adding 2^62 - 1 reaches bit 62 exactly when it is not 0.
-    PD_INLINE ivec match_mask(ivec h, ivec r) {
-        const ivec any = ((h & r) + ((int64_t(1) << 62) - 1)) >> 62;
-        return ivec{} - any;
-    }
+    // All ones where the bit sets share no bit (a mismatch).
+    PD_INLINE ivec mismatch_mask(ivec h, ivec r) { return (h & r) == ivec{}; }
 
     // Rows, columns and masks of lanes[0..count); missing lanes repeat the
     // last pair. Returns false if the group needs the scalar reference.
@@ -238,7 +233,7 @@ struct PdKernel {
         Cells* cells = s.cells.data();
         for (int j = 1; j <= n_max; ++j) {
             const Cells top = cells[j];
-            const vec e = select(match_mask(s.bits[j].v, r.bits), r.p_match, r.p_mismatch);
+            const vec e = select(mismatch_mask(s.bits[j].v, r.bits), r.p_mismatch, r.p_match);
             Cells c;
             if (!s.kind[j]) {
                 // NORMAL in every lane: the branch values are the left ones.

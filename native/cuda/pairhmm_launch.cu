@@ -81,16 +81,17 @@ int blocks_per_sm(Kernel kernel) {
     return b;
 }
 
-template <typename T, int P, int K, bool STRIPED, Arith AR, Tr TR>
+// The launches of variant V's kernel (a Variant, pairhmm_recurrence.cuh).
+template <typename V>
 struct Kern {
     static int max_blocks_per_sm() {
-        static const int v = blocks_per_sm(pairhmm_kernel<T, P, K, STRIPED, AR, TR, kBlock>);
+        static const int v = blocks_per_sm(pairhmm_kernel<V, kBlock>);
         return v;
     }
     // Blocks of a persistent launch (striped kernels need one scratch slot per warp).
     static int persistent_blocks(int d) { return max_blocks_per_sm() * cuda::sm_count(d); }
-    static void launch(const KernelArgs<T>& a, int blocks, cudaStream_t s) {
-        pairhmm_kernel<T, P, K, STRIPED, AR, TR, kBlock><<<blocks, kBlock, 0, s>>>(a);
+    static void launch(const KernelArgs<typename V::T>& a, int blocks, cudaStream_t s) {
+        pairhmm_kernel<V, kBlock><<<blocks, kBlock, 0, s>>>(a);
     }
 };
 
@@ -105,9 +106,9 @@ int groups_grid(int64_t count, int P) { return static_cast<int>((count + (kBlock
 // The float bins' general (striped) kernel and the double pass's, which
 // size the scratch: one slot of 3 rows per resident warp.
 template <bool FAST>
-using FloatGeneral = Kern<float, 32, kFloatBins[kNumFloatBins - 1].K, true,
-                          float_arith(FAST, kFloatBins[kNumFloatBins - 1].max_rows), Tr::kRow>;
-using DoubleGeneral = Kern<double, 32, kDoubleBins[kNumDoubleBins - 1].K, true, Arith::kExact, Tr::kRow>;
+using FloatGeneral = Kern<Variant<float, Lanes<32>, RowsPerLane<kFloatBins[kNumFloatBins - 1].K>, Striped<>,
+                                  Arithmetic<float_arith(FAST, kFloatBins[kNumFloatBins - 1].max_rows)>>>;
+using DoubleGeneral = Kern<Variant<double, Lanes<32>, RowsPerLane<kDoubleBins[kNumDoubleBins - 1].K>, Striped<>>>;
 static_assert(kFloatBins[kNumFloatBins - 1].P == 32 && kDoubleBins[kNumDoubleBins - 1].P == 32,
               "striped bins use one group per warp");
 
@@ -116,8 +117,8 @@ template <bool FAST, Tr TR, int B>
 void launch_standalone(KernelArgs<float> a, Pass pass, const BinRanges& bins, int d, cudaStream_t s) {
     if constexpr (B >= kNumFusedBins) {
         constexpr BinSpec spec = kFloatBins[B];
-        typedef Kern<float, spec.P, spec.K, spec.striped, float_arith(FAST, kFloatBins[B].max_rows),
-                     spec.striped ? Tr::kRow : TR>
+        typedef Kern<Variant<float, Lanes<spec.P>, RowsPerLane<spec.K>, Striped<spec.striped>,
+                             Arithmetic<float_arith(FAST, spec.max_rows)>, Transitions<spec.striped ? Tr::kRow : TR>>>
             G;
         if (const int64_t n = bins.count_of(pass, B)) {
             a.first = static_cast<int>(bins.start_of(pass, B));
@@ -169,7 +170,7 @@ cudaError_t launch_float_pass(const KernelArgs<float>& a, const BinRanges& bins,
 template <int B>
 void launch_double_bin(const KernelArgs<double>& a, int d, cudaStream_t s) {
     constexpr BinSpec spec = kDoubleBins[B];
-    typedef Kern<double, spec.P, spec.K, spec.striped, Arith::kExact, Tr::kRow> G;
+    typedef Kern<Variant<double, Lanes<spec.P>, RowsPerLane<spec.K>, Striped<spec.striped>>> G;
     const int grid = groups_grid(a.count, spec.P);
     G::launch(a, spec.striped ? std::min(grid, G::persistent_blocks(d)) : grid, s);
 }
@@ -238,7 +239,7 @@ constexpr int kDoubleSweepK = 5;
 constexpr int kDoubleSweepRows = 32 * kDoubleSweepK;
 static_assert(kDoubleSweepRows > kDoubleBins[kNumDoubleBins - 1].P * kDoubleBins[kNumDoubleBins - 1].K,
               "the sweep kernel covers more rows than one stripe of the general one");
-using DoubleSweep = Kern<double, 32, kDoubleSweepK, false, Arith::kExact, Tr::kRow>;
+using DoubleSweep = Kern<Variant<double, Lanes<32>, RowsPerLane<kDoubleSweepK>>>;
 
 // count: the pairs the grid covers; count_ptr (may be null): the list's
 // length on the device, when the host does not know it.

@@ -33,7 +33,7 @@ struct PairDesc {
 // Haplotypes are packed as base planes (A=0 C=1 G=2 T=3 N=4), each padded
 // with kPadPlane to a multiple of 4 bytes plus kHapPad (the kernels read
 // whole words and prefetch ahead). kPadPlane names no base: the kernels with
-// emission tables emit 0 there (see pairhmm_kernels.cuh), the others never
+// emission tables emit 0 there (see pairhmm_recurrence.cuh), the others never
 // use a column past the haplotype's end.
 constexpr int kHapPad = 48;
 constexpr uint8_t kPadPlane = 5;
@@ -83,7 +83,7 @@ enum class Tr : int {
     kConst = 2,    // once per launch (GapConsts), X kept scaled
 };
 
-// Float arithmetic of a kernel (pairhmm_kernels.cuh says what each does).
+// Float arithmetic of a kernel (pairhmm_recurrence.cuh says what each does).
 enum class Arith : int {
     kExact = 0,     // GKL's operation order, no contraction (also every double kernel)
     kFma = 1,       // GKL's order with fused multiply-adds
@@ -128,8 +128,8 @@ constexpr int kFactoredMaxRows = 160;
 
 constexpr int latency_k(int bin) { return (kFloatBins[bin].max_rows + 31) / 32; }
 // The longest read a latency variant takes: its lane 0 must hold padding
-// rows only (see forward_pair), so a bin with a longer read runs its
-// throughput variant.
+// rows only (see forward_pair, pairhmm_kernels.cuh), so a bin with a
+// longer read runs its throughput variant.
 constexpr int latency_max_rows(int bin) { return 31 * latency_k(bin); }
 
 // Rows of a block in bin `bin`'s Tr::kConst kernels (see GapConsts; a

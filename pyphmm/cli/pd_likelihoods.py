@@ -6,6 +6,7 @@ contract. Files go through the Python reader (pyphmm.io), in chunks.
 
 from __future__ import annotations
 
+import re
 import sys
 
 from .. import _native
@@ -22,12 +23,20 @@ def cmd_pd_likelihoods(args) -> int:
     with OutputFile(args.output, input_path=args.input) as out:
         for chunk in record_chunks(io.read_pd_records(args.input)):
             stats = {}
-            results = compute_pd_regions(chunk, backend=args.backend, threads=args.threads, stats=stats)
+            try:
+                results = compute_pd_regions(chunk, backend=args.backend, threads=args.threads, stats=stats)
+            except ValueError as e:  # input GKL refuses: name the record (1-based) the library calls region k
+                first = progress.records + 1
+                raise ValueError(_record_named(str(e), args.input, first)) from None
             out.write("".join(io.format_record(res) for res in results))
             progress.add(len(chunk), stats)
         out.commit()
     print(progress.summary(), file=sys.stderr)
     return 0
+
+
+def _record_named(message: str, name: str, first: int) -> str:
+    return re.sub(r"^region (\d+)", lambda m: f"{name}: record {first + int(m.group(1))}", message)
 
 
 def add_parser(sub, positive_int) -> None:

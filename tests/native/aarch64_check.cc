@@ -6,6 +6,7 @@
 //   aarch64_check info
 //   aarch64_check pairhmm IN OUT DOUBLE(0|1) CALLS(each|all) THREADS
 //   aarch64_check sw IN OUT THREADS
+//   aarch64_check pdhmm IN OUT CALLS(each|all) THREADS
 //   aarch64_check fpmode
 //
 // PairHMM input: a line with the region count, then per region "R H", R
@@ -15,12 +16,19 @@
 // CALLS=each makes one pyphmm_pairhmm call per region (GATK's way: small
 // regions run pair by pair on the stripe kernel), all one call for all.
 //
+// PDHMM input: as PairHMM's, but each haplotype line holds the bases and
+// the PD bytes (hex), and "-" stands for an empty field (empty reads and
+// haplotypes are valid PDHMM input). Output: "stats PAIRS", then every
+// log10 likelihood (%.17g; -inf as "-inf").
+//
 // Smith-Waterman input: the pair count, then per pair "REF ALT MATCH
 // MISMATCH OPEN EXTEND STRATEGY" (sequences hex). Output per pair: the
 // batch call's CIGAR and offset, then pyphmm_sw_align_one's.
 //
 // fpmode: GKL's flush-to-zero queries through the JNI entry points (they
-// ignore their JNIEnv) and whether pyphmm_pairhmm restores the caller's mode.
+// ignore their JNIEnv), whether pyphmm_pairhmm restores the caller's mode,
+// and whether pyphmm_pdhmm keeps denormals under a caller's FTZ (GKL's
+// PDHMM computes with them) and restores the mode too.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -36,6 +44,7 @@
 namespace {
 
 std::vector<uint8_t> unhex(const std::string& s) {
+    if (s == "-") return {};
     if (s.size() % 2) {
         std::fprintf(stderr, "odd hex string\n");
         std::exit(2);
@@ -143,6 +152,89 @@ int cmd_pairhmm(const char* in_path, const char* out_path, bool dbl, bool each, 
     return std::fclose(f) == 0 ? 0 : 2;
 }
 
+// One PDHMM region's packed buffers.
+struct PdRegion {
+    std::vector<uint8_t> bases, quals, ins, dels, gcp, haps, pd;
+    std::vector<int64_t> read_off{0}, hap_off{0};
+    pyphmm_pd_region view() const {
+        return pyphmm_pd_region{static_cast<int32_t>(read_off.size() - 1),
+                                static_cast<int32_t>(hap_off.size() - 1),
+                                bases.data(),
+                                quals.data(),
+                                ins.data(),
+                                dels.data(),
+                                gcp.data(),
+                                read_off.data(),
+                                haps.data(),
+                                pd.data(),
+                                hap_off.data()};
+    }
+};
+
+std::vector<PdRegion> read_pd_regions(const char* path) {
+    std::ifstream in(path);
+    int64_t count = 0;
+    in >> count;
+    std::vector<PdRegion> regions(count);
+    for (PdRegion& g : regions) {
+        int r = 0, h = 0;
+        in >> r >> h;
+        for (int k = 0; k < r; ++k) {
+            std::string b, q, i, d, c;
+            in >> b >> q >> i >> d >> c;
+            append(g.bases, unhex(b));
+            append(g.quals, unhex(q));
+            append(g.ins, unhex(i));
+            append(g.dels, unhex(d));
+            append(g.gcp, unhex(c));
+            g.read_off.push_back(static_cast<int64_t>(g.bases.size()));
+        }
+        for (int k = 0; k < h; ++k) {
+            std::string b, p;
+            in >> b >> p;
+            append(g.haps, unhex(b));
+            append(g.pd, unhex(p));
+            g.hap_off.push_back(static_cast<int64_t>(g.haps.size()));
+        }
+        // (vectors that stay empty have no data(): give every buffer a byte)
+        for (auto* v : {&g.bases, &g.quals, &g.ins, &g.dels, &g.gcp, &g.haps, &g.pd}) v->reserve(1);
+    }
+    if (!in) {
+        std::fprintf(stderr, "%s: malformed input\n", path);
+        std::exit(2);
+    }
+    return regions;
+}
+
+int cmd_pdhmm(const char* in_path, const char* out_path, bool each, int threads) {
+    const std::vector<PdRegion> regions = read_pd_regions(in_path);
+    std::vector<pyphmm_pd_region> views;
+    size_t total = 0;
+    for (const PdRegion& g : regions) {
+        views.push_back(g.view());
+        total += static_cast<size_t>(views.back().num_reads) * views.back().num_haps;
+    }
+    std::vector<double> out(total);
+    pyphmm_options opt{};
+    opt.backend = PYPHMM_BACKEND_CPU;
+    opt.threads = threads;
+    pyphmm_error err{};
+    int64_t pairs = 0;
+    size_t at = 0;
+    for (size_t k = 0; k < views.size(); k += each ? 1 : views.size()) {
+        const int64_t n = each ? 1 : static_cast<int64_t>(views.size());
+        pyphmm_stats st{};
+        if (pyphmm_pdhmm(&views[k], n, out.data() + at, &opt, &st, &err) != PYPHMM_OK) fail("pyphmm_pdhmm", err);
+        at += static_cast<size_t>(st.pairs);
+        pairs += st.pairs;
+    }
+    FILE* f = std::fopen(out_path, "w");
+    if (!f) return 2;
+    std::fprintf(f, "stats %lld\n", static_cast<long long>(pairs));
+    for (double v : out) std::fprintf(f, "%.17g\n", v);
+    return std::fclose(f) == 0 ? 0 : 2;
+}
+
 int cmd_sw(const char* in_path, const char* out_path, int threads) {
     std::ifstream in(in_path);
     int64_t n = 0;
@@ -237,6 +329,31 @@ double one_likelihood() {
     return out;
 }
 
+// A PDHMM pair whose last-row sum is a denormal (log10 likelihood near
+// -617: an unrelated read with costly gaps): its bits depend on denormal
+// arithmetic, which GKL's PDHMM keeps.
+double pd_denormal_likelihood() {
+    std::vector<uint8_t> read(400), hap(200), q(350, 40), gap(350, 30), pd(200, 0);
+    uint32_t x = 12345;
+    auto base = [&x] {
+        x = x * 1103515245u + 12345u;
+        return static_cast<uint8_t>("ACGT"[(x >> 16) & 3]);
+    };
+    for (auto& b : read) b = base();
+    for (auto& b : hap) b = base();
+    pd[50] = 6;  // a one-base span
+    const int64_t roff[] = {0, 350}, hoff[] = {0, 200};
+    pyphmm_pd_region g{1,          1,    read.data(), q.data(),  gap.data(), gap.data(),
+                       gap.data(), roff, hap.data(),  pd.data(), hoff};
+    pyphmm_options opt{};
+    opt.backend = PYPHMM_BACKEND_CPU;
+    opt.threads = 1;
+    double out = 0;
+    pyphmm_error err{};
+    if (pyphmm_pdhmm(&g, 1, &out, &opt, nullptr, &err) != PYPHMM_OK) fail("pyphmm_pdhmm", err);
+    return out;
+}
+
 int cmd_fpmode() {
     const bool initial = Java_com_intel_gkl_IntelGKLUtils_getFlushToZeroNative(nullptr, nullptr);
     std::printf("initial_ftz=%d fpcr_fz=%d\n", initial ? 1 : 0, static_cast<int>((fpcr() >> 24) & 1));
@@ -257,6 +374,12 @@ int cmd_fpmode() {
                 Java_com_intel_gkl_IntelGKLUtils_getFlushToZeroNative(nullptr, nullptr) ? 1 : 0,
                 denormal_product() != 0.0f ? 1 : 0);
     std::printf("same_result_either_mode=%d likelihood=%.17g\n", plain == under_ftz ? 1 : 0, plain);
+    const double pd_plain = pd_denormal_likelihood();
+    Java_com_intel_gkl_IntelGKLUtils_setFlushToZeroNative(nullptr, nullptr, 1);
+    const double pd_ftz = pd_denormal_likelihood();
+    std::printf("pd_ftz_kept=%d\n", Java_com_intel_gkl_IntelGKLUtils_getFlushToZeroNative(nullptr, nullptr) ? 1 : 0);
+    Java_com_intel_gkl_IntelGKLUtils_setFlushToZeroNative(nullptr, nullptr, 0);
+    std::printf("pd_same_result_either_mode=%d pd_likelihood=%.17g\n", pd_plain == pd_ftz ? 1 : 0, pd_plain);
     std::printf("avx=%d avx2=%d avx512=%d omp_threads=%d\n",
                 Java_com_intel_gkl_IntelGKLUtils_isAvxSupportedNative(nullptr, nullptr),
                 Java_com_intel_gkl_IntelGKLUtils_isAvx2SupportedNative(nullptr, nullptr),
@@ -283,7 +406,10 @@ int main(int argc, char** argv) {
         return cmd_pairhmm(argv[2], argv[3], std::atoi(argv[4]) != 0, std::strcmp(argv[5], "each") == 0,
                            std::atoi(argv[6]));
     if (cmd == "sw" && argc == 5) return cmd_sw(argv[2], argv[3], std::atoi(argv[4]));
+    if (cmd == "pdhmm" && argc == 6)
+        return cmd_pdhmm(argv[2], argv[3], std::strcmp(argv[4], "each") == 0, std::atoi(argv[5]));
     std::fprintf(stderr,
-                 "usage: aarch64_check info | fpmode | pairhmm IN OUT DOUBLE each|all THREADS | sw IN OUT THREADS\n");
+                 "usage: aarch64_check info | fpmode | pairhmm IN OUT DOUBLE each|all THREADS | sw IN OUT THREADS | "
+                 "pdhmm IN OUT each|all THREADS\n");
     return 2;
 }
