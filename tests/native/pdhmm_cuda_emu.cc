@@ -5,32 +5,35 @@
 // algorithm, cpu::pd_sum_scalar). Used by tests/test_pdhmm_cuda.py where
 // no GPU is.
 //
-// Emulation: a warp is 32 std::threads. The kernel exchanges data between
-// lanes only with __shfl_up_sync(.., 1, P) (lane t reads what lane t - 1
-// handed over at the same shuffle), so each lane feeds a FIFO that the
-// next lane of its group drains: lanes run as a pipeline, and every lane
-// sees exactly the values a warp would. __reduce_max_sync and __syncwarp
-// are barriers of the 32 threads. __any_sync (the vote for the general
-// step) is answered per lane: its own predicate, or-ed with a coin of
-// probability `general` (the general step must equal the plain one where
-// no flag is set, so a lane's result may not depend on the answer, only
-// its speed); a warp's lanes never disagree on it on the GPU.
+// Emulation: a warp is 32 fibers (ucontext) run by one thread, each
+// lane running the kernel's own code until it must wait. The kernel
+// exchanges data between lanes only with __shfl_up_sync(.., 1, P) (lane t
+// reads what lane t - 1 handed over at the same shuffle), so each lane
+// feeds a queue that the next lane of its group drains: a lane waits only
+// for an empty queue, and every lane sees exactly the values a warp would.
+// __reduce_max_sync and __syncwarp wait for all 32 lanes. __any_sync (the
+// warp votes for the capture and merging steps) is answered per lane: its
+// own predicate, or-ed with a coin of probability `general` (those steps
+// must equal the plain one where a lane's column has no flag, so a lane's
+// result may not depend on the answer); a warp's lanes never disagree on
+// it on the GPU. One thread and no timing: the same run gives the same
+// interleaving everywhere.
 //
-//   g++ -std=c++20 -O2 -pthread -Inative/include -Inative tests/native/pdhmm_cuda_emu.cc
+//   g++ -std=c++17 -O1 -pthread -Inative/include -Inative tests/native/pdhmm_cuda_emu.cc
 //       native/cuda/pdhmm_plan.cc native/cpu/pdhmm_cpu_scalar.cc native/common/pd_tables.cc
 //       native/common/thread_pool.cc native/common/config.cc -o pdhmm_cuda_emu
 //   ./pdhmm_cuda_emu [seed] [regions] [general-coin percent] [long regions]
+#include <ucontext.h>
+
 #include <algorithm>
-#include <atomic>
-#include <barrier>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
+#include <deque>
+#include <functional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cpu/pdhmm_cpu_kernel.h"
@@ -43,45 +46,41 @@ struct uint2 {
 struct EmuDim {
     unsigned x;
 };
-thread_local EmuDim threadIdx;
+EmuDim threadIdx;
 
-// Single-producer single-consumer FIFO of 64-bit words between two lanes.
-class LaneFifo {
-  public:
-    void push(uint64_t v) {
-        const uint32_t t = tail_.load(std::memory_order_relaxed);
-        while (t - head_.load(std::memory_order_acquire) == kCap) std::this_thread::yield();
-        buf_[t % kCap] = v;
-        tail_.store(t + 1, std::memory_order_release);
-    }
-    uint64_t pop() {
-        const uint32_t h = head_.load(std::memory_order_relaxed);
-        while (tail_.load(std::memory_order_acquire) == h) std::this_thread::yield();
-        const uint64_t v = buf_[h % kCap];
-        head_.store(h + 1, std::memory_order_release);
-        return v;
-    }
+// ---- fibers ----
+constexpr int kLanes = 32;
+constexpr size_t kStack = 1 << 18;
 
-  private:
-    static constexpr uint32_t kCap = 1 << 12;
-    uint64_t buf_[kCap];
-    std::atomic<uint32_t> head_{0}, tail_{0};
-};
-
-// One emulated warp: 32 lanes, FIFOs from each lane to the next, a barrier.
 struct Warp {
-    std::vector<std::unique_ptr<LaneFifo>> fifo;  // fifo[l]: lane l -> lane l + 1
-    std::barrier<> sync{32};
-    int reduce[32] = {};
-    Warp() {
-        for (int l = 0; l < 32; ++l) fifo.emplace_back(new LaneFifo());
-    }
+    ucontext_t main{};
+    ucontext_t lane[kLanes]{};
+    std::vector<char> stack[kLanes];
+    bool done[kLanes] = {};
+    std::deque<uint64_t> queue[kLanes];  // queue[l]: lane l -> lane l + 1
+    int arrived = 0, generation = 0;     // the barrier
+    int reduce[kLanes] = {};
+    std::mt19937 coin[kLanes];
+    std::function<void()> body;
 };
-thread_local Warp* g_warp = nullptr;
-thread_local int g_lane = 0;
-thread_local std::mt19937 g_coin_rng;
+Warp* g_warp = nullptr;
+int g_lane = 0;
 int g_general_percent = 0;
-std::atomic<long> g_bad_calls{0};  // operations the emulation does not model (a test failure)
+long g_bad_calls = 0;  // operations the emulation does not model (a test failure)
+
+// Back to the scheduler; the lane resumes here.
+void wait_turn() { swapcontext(&g_warp->lane[g_lane], &g_warp->main); }
+
+void barrier() {
+    Warp& w = *g_warp;
+    const int gen = w.generation;
+    if (++w.arrived == kLanes) {
+        w.arrived = 0;
+        ++w.generation;
+        return;
+    }
+    while (w.generation == gen) wait_turn();
+}
 
 template <typename T>
 T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width) {
@@ -90,27 +89,63 @@ T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width) {
     uint64_t w = 0;
     std::memcpy(&w, &v, sizeof(T));
     const int t = g_lane % width;
-    if (t + 1 < width) g_warp->fifo[g_lane]->push(w);
+    if (t + 1 < width) g_warp->queue[g_lane].push_back(w);
     if (t == 0) return v;  // no lane above in the segment: a warp returns the caller's own value
-    w = g_warp->fifo[g_lane - 1]->pop();
+    std::deque<uint64_t>& q = g_warp->queue[g_lane - 1];
+    while (q.empty()) wait_turn();
+    w = q.front();
+    q.pop_front();
     T r;
     std::memcpy(&r, &w, sizeof(T));
     return r;
 }
 bool __any_sync(unsigned mask, bool p) {
     if (mask != 0xffffffffu) ++g_bad_calls;
-    return p || static_cast<int>(g_coin_rng() % 100) < g_general_percent;
+    return p || static_cast<int>(g_warp->coin[g_lane]() % 100) < g_general_percent;
 }
 int __reduce_max_sync(unsigned mask, int v) {
     if (mask != 0xffffffffu) ++g_bad_calls;
     g_warp->reduce[g_lane] = v;
-    g_warp->sync.arrive_and_wait();
+    barrier();
     int m = g_warp->reduce[0];
-    for (int l = 1; l < 32; ++l) m = std::max(m, g_warp->reduce[l]);
-    g_warp->sync.arrive_and_wait();
+    for (int l = 1; l < kLanes; ++l) m = std::max(m, g_warp->reduce[l]);
+    barrier();
     return m;
 }
-void __syncwarp() { g_warp->sync.arrive_and_wait(); }
+void __syncwarp() { barrier(); }
+
+void lane_entry() {
+    g_warp->body();
+    g_warp->done[g_lane] = true;
+    wait_turn();  // (never resumed)
+}
+
+// Runs body() on the 32 lanes of a warp (threadIdx.x = first_thread + lane).
+void run_lanes(int first_thread, uint64_t seed, std::function<void()> body) {
+    Warp w;
+    w.body = std::move(body);
+    g_warp = &w;
+    for (int l = 0; l < kLanes; ++l) {
+        w.stack[l].resize(kStack);
+        w.coin[l].seed(static_cast<uint32_t>(seed * 131 + l));
+        getcontext(&w.lane[l]);
+        w.lane[l].uc_stack.ss_sp = w.stack[l].data();
+        w.lane[l].uc_stack.ss_size = kStack;
+        w.lane[l].uc_link = nullptr;
+        makecontext(&w.lane[l], lane_entry, 0);
+    }
+    for (int left = kLanes; left > 0;) {
+        left = 0;
+        for (int l = 0; l < kLanes; ++l) {
+            if (w.done[l]) continue;
+            g_lane = l;
+            threadIdx.x = static_cast<unsigned>(first_thread + l);
+            swapcontext(&w.main, &w.lane[l]);
+            left += !w.done[l];
+        }
+    }
+    g_warp = nullptr;
+}
 
 #include "common/pd_tables.h"
 #include "cuda/pdhmm_kernels.cuh"
@@ -215,17 +250,7 @@ struct Gen {
 
 // ---- the emulated launch ----
 void run_warp(int block, int warp, int nblocks, const PdArgs& a, int bin, int first, int count, uint64_t seed) {
-    Warp w;
-    std::vector<std::thread> lanes;
-    for (int l = 0; l < 32; ++l)
-        lanes.emplace_back([&, l] {
-            g_warp = &w;
-            g_lane = l;
-            g_coin_rng.seed(static_cast<uint32_t>(seed * 131 + l));
-            threadIdx.x = static_cast<unsigned>(warp * 32 + l);
-            pd_run_any(bin, a, first, count, block, nblocks);
-        });
-    for (std::thread& t : lanes) t.join();
+    run_lanes(warp * 32, seed, [&] { pd_run_any(bin, a, first, count, block, nblocks); });
 }
 
 // Every block of a plan maps to its entry (pd_entry, the kernel's lookup).
@@ -356,6 +381,6 @@ int main(int argc, char** argv) {
     std::printf(
         "%zu pairs (%lld through the kernel, %lld deletion marks), %ld bad entries, %ld unmodelled calls, "
         "%lld mismatches\n",
-        want.size(), (long long)computed, (long long)special, bad_entries, g_bad_calls.load(), (long long)mismatches);
+        want.size(), (long long)computed, (long long)special, bad_entries, g_bad_calls, (long long)mismatches);
     return mismatches || bad_entries || g_bad_calls ? 1 : 0;
 }
