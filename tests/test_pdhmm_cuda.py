@@ -251,7 +251,8 @@ def child(runtime_dir, test_env: str, calls: int = 1, env=None, **kwargs):
     """The child's JSON and stderr, under PYPHMM_TEST=test_env, with a
     private registry of GPU processes (devices.h) in runtime_dir."""
     e = dict(env or {}, PYPHMM_TEST=test_env, XDG_RUNTIME_DIR=str(runtime_dir))
-    res = run_python(CHILD.format(kwargs=kwargs, calls=calls), env=e, unset=("PYPHMM_BACKEND", "PYPHMM_DEVICE"))
+    unset = [v for v in ("PYPHMM_BACKEND", "PYPHMM_DEVICE", "PYPHMM_GPU_MIN_CELLS") if v not in e]
+    res = run_python(CHILD.format(kwargs=kwargs, calls=calls), env=e, unset=unset)
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
 
