@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""GPU PDHMM throughput and latency, with the CPU backend and (given an
+oracle build) GKL 0.9's PDHMM in the same run.
+
+Data: seeded PD regions from devtools/pd_regions.py (``--shape hc``:
+HaplotypeCaller's calls, the default; ``gatk``: issue 41's GATK-shaped
+regions; ``mix``: both). Every timed call goes through the C ABI
+(``pyphmm_pdhmm``) on buffers packed once beforehand, so Python's packing is
+not timed. Rows:
+
+  GPU, whole workload, 1 call        all regions in one call (best of --repeats)
+  GPU kernels only                   the same call's kernel time (CUDA events,
+                                     PYPHMM_FLAG_TIMING), cells / kernel seconds
+  GPU, per region, T thr             one call per region, T threads taking turns
+                                     over the regions (GATK's threads): GCUPS =
+                                     all cells / span; median and p99 call latency
+  CPU, whole workload, T thr         the CPU backend, for scale
+  GKL 0.9 <impl> OpenMP, T thr       with --gkl DIR (devtools/oracle/gkl_pdhmm.py): its
+                                     fastest code (AVX-512, else AVX2), one batch call
+                                     per region, summed
+
+The diff column: max |GPU - CPU backend| over every pair, and how many
+results differ in any bit (the GPU keeps the CPU's operation order: 0).
+
+    PYTHONPATH=. python3 scripts/bench_pdhmm_gpu.py [--regions 60] [--shape hc] [--threads 1,16] [--gkl DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+
+import numpy as np
+from pyphmm._pyphmm import ffi, lib
+
+import pyphmm
+from devtools.pd_regions import SHAPES, generate, pairs_and_cells
+from pyphmm import _native
+from pyphmm.pdhmm import _PackedPD
+
+
+def workload(a) -> tuple:
+    if a.shape == "mix":
+        regions = []
+        for k in range(a.regions):
+            regions += generate(1, seed=a.seed * 1000 + k, shape=SHAPES[k % 2])
+        return regions, f"mix of {a.regions} regions (seed {a.seed})"
+    return generate(a.regions, seed=a.seed, shape=a.shape), f"--shape {a.shape} --regions {a.regions} (seed {a.seed})"
+
+
+class Packed:
+    """The regions in native buffers, with each region's output slice."""
+
+    def __init__(self, regions):
+        self.p = _PackedPD(regions)
+        self.n = len(self.p.shapes)
+        self.out = np.empty(max(1, self.p.total), np.float64)
+        self.first = np.concatenate([[0], np.cumsum([r * h for r, h in self.p.shapes])]).astype(np.int64)
+        self.cells = [
+            int(reg.read_offsets[reg.num_reads] - reg.read_offsets[0])
+            * int(reg.hap_offsets[reg.num_haps] - reg.hap_offsets[0])
+            for reg in (self.p.c_regions[k] for k in range(self.n))
+        ]
+
+    def call(self, k0, count, backend, threads=0, timing=False, stats=None):
+        """pyphmm_pdhmm on regions [k0, k0 + count); seconds of the call."""
+        opts = _native.make_options(backend, threads or None)
+        if timing:
+            opts.flags = lib.PYPHMM_FLAG_TIMING
+        err, st = ffi.new("pyphmm_error *"), ffi.new("pyphmm_stats *")
+        out = ffi.cast("double *", ffi.from_buffer("double[]", self.out)) + int(self.first[k0])
+        t = time.perf_counter()
+        rc = lib.pyphmm_pdhmm(self.p.c_regions + k0, count, out, opts, st, err)
+        dt = time.perf_counter() - t
+        _native.raise_for_status(rc, err)
+        if stats is not None:
+            stats.update(_native.stats_dict(st))
+        return dt
+
+
+def best_whole(pk, backend, threads, repeats):
+    pk.call(0, pk.n, backend, threads)  # warm-up: device, tables, buffers, thread pool
+    best = min(pk.call(0, pk.n, backend, threads) for _ in range(repeats))
+    return best, pk.out[: pk.p.total].copy()
+
+
+def one_pass(pk, threads):
+    """One call per region from `threads` threads (thread i takes regions i,
+    i + T, ...) after a common start: (span, latencies)."""
+    lat = [[] for _ in range(threads)]
+    start = threading.Barrier(threads + 1)
+
+    def work(i):
+        start.wait()
+        for k in range(i, pk.n, threads):
+            lat[i].append(pk.call(k, 1, "cuda"))
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in ts:
+        t.join()
+    return time.perf_counter() - t0, np.concatenate([np.array(v) for v in lat if v])
+
+
+def per_region(pk, threads, passes):
+    """The best of `passes` one_pass runs, after a warm-up of every
+    thread's context and buffers."""
+    one_pass(pk, threads)
+    return min((one_pass(pk, threads) for _ in range(passes)), key=lambda r: r[0])
+
+
+def diff(x, y) -> str:
+    if not (np.isneginf(x) == np.isneginf(y)).all() or np.isnan(x).any():
+        return "-inf/NaN differ"
+    fin = np.isfinite(x)
+    worst = float(np.abs(x[fin] - y[fin]).max()) if fin.any() else 0.0
+    bits = int(np.count_nonzero(x.view(np.int64) != y.view(np.int64)))
+    return f"{worst:.1e} ({bits} differ)"
+
+
+def gkl_impl() -> str:
+    """GKL's fastest implementation on this CPU."""
+    try:
+        have = set(open("/proc/cpuinfo").read().split())
+    except OSError:
+        have = set()
+    return "avx512" if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= have else "avx2"
+
+
+def gkl_row(a, regions, threads):
+    """GKL's fastest code with OpenMP on `threads`: seconds, or None and why not."""
+    from devtools.oracle.gkl_pdhmm import gkl_seconds, missing
+
+    if missing(a.gkl):
+        return None, missing(a.gkl)
+    per = [gkl_seconds(a.gkl, r, h, gkl_impl(), threads, a.repeats) for r, h in regions]
+    return sum(p[threads] for p in per), None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="GPU PDHMM throughput and latency")
+    ap.add_argument("--regions", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--shape", choices=SHAPES + ("mix",), default="hc")
+    ap.add_argument("--threads", default="1,16", help="thread counts of the per-region rows")
+    ap.add_argument("--cpu-threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--gkl", metavar="DIR", help="oracle build of GKL 0.9's PDHMM: its OpenMP row too")
+    a = ap.parse_args(argv)
+    inf = pyphmm.info()
+    if not inf["cuda_usable"]:
+        print(f"no usable GPU: {inf['cuda_status']}")
+        return 1
+    t = time.perf_counter()
+    regions, source = workload(a)
+    pairs, cells = pairs_and_cells(regions)
+    pk = Packed(regions)
+    print(f"data: {source}: {len(regions)} regions, {pairs} pairs, {cells / 1e9:.3f} G cells", end="")
+    print(f" (prepared in {time.perf_counter() - t:.1f} s)")
+    print(
+        f"pyphmm {inf['version']} from {os.path.dirname(pyphmm.__file__)}: {inf['device_name']}; {os.cpu_count()} cores"
+    )
+
+    rows = []
+    cpu_s, cpu = best_whole(pk, "cpu", a.cpu_threads, 1)
+    gpu_s, gpu = best_whole(pk, "cuda", 0, a.repeats)
+    rows.append(("GPU, whole workload, 1 call", gpu_s, diff(gpu, cpu), ""))
+    st = {}
+    pk.call(0, pk.n, "cuda", timing=True, stats=st)
+    ph = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in st["phase_seconds"].items())
+    rows.append(("GPU kernels only (CUDA events)", st["kernel_seconds"], diff(pk.out[: pk.p.total], cpu), f"ms: {ph}"))
+    for threads in (int(v) for v in a.threads.split(",")):
+        span, lat = per_region(pk, threads, a.repeats)
+        note = f"call median {np.median(lat) * 1e6:.0f} us, p99 {np.percentile(lat, 99) * 1e6:.0f} us"
+        rows.append((f"GPU, per region, {threads} thr", span, diff(pk.out[: pk.p.total], cpu), note))
+    rows.append((f"CPU backend, whole workload, {a.cpu_threads} thr", cpu_s, "", ""))
+    if a.gkl:
+        s, why = gkl_row(a, regions, a.cpu_threads)
+        if s is None:
+            print(f"GKL: {why}")
+        else:
+            rows.append((f"GKL 0.9 {gkl_impl()} OpenMP, {a.cpu_threads} thr", s, "", "one call per region"))
+
+    print()
+    print(f"| {'system':<40} | {'seconds':>8} | {'GCUPS':>8} | {'max |GPU - CPU|':>22} | notes")
+    print(f"| {'-' * 40} | {'-' * 8} | {'-' * 8} | {'-' * 22} | -----")
+    for name, s, d, note in rows:
+        gcups = f"{cells / s / 1e9:8.1f}" if s > 0 else "     n/a"
+        print(f"| {name:<40} | {s:8.4f} | {gcups} | {d:>22} | {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
