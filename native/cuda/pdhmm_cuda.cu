@@ -16,7 +16,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -200,14 +199,19 @@ void learn_wait(const Slot& s, double us, bool done_on_waking) {
 }
 
 // Spins until no slot of a watched chunk is pending, asking the stream now
-// and then so that a failed launch ends the wait.
-cudaError_t wait_watched(Slot& s, int nap_percent) {
+// and then so that a failed launch ends the wait; writes each pair's
+// result as soon as its slot is filled (while the kernel computes the
+// others).
+cudaError_t wait_watched(Slot& s, int nap_percent, double* out) {
     const Clock::time_point t0 = Clock::now();
     const bool napped = nap(s, nap_percent);
     const volatile uint64_t* slot = reinterpret_cast<const volatile uint64_t*>(s.hout.p);  // (the GPU writes them)
+    const double log10_ic = pd_tables().log10_initial_condition;
+    double* dst = out + s.chunk->out_first;
     unsigned spins = 0;
     for (int64_t i = 0; i < s.chunk->pairs; ++i) {
-        while (slot[i] == kPending) {
+        uint64_t bits;
+        while ((bits = slot[i]) == kPending) {
             cpu_relax();
             if (++spins % 4096 == 0) {
                 const cudaError_t e = cudaStreamQuery(s.stream);
@@ -216,8 +220,10 @@ cudaError_t wait_watched(Slot& s, int nap_percent) {
                 if (e != cudaSuccess && e != cudaErrorNotReady) return e;
             }
         }
+        double sum;
+        std::memcpy(&sum, &bits, sizeof(sum));
+        dst[i] = pd_result(sum, log10_ic);
     }
-    std::atomic_thread_fence(std::memory_order_acquire);
     learn_wait(s, std::chrono::duration<double, std::micro>(Clock::now() - t0).count(), napped && spins == 0);
     return cudaSuccess;
 }
@@ -227,10 +233,15 @@ cudaError_t finish_slot(Slot& s, CallState& st) {
     if (!s.pending) return cudaSuccess;
     s.pending = false;
     Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
-    PYPHMM_CUDA_TRY(s.watched ? wait_watched(s, st.nap_percent) : cudaStreamSynchronize(s.stream));
-    st.lap(t, kWait);
-    pd_unpack_results(*s.chunk, reinterpret_cast<const double*>(s.hout.p), st.out);
-    st.lap(t, kCopyOut);
+    if (s.watched) {
+        PYPHMM_CUDA_TRY(wait_watched(s, st.nap_percent, st.out));
+        st.lap(t, kWait);
+    } else {
+        PYPHMM_CUDA_TRY(cudaStreamSynchronize(s.stream));
+        st.lap(t, kWait);
+        pd_unpack_results(*s.chunk, reinterpret_cast<const double*>(s.hout.p), st.out);
+        st.lap(t, kCopyOut);
+    }
     if (s.timed) {
         float a = 0, b = 0;
         PYPHMM_CUDA_TRY(cudaEventElapsedTime(&a, st.first, s.ev0));

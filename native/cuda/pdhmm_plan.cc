@@ -253,7 +253,7 @@ void pd_unpack_results(const PdChunk& c, const double* sums, double* out) {
     const int64_t blocks = (c.pairs + kBlockPairs - 1) / kBlockPairs;
     auto block = [&](int64_t b) {
         const int64_t lo = b * kBlockPairs, hi = std::min(c.pairs, lo + kBlockPairs);
-        for (int64_t i = lo; i < hi; ++i) dst[i] = std::log10(sums[i]) - log10_ic;
+        for (int64_t i = lo; i < hi; ++i) dst[i] = pd_result(sums[i], log10_ic);
     };
     if (blocks > 1)
         parallel_for(blocks, 0, block);

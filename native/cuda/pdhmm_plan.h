@@ -11,6 +11,7 @@
 // Pairs with an empty read or haplotype (sum 0, log10 -inf) go to no
 // kernel.
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -81,8 +82,12 @@ int pd_launch_plan(const PdPacked& p, int max_striped_warps, PdLaunchPlan* plan)
 int pd_striped_warps(const PdLaunchPlan& plan);
 inline int pd_scratch_stride(int max_hap_len) { return (max_hap_len + 2 + 31) / 32 * 32; }
 
-// log10 of a chunk's sums, into the caller's output (parallel for large
-// chunks): log10(sum) - log10(2^1020), the CPU backend's expression.
+// A pair's result from its sum: log10(sum) - log10(2^1020), the CPU
+// backend's expression (so the bits are the same).
+inline double pd_result(double sum, double log10_ic) { return std::log10(sum) - log10_ic; }
+
+// pd_result of a chunk's sums, into the caller's output (parallel for large
+// chunks).
 void pd_unpack_results(const PdChunk& c, const double* sums, double* out);
 
 }  // namespace pdk
