@@ -19,10 +19,14 @@ not timed. Rows:
                                      fastest code (AVX-512, else AVX2), one batch call
                                      per region, summed
 
+--read-lengths adds, per length, the whole workload of the regions' reads
+cut to it (one bin each; kernel GCUPS in the notes), for tuning the bins.
+
 The diff column: max |GPU - CPU backend| over every pair, and how many
 results differ in any bit (the GPU keeps the CPU's operation order: 0).
 
     PYTHONPATH=. python3 scripts/bench_pdhmm_gpu.py [--regions 60] [--shape hc] [--threads 1,16] [--gkl DIR]
+        [--read-lengths 48,80,128,250]
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from pyphmm._pyphmm import ffi, lib
 import pyphmm
 from devtools.pd_regions import SHAPES, generate, pairs_and_cells
 from pyphmm import _native
+from pyphmm.pairhmm import ReadBatch
 from pyphmm.pdhmm import _PackedPD
 
 
@@ -114,6 +119,39 @@ def per_region(pk, threads, passes):
     return min((one_pass(pk, threads) for _ in range(passes)), key=lambda r: r[0])
 
 
+def clipped(regions, length):
+    """The regions' reads of at least `length` bases, cut to `length` (the
+    same haplotypes): a workload of one read length, so of one bin."""
+    out = []
+    for reads, haps in regions:
+        o = reads.offsets
+        keep = [(int(o[i]), int(o[i]) + length) for i in range(len(o) - 1) if o[i + 1] - o[i] >= length]
+        if not keep:
+            continue
+        cols = [
+            np.concatenate([f[a:b] for a, b in keep])
+            for f in (reads.bases, reads.quals, reads.ins, reads.dels, reads.gcp)
+        ]
+        out.append((ReadBatch(*cols, np.arange(len(keep) + 1, dtype=np.int64) * length), haps))
+    return out
+
+
+def by_length(a, regions, rows):
+    """Whole-workload and kernel GCUPS per read length (--read-lengths)."""
+    for length in (int(v) for v in a.read_lengths.split(",") if v):
+        reg = clipped(regions, length)
+        if not reg:
+            continue
+        pk = Packed(reg)
+        cells = sum(pk.cells)
+        s, _ = best_whole(pk, "cuda", 0, a.repeats)
+        st = {}
+        pk.call(0, pk.n, "cuda", timing=True, stats=st)
+        ks = st["kernel_seconds"]
+        note = f"{cells / 1e9:.2f} G cells, kernels " + (f"{cells / ks / 1e9:.1f} GCUPS" if ks > 0 else "n/a")
+        rows.append((f"GPU, whole workload, reads of {length} bp", s, "", note, cells))
+
+
 def diff(x, y) -> str:
     if not (np.isneginf(x) == np.isneginf(y)).all() or np.isnan(x).any():
         return "-inf/NaN differ"
@@ -150,6 +188,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", default="1,16", help="thread counts of the per-region rows")
     ap.add_argument("--cpu-threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--read-lengths", default="", help="also whole workloads of reads cut to each length (e.g. 48,80,128)"
+    )
     ap.add_argument("--gkl", metavar="DIR", help="oracle build of GKL 0.9's PDHMM: its OpenMP row too")
     a = ap.parse_args(argv)
     inf = pyphmm.info()
@@ -169,28 +210,31 @@ def main(argv=None) -> int:
     rows = []
     cpu_s, cpu = best_whole(pk, "cpu", a.cpu_threads, 1)
     gpu_s, gpu = best_whole(pk, "cuda", 0, a.repeats)
-    rows.append(("GPU, whole workload, 1 call", gpu_s, diff(gpu, cpu), ""))
+    rows.append(("GPU, whole workload, 1 call", gpu_s, diff(gpu, cpu), "", cells))
     st = {}
     pk.call(0, pk.n, "cuda", timing=True, stats=st)
     ph = ", ".join(f"{k} {v * 1e3:.1f}" for k, v in st["phase_seconds"].items())
-    rows.append(("GPU kernels only (CUDA events)", st["kernel_seconds"], diff(pk.out[: pk.p.total], cpu), f"ms: {ph}"))
+    rows.append(
+        ("GPU kernels only (CUDA events)", st["kernel_seconds"], diff(pk.out[: pk.p.total], cpu), f"ms: {ph}", cells)
+    )
     for threads in (int(v) for v in a.threads.split(",")):
         span, lat = per_region(pk, threads, a.repeats)
         note = f"call median {np.median(lat) * 1e6:.0f} us, p99 {np.percentile(lat, 99) * 1e6:.0f} us"
-        rows.append((f"GPU, per region, {threads} thr", span, diff(pk.out[: pk.p.total], cpu), note))
-    rows.append((f"CPU backend, whole workload, {a.cpu_threads} thr", cpu_s, "", ""))
+        rows.append((f"GPU, per region, {threads} thr", span, diff(pk.out[: pk.p.total], cpu), note, cells))
+    rows.append((f"CPU backend, whole workload, {a.cpu_threads} thr", cpu_s, "", "", cells))
     if a.gkl:
         s, why = gkl_row(a, regions, a.cpu_threads)
         if s is None:
             print(f"GKL: {why}")
         else:
-            rows.append((f"GKL 0.9 {gkl_impl()} OpenMP, {a.cpu_threads} thr", s, "", "one call per region"))
+            rows.append((f"GKL 0.9 {gkl_impl()} OpenMP, {a.cpu_threads} thr", s, "", "one call per region", cells))
+    by_length(a, regions, rows)
 
     print()
     print(f"| {'system':<40} | {'seconds':>8} | {'GCUPS':>8} | {'max |GPU - CPU|':>22} | notes")
     print(f"| {'-' * 40} | {'-' * 8} | {'-' * 8} | {'-' * 22} | -----")
-    for name, s, d, note in rows:
-        gcups = f"{cells / s / 1e9:8.1f}" if s > 0 else "     n/a"
+    for name, s, d, note, c in rows:
+        gcups = f"{c / s / 1e9:8.1f}" if s > 0 else "     n/a"
         print(f"| {name:<40} | {s:8.4f} | {gcups} | {d:>22} | {note}")
     return 0
 
