@@ -42,7 +42,7 @@
 // (the two sums of the edge below), and lane 0 of the next stripe reads it.
 //
 // The emulator (tests/native/pdhmm_cuda_emu.cc) compiles this file as host
-// code, with lanes as threads.
+// code, with lanes as fibers.
 #pragma once
 #include <cstdint>
 
