@@ -133,7 +133,7 @@ def test_100k_generated_pairs():
     """HaplotypeCaller-shaped and GATK-shaped regions, one call for all and
     one call per region, against the CPU backend (itself GKL's serial
     results bit for bit on the stored regions)."""
-    regions = generate(56, seed=41, shape="hc") + generate(60, seed=42, shape="gatk")
+    regions = generate(100, seed=41, shape="hc") + generate(60, seed=42, shape="gatk")
     pairs, cells = pairs_and_cells(regions)
     assert pairs >= 100_000, pairs
     cpu = pyphmm.compute_pd_regions(regions, backend="cpu")
