@@ -95,6 +95,11 @@ struct Identity {
 
 enum DelState : uint8_t { kNormal, kInside, kAfter };
 
+// Column kinds (PdKernel::Scratch::kind): general (some lane is not plainly
+// NORMAL there, or ends a span), and "the next column is general".
+constexpr uint8_t kGeneral = 1;
+constexpr uint8_t kNextGeneral = 2;
+
 inline DelState next_state(DelState s, uint8_t pd) {
     if (pd & kPdDelEnd) return kAfter;
     if (pd & kPdDelStart) return kInside;
@@ -129,8 +134,9 @@ struct PdKernel {
     };
     struct Scratch {
         std::vector<Row> rows;
-        std::vector<IV> bits;       // haplotype bits per column
-        std::vector<uint8_t> kind;  // per column: 1 = general (masks at masks[index[j]])
+        std::vector<IV> bits;         // haplotype bits per column
+        std::vector<uint8_t> states;  // per lane and column: deletion states (prepare_columns)
+        std::vector<uint8_t> kind;    // per column: kGeneral (masks at masks[index[j]]), kNextGeneral
         std::vector<int32_t> index;
         std::vector<Masks> masks;
         std::vector<Cells> cells, branch;  // previous row: M, X, Y and BM, BX, BY
@@ -179,40 +185,54 @@ struct PdKernel {
                 const uint8_t x = p.read[k];
                 row.bits[l] = ident.bit(x) | kEveryRead | (x == 'N' ? kEveryColumn : 0) | acgt_bit(x);
             }
-            for (int j = 1; j <= p.n; ++j) {
-                const uint8_t y = p.hap[j - 1];
-                s.bits[j].v[l] = ident.bit(y) | kEveryColumn | (y == 'N' ? kEveryRead : 0) | snp_bits(p.pd[j - 1]);
-            }
         }
-        mark_general(lanes, count, n_max, s);
+        prepare_columns(lanes, count, n_max, ident, s);
         return true;
     }
 
-    // The deletion state of each lane's columns for both row kinds, and the
-    // masks of the columns where some lane is not plainly NORMAL.
-    PD_INLINE void mark_general(const PdPair* const* lanes, int count, int n_max, Scratch& s) {
-        static thread_local std::vector<uint8_t> states;  // per lane, column: kind-0 state | kind-1 state << 2
-        states.assign(static_cast<size_t>(W) * (n_max + 1), 0);
+    // Per column: the haplotype bits of each lane, its deletion state for
+    // both row kinds (rows 2.. start in the state row 1 ended in), the
+    // column kinds, and the lane masks of the general columns. A lane whose
+    // haplotype is the previous lane's (the driver groups pairs by
+    // haplotype) copies that lane's columns.
+    PD_INLINE void prepare_columns(const PdPair* const* lanes, int count, int n_max, const Identity& ident,
+                                   Scratch& s) {
+        const size_t stride = static_cast<size_t>(n_max) + 1;
+        s.states.assign(W * stride, 0);
+        uint8_t* kinds = s.kind.data();
+        IV* bits = s.bits.data();
         for (int l = 0; l < W; ++l) {
             const PdPair& p = *lanes[std::min(l, count - 1)];
+            uint8_t* states = s.states.data() + l * stride;  // kind-0 state | kind-1 state << 2
+            if (l > 0) {
+                const PdPair& q = *lanes[std::min(l - 1, count - 1)];
+                if (q.hap == p.hap && q.pd == p.pd && q.n == p.n) {
+                    for (int j = 1; j <= p.n; ++j) bits[j].v[l] = bits[j].v[l - 1];
+                    std::memcpy(states, states - stride, stride);
+                    continue;
+                }
+            }
             DelState first = kNormal;
             for (int j = 1; j <= p.n; ++j) first = next_state(first, p.pd[j - 1]);
-            DelState a = kNormal, b = p.n > 0 ? first : kNormal;  // rows 2.. start where row 1 ended
+            DelState a = kNormal, b = p.n > 0 ? first : kNormal;
             for (int j = 1; j <= p.n; ++j) {
-                const uint8_t pd = p.pd[j - 1];
-                states[l * (n_max + 1) + j] = static_cast<uint8_t>(a | b << 2);
-                if (a != kNormal || b != kNormal || (pd & kPdDelEnd)) s.kind[j] = 1;
+                const uint8_t y = p.hap[j - 1], pd = p.pd[j - 1];
+                bits[j].v[l] = ident.bit(y) | kEveryColumn | (y == 'N' ? kEveryRead : 0) | snp_bits(pd);
+                states[j] = static_cast<uint8_t>(a | b << 2);
+                if (a != kNormal || b != kNormal || (pd & kPdDelEnd)) kinds[j] = kGeneral;
                 a = next_state(a, pd);
                 b = next_state(b, pd);
             }
         }
+        for (int j = 1; j < n_max; ++j)
+            if (kinds[j + 1] & kGeneral) kinds[j] |= kNextGeneral;
         for (int j = 1; j <= n_max; ++j) {
-            if (!s.kind[j]) continue;
+            if (!(kinds[j] & kGeneral)) continue;
             Masks mk{};
             for (int l = 0; l < W; ++l) {
                 const PdPair& p = *lanes[std::min(l, count - 1)];
                 if (j > p.n) continue;
-                const uint8_t st = states[l * (n_max + 1) + j];
+                const uint8_t st = s.states[l * stride + j];
                 mk.del_end[l] = (p.pd[j - 1] & kPdDelEnd) ? -1 : 0;
                 for (int kind = 0; kind < 2; ++kind) {
                     const int state = (st >> (2 * kind)) & 3;
@@ -225,44 +245,95 @@ struct PdKernel {
         }
     }
 
-    // One row: s.cells / s.branch hold row i - 1 on entry and row i on return
-    // (branch values at general columns only).
+    // The cells of a column, in the reference's operation order. `fast`:
+    // every lane NORMAL, no DEL_END (the branch values are the left ones and
+    // nothing is merged). A general cell also yields its branch values `b`.
+    PD_INLINE Cells fast_cell(const Row& r, vec e, const Cells& diag, const Cells& left, const Cells& top) {
+        return {e * ((diag.m * r.mm + diag.x * r.gap_to_match) + diag.y * r.gap_to_match),
+                top.m * r.to_ins + top.x * r.cont, left.m * r.to_del + left.y * r.cont};
+    }
+    // diag/left/top: M, X, Y of those cells; bdiag/bleft/btop: their branch values.
+    PD_INLINE Cells general_cell(const Row& r, vec e, const Masks& mk, int kind, const Cells& diag, const Cells& bdiag,
+                                 const Cells& left, const Cells& bleft, const Cells& top, const Cells& btop, Cells& b) {
+        const ivec inside = mk.inside[kind], after = mk.after[kind], branching = inside | after;
+        b.m = vmax(keep(bleft.m, branching), drop(left.m, inside));
+        b.x = vmax(keep(bleft.x, branching), drop(left.x, inside));
+        b.y = vmax(keep(bleft.y, branching), drop(left.y, inside));
+        const Cells d{vmax(diag.m, keep(bdiag.m, after)), vmax(diag.x, keep(bdiag.x, after)),
+                      vmax(diag.y, keep(bdiag.y, after))};
+        const vec ml = vmax(left.m, keep(bleft.m, after)), yl = vmax(left.y, keep(bleft.y, after));
+        return {e * ((d.m * r.mm + d.x * r.gap_to_match) + d.y * r.gap_to_match),
+                vmax(keep(btop.m, mk.del_end), top.m) * r.to_ins + vmax(keep(btop.x, mk.del_end), top.x) * r.cont,
+                ml * r.to_del + yl * r.cont};
+    }
+    PD_INLINE vec prior(const Row& r, ivec hap_bits) {
+        return select(mismatch_mask(hap_bits, r.bits), r.p_mismatch, r.p_match);
+    }
+
+    // Branch values live in registers along a row and in s.branch (the
+    // previous row's) at general columns only: a row reads its upper
+    // row's branch values at columns with DEL_END (top) and right after
+    // them (diagonal, in AFTER lanes), which are general columns. The left
+    // branch values of a general column are the left values when the column
+    // before was fast (kNextGeneral marks it), so fast columns copy nothing
+    // else. Diagonal branch registers are stale after a fast column, but
+    // only AFTER lanes read them, and those follow a DEL_END column.
+
+    // One row: s.cells holds row i - 1 on entry and row i on return.
     PD_INLINE void sweep_row(const Row& r, int kind, vec y_corner, int n_max, Scratch& s) {
-        vec m_left{}, x_left{}, y_left{}, bm_left{}, bx_left{}, by_left{};
-        vec m_diag{}, x_diag{}, y_diag = y_corner, bm_diag{}, bx_diag{}, by_diag{};
+        Cells diag{vec{}, vec{}, y_corner}, left{}, bdiag{}, bleft{};
         Cells* cells = s.cells.data();
         for (int j = 1; j <= n_max; ++j) {
             const Cells top = cells[j];
-            const vec e = select(mismatch_mask(s.bits[j].v, r.bits), r.p_mismatch, r.p_match);
+            const vec e = prior(r, s.bits[j].v);
+            const uint8_t k = s.kind[j];
             Cells c;
-            if (!s.kind[j]) {
-                // NORMAL in every lane: the branch values are the left ones.
-                c.m = e * ((m_diag * r.mm + x_diag * r.gap_to_match) + y_diag * r.gap_to_match);
-                c.y = m_left * r.to_del + y_left * r.cont;
-                c.x = top.m * r.to_ins + top.x * r.cont;
-                bm_left = m_left, bx_left = x_left, by_left = y_left;
+            if (!(k & kGeneral)) {
+                c = fast_cell(r, e, diag, left, top);
+                if (k & kNextGeneral) bleft = left;
             } else {
-                const Masks& mk = s.masks[s.index[j]];
-                const ivec inside = mk.inside[kind], after = mk.after[kind], branching = inside | after;
-                const Cells b_top = s.branch[j];
+                const Cells btop = s.branch[j];
                 Cells b;
-                b.m = vmax(keep(bm_left, branching), drop(m_left, inside));
-                b.x = vmax(keep(bx_left, branching), drop(x_left, inside));
-                b.y = vmax(keep(by_left, branching), drop(y_left, inside));
-                const vec md = vmax(m_diag, keep(bm_diag, after)), xd = vmax(x_diag, keep(bx_diag, after));
-                const vec yd = vmax(y_diag, keep(by_diag, after));
-                const vec ml = vmax(m_left, keep(bm_left, after)), yl = vmax(y_left, keep(by_left, after));
-                c.m = e * ((md * r.mm + xd * r.gap_to_match) + yd * r.gap_to_match);
-                c.y = ml * r.to_del + yl * r.cont;
-                c.x =
-                    vmax(keep(b_top.m, mk.del_end), top.m) * r.to_ins + vmax(keep(b_top.x, mk.del_end), top.x) * r.cont;
+                c = general_cell(r, e, s.masks[s.index[j]], kind, diag, bdiag, left, bleft, top, btop, b);
                 s.branch[j] = b;
-                bm_diag = b_top.m, bx_diag = b_top.x, by_diag = b_top.y;
-                bm_left = b.m, bx_left = b.x, by_left = b.y;
+                bdiag = btop, bleft = b;
             }
             cells[j] = c;
-            m_diag = top.m, x_diag = top.x, y_diag = top.y;
-            m_left = c.m, x_left = c.x, y_left = c.y;
+            diag = top, left = c;
+        }
+    }
+
+    // Rows i (a, of `kind`) and i + 1 (b) in one sweep: s.cells holds row
+    // i - 1 on entry and row i + 1 on return. Cell (i + 1, j) follows
+    // (i, j) from registers, so a step carries two independent chains (Y's
+    // multiply and add along each row) and the row is read and written once
+    // per two rows.
+    PD_INLINE void sweep_row_pair(const Row& a, const Row& b, int kind, vec y_corner, int n_max, Scratch& s) {
+        Cells diag_a{vec{}, vec{}, y_corner}, left_a{}, bdiag_a{}, bleft_a{};
+        Cells diag_b{}, left_b{}, bdiag_b{}, bleft_b{};
+        Cells* cells = s.cells.data();
+        for (int j = 1; j <= n_max; ++j) {
+            const Cells top = cells[j];
+            const ivec hap_bits = s.bits[j].v;
+            const uint8_t k = s.kind[j];
+            Cells ca, cb;
+            if (!(k & kGeneral)) {
+                ca = fast_cell(a, prior(a, hap_bits), diag_a, left_a, top);
+                cb = fast_cell(b, prior(b, hap_bits), diag_b, left_b, ca);
+                if (k & kNextGeneral) bleft_a = left_a, bleft_b = left_b;
+            } else {
+                const Masks& mk = s.masks[s.index[j]];
+                const Cells btop = s.branch[j];
+                Cells ba, bb;
+                ca = general_cell(a, prior(a, hap_bits), mk, kind, diag_a, bdiag_a, left_a, bleft_a, top, btop, ba);
+                cb = general_cell(b, prior(b, hap_bits), mk, 1, diag_b, bdiag_b, left_b, bleft_b, ca, ba, bb);
+                s.branch[j] = bb;
+                bdiag_a = btop, bleft_a = ba;
+                bdiag_b = ba, bleft_b = bb;
+            }
+            cells[j] = cb;
+            diag_a = top, left_a = ca;
+            diag_b = ca, left_b = cb;
         }
     }
 
@@ -273,6 +344,12 @@ struct PdKernel {
             const ivec in = ends_here & (hap_len >= j);
             sum += select(in, s.cells[j].m + s.cells[j].x, vec{});
         }
+    }
+
+    PD_INLINE bool ends_at(const ivec& read_len, int i) {
+        for (int l = 0; l < W; ++l)
+            if (read_len[l] == i) return true;
+        return false;
     }
 
     PD_INLINE void forward(const PdPair* const* lanes, int count, double* sums, Scratch& s) {
@@ -296,10 +373,17 @@ struct PdKernel {
         s.branch.assign(n_max + 1, Cells{vec{}, vec{}, vec{}});
         vec sum{};
         for (int i = 1; i <= m_max; ++i) {
-            sweep_row(s.rows[i], i == 1 ? 0 : 1, i == 1 ? y_init : vec{}, n_max, s);
-            bool ends = false;
-            for (int l = 0; l < W; ++l) ends |= read_len[l] == i;
-            if (ends) collect(read_len == i, hap_len, n_max, s, sum);
+            const int kind = i == 1 ? 0 : 1;
+            const vec y_corner = i == 1 ? y_init : vec{};
+            // Rows i and i + 1 together, unless a lane's read ends at row i
+            // (its sum needs row i, which the pair overwrites).
+            if (i < m_max && !ends_at(read_len, i)) {
+                sweep_row_pair(s.rows[i], s.rows[i + 1], kind, y_corner, n_max, s);
+                ++i;
+            } else {
+                sweep_row(s.rows[i], kind, y_corner, n_max, s);
+            }
+            if (ends_at(read_len, i)) collect(read_len == i, hap_len, n_max, s, sum);
         }
         for (int l = 0; l < count; ++l) sums[l] = sum[l];
     }
