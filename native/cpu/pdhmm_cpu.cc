@@ -108,7 +108,7 @@ int cpu_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions, double* out,
         if (out[i] <= 0.0) continue;
         int64_t k, r, h;
         locate(regions, i, &k, &r, &h);
-        return set_error(error, PYPHMM_E_INVALID,
+        return set_error(error, PYPHMM_E_INTERNAL,
                          "region %lld, read %lld, haplotype %lld: log10 likelihood %g is not a probability (GKL "
                          "reports this as a failure)",
                          (long long)k, (long long)r, (long long)h, out[i]);

@@ -7,9 +7,10 @@
 namespace pyphmm {
 
 // Computes every pair of every region into out (the ABI's layout), or
-// returns PYPHMM_E_INVALID naming the first pair whose log10 likelihood is
-// above 0 or NaN (GKL's failure status; no valid input is known to reach
-// it). Input must already be validated by the dispatcher.
+// returns PYPHMM_E_INTERNAL naming the first pair whose log10 likelihood is
+// above 0 or NaN (GKL's failure status, a RuntimeException in Java; no
+// valid input is known to reach it). Input must already be validated by
+// the dispatcher.
 int cpu_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions, double* out, int threads, pyphmm_stats* stats,
               pyphmm_error* error);
 

@@ -22,6 +22,9 @@
 //   that is PairHMM's recurrence plus register copies. The branch values of
 //   a row are read by the next row only at columns that end a span (top)
 //   and right after them (diagonal), so only general columns store them.
+// - Rows are swept two at a time (sweep_row_pair) unless a lane's read
+//   ends in between: the matrix row is read and written once per two rows
+//   and each step carries two independent Y chains.
 //
 // Lanes of different lengths: columns past a lane's haplotype and rows past
 // its read compute values nobody reads (they lie right of or below the

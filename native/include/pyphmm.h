@@ -252,11 +252,12 @@ int pyphmm_sw_align_one(const uint8_t* ref, int64_t ref_len, const uint8_t* alt,
  * Java byte), a base quality of 255 (GKL has no table entry for it; 128..254
  * are used as GKL uses them), a read base other than A, C, G, T (either
  * case) or N at a SNP position whose base it does not equal, offsets that
- * are not non-decreasing, a region without reads or haplotypes; also a
- * result above 0 or NaN (GKL's failure status; no valid input is known to
- * give one). options->double_precision is ignored: PDHMM is double
- * throughout. Backend: AUTO and CPU run on the CPU; CUDA is
- * PYPHMM_E_UNAVAILABLE while the library has no GPU PDHMM. */
+ * are not non-decreasing, a region without reads or haplotypes.
+ * PYPHMM_E_INTERNAL: a result above 0 or NaN (GKL's failure status, a
+ * RuntimeException in Java; no valid input is known to give one).
+ * options->double_precision is ignored: PDHMM is double throughout.
+ * Backend: AUTO and CPU run on the CPU; CUDA is PYPHMM_E_UNAVAILABLE while
+ * the library has no GPU PDHMM. */
 #define PYPHMM_PD_SNP       1
 #define PYPHMM_PD_DEL_START 2
 #define PYPHMM_PD_DEL_END   4
