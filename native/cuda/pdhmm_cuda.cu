@@ -47,8 +47,8 @@ constexpr int64_t kMappedOutPairs = 4096;
 // sum is a NaN with this payload; see pairhmm_layout.h's kPendingMark).
 constexpr uint64_t kPending = 0x7ff8000000000001ull;
 // Warps of the striped bin per SM (its grid is capped: each warp has a
-// scratch), two blocks of the kernel's registers.
-constexpr int kStripedWarpsPerSm = 8;
+// scratch): as many as an SM holds.
+constexpr int kStripedWarpsPerSm = kPdMinBlocksPerSm * kPdBlock / 32;
 
 // ---------------------------------------------------------------- tables
 struct DevTables {
@@ -200,31 +200,43 @@ void learn_wait(const Slot& s, double us, bool done_on_waking) {
 
 // Spins until no slot of a watched chunk is pending, asking the stream now
 // and then so that a failed launch ends the wait; writes each pair's
-// result as soon as its slot is filled (while the kernel computes the
-// others).
+// result as soon as its slot is filled, in whatever order the kernel's
+// warps finish (the log10s of the early ones overlap the kernel's end).
 cudaError_t wait_watched(Slot& s, int nap_percent, double* out) {
     const Clock::time_point t0 = Clock::now();
     const bool napped = nap(s, nap_percent);
     const volatile uint64_t* slot = reinterpret_cast<const volatile uint64_t*>(s.hout.p);  // (the GPU writes them)
     const double log10_ic = pd_tables().log10_initial_condition;
     double* dst = out + s.chunk->out_first;
-    unsigned spins = 0;
-    for (int64_t i = 0; i < s.chunk->pairs; ++i) {
-        uint64_t bits;
-        while ((bits = slot[i]) == kPending) {
+    thread_local std::vector<int32_t> pending;
+    pending.resize(static_cast<size_t>(s.chunk->pairs));
+    for (int32_t i = 0; i < static_cast<int32_t>(pending.size()); ++i) pending[i] = i;
+    unsigned spins = 0, passes = 0;
+    while (!pending.empty()) {
+        ++passes;
+        size_t left = 0;
+        for (const int32_t i : pending) {
+            const uint64_t bits = slot[i];
+            if (bits == kPending) {
+                pending[left++] = i;
+                continue;
+            }
+            double sum;
+            std::memcpy(&sum, &bits, sizeof(sum));
+            dst[i] = pd_result(sum, log10_ic);
+        }
+        if (left == pending.size()) {
             cpu_relax();
             if (++spins % 4096 == 0) {
                 const cudaError_t e = cudaStreamQuery(s.stream);
                 // (a finished kernel's writes are visible: idle with a slot pending is a failure)
-                if (e == cudaSuccess && slot[i] == kPending) return cudaErrorLaunchFailure;
+                if (e == cudaSuccess && slot[pending[0]] == kPending) return cudaErrorLaunchFailure;
                 if (e != cudaSuccess && e != cudaErrorNotReady) return e;
             }
         }
-        double sum;
-        std::memcpy(&sum, &bits, sizeof(sum));
-        dst[i] = pd_result(sum, log10_ic);
+        pending.resize(left);
     }
-    learn_wait(s, std::chrono::duration<double, std::micro>(Clock::now() - t0).count(), napped && spins == 0);
+    learn_wait(s, std::chrono::duration<double, std::micro>(Clock::now() - t0).count(), napped && passes == 1);
     return cudaSuccess;
 }
 

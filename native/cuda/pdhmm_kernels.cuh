@@ -4,11 +4,11 @@
 // A group of P consecutive lanes computes one read x haplotype pair. Lane t
 // owns K consecutive rows of the (padded) read: their transitions and
 // emissions in registers, and per row the values of the previous column
-// (L, below) and the branch values captured before a deletion span (B). At
-// step s lane t computes column j = s - t + 1 of its K rows; what its first
-// row needs of the row above comes from lane t - 1 by warp shuffle, and
-// each column's code (pdhmm_layout.h) enters at lane 0 and moves down one
-// lane per step. Row padding goes at the top: a padding row (emissions 0,
+// (L, below) and, in shared memory, the branch values captured before a
+// deletion span (B). At step s lane t computes column j = s - t + 1 of its
+// K rows; what its first row needs of the row above comes from lane t - 1
+// by warp shuffle, and each lane loads the codes (pdhmm_layout.h) of its
+// own columns. Row padding goes at the top: a padding row (emissions 0,
 // gap continuation 1) reproduces row 0 (M = X = 0, Y = 2^1020 / n) at every
 // column, so the read's last row is the last lane's last register row.
 //
@@ -27,10 +27,12 @@
 // row, unmerged, in column order.
 //
 // Only DEL_END columns read B, and a row captures it only where it will be
-// read (kCap): every other column is the plain PairHMM step. A warp captures
-// only when one of its lanes is at a kCap column, and takes the merging
-// step only when one is at a DEL_END column (two warp votes per step); a
-// lane at a column without the flag leaves the same values either way.
+// read (kCap): every other column is the plain PairHMM step. Steps go in
+// blocks of 4 (pd_forward): a block where no lane of the warp has a flag
+// is four plain steps without a branch; in the others a warp captures only
+// when one of its lanes is at a kCap column, and takes the merging step
+// only when one is at a DEL_END column (two warp votes per step); a lane at
+// a column without the flag leaves the same values either way.
 //
 // Arithmetic: every product and sum rounded on its own, in GKL's order
 // (__dmul_rn / __dadd_rn: nvcc cannot contract them into fused
@@ -39,7 +41,8 @@
 //
 // Reads longer than 32 * K rows are swept in stripes of 32 * K rows: the
 // last lane stores, per column, what the next stripe's first row needs
-// (the two sums of the edge below), and lane 0 of the next stripe reads it.
+// (the two sums of the edge below), and lane 0 of the next stripe reads it
+// (staged in shared memory a block ahead: pd_stage_block).
 //
 // The emulator (tests/native/pdhmm_cuda_emu.cc) compiles this file as host
 // code, with lanes as fibers.
@@ -67,7 +70,7 @@ struct PdArgs {
     const double* m2m;        // GKL's match-to-match table (gap qualities <= 127)
     double ic;                // 2^1020
     double* out;              // sums, by PdPairDesc::out
-    double* scratch;          // striped entry: 2 * scratch_stride doubles per warp
+    double* scratch;          // striped entry: 2 * scratch_stride doubles per warp ((w, v) per column)
     int scratch_stride;
 };
 
@@ -93,6 +96,18 @@ PYPHMM_PD_DEV double pd_opaque(double v) {
     asm("" : "+d"(v));
     return v;
 }
+// 16 bytes from global to shared memory, asynchronously (sm_80's cp.async,
+// around the L1); commit closes a group of copies, wait_prior<N> waits
+// until at most N of this thread's groups are still in flight.
+PYPHMM_PD_DEV void pd_copy16_async(double* dst_shared, const double* src) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst_shared));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
+}
+PYPHMM_PD_DEV void pd_copy_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+PYPHMM_PD_DEV void pd_copy_wait_prior() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 #else
 PYPHMM_PD_DEV double pd_mul(double a, double b) { return a * b; }
 PYPHMM_PD_DEV double pd_add(double a, double b) { return a + b; }
@@ -104,6 +119,13 @@ PYPHMM_PD_DEV T pd_ldg(const T* p) {
     return *p;
 }
 PYPHMM_PD_DEV double pd_opaque(double v) { return v; }
+PYPHMM_PD_DEV void pd_copy16_async(double* dst_shared, const double* src) {
+    dst_shared[0] = src[0];
+    dst_shared[1] = src[1];
+}
+PYPHMM_PD_DEV void pd_copy_commit() {}
+template <int N>
+PYPHMM_PD_DEV void pd_copy_wait_prior() {}
 #endif
 
 // A row's gap transitions (GKL's order of names: mm = matchToMatch, gm =
@@ -127,6 +149,16 @@ struct PdEdge {
     double w, v;
 };
 
+// An edge into 16 bytes of global memory (a striped warp's scratch).
+PYPHMM_PD_DEV void pd_store2(double* p, const PdEdge& e) {
+#if defined(__CUDACC__)
+    *reinterpret_cast<double2*>(p) = make_double2(e.w, e.v);
+#else
+    p[0] = e.w;
+    p[1] = e.v;
+#endif
+}
+
 PYPHMM_PD_DEV PdEdge pd_edge(const PdGaps& below, double lm, double lx, double ly, double tm, double tx) {
     return {pd_add(pd_add(pd_mul(lm, below.mm), pd_mul(lx, below.gm)), pd_mul(ly, below.gm)),
             pd_add(pd_mul(tm, below.to_ins), pd_mul(tx, below.cont))};
@@ -139,42 +171,46 @@ struct PdLaneRows {
     uint32_t rc[K];
 };
 
-// Before a step at a column with kCap (row 1 has its own flag): each such
-// row keeps L(i, j - 1) = B(i, j), the branch value that the column's
-// DEL_END, or the span that starts after it, reads (o* hold L at column
-// j - 1).
+// The branch values a thread captured, in shared memory (they are read and
+// written only at capture and merging steps, so registers hold what every
+// step needs): value v (M, X, Y) of row k at bs[(3 * k + v) * kPdBlock],
+// bs = the block's array + threadIdx.x (a warp's 32 doubles in a row).
 template <int K>
 PYPHMM_PD_DEV void pd_capture(uint32_t code, int r1k, const double (&oM)[K], const double (&oX)[K],
-                              const double (&oY)[K], double (&bM)[K], double (&bX)[K], double (&bY)[K]) {
+                              const double (&oY)[K], double* bs) {
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         const uint32_t f = k == r1k ? code >> kRow1Shift : code;
         if (f & kCap) {
-            bM[k] = oM[k];
-            bX[k] = oX[k];
-            bY[k] = oY[k];
+            bs[(3 * k) * kPdBlock] = oM[k];
+            bs[(3 * k + 1) * kPdBlock] = oX[k];
+            bs[(3 * k + 2) * kPdBlock] = oY[k];
         }
     }
 }
 
 // One step of one lane: its K rows at column j with code `code`. o* hold L
-// at column j - 1, n* receive L at column j; b* are the values captured
+// at column j - 1, n* receive L at column j; bs holds the values captured
 // before the current deletion span; d is the lane above's edge at column
 // j - 1, u at column j. tm/tx receive the last row's L.M and L.X at column
 // j (the edge's top), sm/sx its unmerged M and X (the result's terms).
 // MERGE (a warp with a lane at a DEL_END column): where this lane's column
 // has DEL_END, L = max(v, b), b = B(i, j) (kCap makes sure). Without MERGE,
-// L = v.
-template <int K, bool MERGE>
+// L = v. FAST: the lane's read bytes are none exotic (pd_matches_fast).
+// GATED: a lane that has not started (j < 1) computes with priors of 0, so
+// its rows keep column 0 (M = 0 exactly, w finite; then X = 0 and Y stays
+// 0, or 2^1020 / n in a padding row) and it hands column 0's edge on.
+template <int K, bool MERGE, bool FAST, bool GATED = false>
 PYPHMM_PD_DEV void pd_lane_step(const PdLaneRows<K>& r, uint32_t code, const PdEdge& d, const PdEdge& u,
                                 const double (&oM)[K], const double (&oX)[K], const double (&oY)[K], double (&nM)[K],
-                                double (&nX)[K], double (&nY)[K], const double (&bM)[K], const double (&bX)[K],
-                                const double (&bY)[K], double& tm, double& tx, double& sm, double& sx) {
+                                double (&nX)[K], double (&nY)[K], const double* bs, double& tm, double& tx, double& sm,
+                                double& sx, bool started = true) {
     const bool merge = MERGE && (code & kDelEnd) != 0u;
     double am = 0.0, ax = 0.0;  // L.M and L.X of the row above at column j
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-        const double prior = pd_matches(code, r.rc[k]) ? r.em[k] : r.ex[k];
+        const bool match = FAST ? pd_matches_fast(code, r.rc[k]) : pd_matches(code, r.rc[k]);
+        const double prior = GATED && !started ? 0.0 : match ? r.em[k] : r.ex[k];
         double M, X;
         if (k == 0) {
             M = pd_mul(prior, d.w);
@@ -190,9 +226,9 @@ PYPHMM_PD_DEV void pd_lane_step(const PdLaneRows<K>& r, uint32_t code, const PdE
             sx = X;
         }
         if (merge) {
-            M = pd_max(M, bM[k]);
-            X = pd_max(X, bX[k]);
-            Y = pd_max(Y, bY[k]);
+            M = pd_max(M, bs[(3 * k) * kPdBlock]);
+            X = pd_max(X, bs[(3 * k + 1) * kPdBlock]);
+            Y = pd_max(Y, bs[(3 * k + 2) * kPdBlock]);
         }
         nM[k] = M;
         nX[k] = X;
@@ -209,12 +245,86 @@ PYPHMM_PD_DEV PdEdge pd_shfl_edge(const PdEdge& e) {
     return {__shfl_up_sync(0xffffffffu, e.w, 1, P), __shfl_up_sync(0xffffffffu, e.v, 1, P)};
 }
 
+// A lane's rows at the start of a stripe: transitions, emissions and read
+// codes of read rows row0 .. row0 + K - 1 (rows before 0 are padding: they
+// reproduce row 0), both register sets at column 0, the branch values 0
+// (a row that starts inside a span merges with them). Returns whether a
+// read byte of the lane is exotic (pd_read_exotic).
+template <int K>
+PYPHMM_PD_DEV bool pd_lane_rows(const PdArgs& a, const PdRowElem* rd, int row0, double ic_n, PdLaneRows<K>& r,
+                                double (&Ma)[K], double (&Xa)[K], double (&Ya)[K], double (&Mb)[K], double (&Xb)[K],
+                                double (&Yb)[K], double* bs) {
+    PdRowElem elem[K];
+    bool exotic = false;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        elem[k] = row0 + k >= 0 ? pd_ldg(rd + row0 + k) : PdRowElem{'N', 0};
+        exotic = exotic || pd_read_exotic(elem[k].x & 0xFFu);
+    }
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const bool padding = row0 + k < 0;
+        const PdGaps g = pd_gaps(a, elem[k]);
+        const uint32_t q = (elem[k].x >> 8) & 0xFFu;
+        const double e = pd_ldg(a.err + q);
+        r.mm[k] = padding ? 0.0 : g.mm;
+        r.gm[k] = padding ? 0.0 : g.gm;
+        r.to_ins[k] = padding ? 0.0 : g.to_ins;
+        r.to_del[k] = padding ? 0.0 : g.to_del;
+        r.cont[k] = padding ? 1.0 : g.cont;
+        r.em[k] = padding ? 0.0 : pd_sub(1.0, e);
+        r.ex[k] = padding ? 0.0 : pd_ldg(a.third + q);
+        r.rc[k] = padding ? 0u : pd_read_code(elem[k].x & 0xFFu);
+        // Both register sets start as column 0, so a lane that has not
+        // started (j < 1) reads column 0 from either.
+        Ma[k] = Xa[k] = Mb[k] = Xb[k] = 0.0;
+        Ya[k] = Yb[k] = padding ? ic_n : 0.0;
+        bs[(3 * k) * kPdBlock] = bs[(3 * k + 1) * kPdBlock] = bs[(3 * k + 2) * kPdBlock] = 0.0;
+    }
+    return exotic;
+}
+
+// The previous stripe's edges that lane 0 of a striped warp takes as its
+// boundary, staged in shared memory a block of steps ahead (registers
+// would cost every lane of the kernel): kPdStageSlots slots of the 4 steps
+// of a block, (w, v) per step. The scratch holds (w, v) per column.
+constexpr int kPdStageSlots = 3;  // (a slot is refilled a block after its last read)
+constexpr int kPdStageDoubles = kPdStageSlots * 4 * 2;
+// A block's shared memory: its threads' branch values, its warps' stages.
+constexpr int kPdSharedDoubles = kPdBranchDoubles + kPdBlock / 32 * kPdStageDoubles;
+
+// Lane 0, stripe > 0: the edges of block `blk`'s steps (columns 4 blk + 2
+// .. 4 blk + 5, clamped to n) into its slot, asynchronously.
+PYPHMM_PD_DEV void pd_stage_block(double* stage, const double* scratch, int blk, int n) {
+    double* slot = stage + (blk % kPdStageSlots) * 8;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+        const unsigned col = static_cast<unsigned>(4 * blk + b + 2 < n ? 4 * blk + b + 2 : n);
+        pd_copy16_async(slot + 2 * b, scratch + 2 * col);
+    }
+    pd_copy_commit();
+}
+
 // The forward algorithm for one pair by one group of P lanes; returns the
 // sum (meaningful in lane P - 1). n_act: the pair's haplotype length, 0 for
-// a group without a pair (it runs the warp's steps and computes nothing);
-// steps: the warp's step count.
+// a group without a pair (it runs the warp's steps and computes nothing
+// that is kept); steps: the warp's step count; bs: this thread's branch
+// values (pd_capture); striped: the warp's scratch and stage.
+//
+// Steps go in blocks of 4. Each lane loads the codes of its own columns,
+// one block ahead (codes are padded with zeros on both sides: a column
+// before 1 or after n has none). A block in which every lane has started
+// (j >= 1), no lane of the warp is at a capture or DEL_END column and no
+// lane has an exotic read byte is plain: four PairHMM steps with no vote,
+// no branch and no per-lane test, which the compiler schedules as one
+// piece. A lane past its last column computes on (its columns have no
+// flags, and nothing it computes reaches a column of the haplotype); only
+// the sum takes j <= n. Other blocks take general steps: a lane computes
+// only inside the haplotype, and warp votes pick the capture and merging
+// steps.
 template <int P, int K, bool STRIPED>
-PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act, int steps, int t, double* scratch) {
+PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act, int steps, int t, double* bs,
+                                double* scratch, double* stage) {
     constexpr unsigned kFull = 0xffffffffu;
     constexpr int R = P * K;
     const int m = d.m, n = d.n;
@@ -222,43 +332,22 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
     const int pad = nstripes * R - m;
     const double ic_n = pd_opaque(pd_div(a.ic, static_cast<double>(n)));
     const PdRowElem* rd = a.rows + d.roff;
-    const uint32_t* cp = a.codes + d.hoff;
-    const int last_code = static_cast<int>(pd_code_stride(n)) - 1;  // (zeros follow the codes)
-    const int ss = a.scratch_stride;
+    const uint32_t* cp = a.codes + d.hoff;  // column j's code at cp[j - 1]
     double sum = 0.0;
 
     for (int stripe = 0; stripe < nstripes; ++stripe) {
         PdLaneRows<K> r;
-        double Ma[K], Xa[K], Ya[K], Mb[K], Xb[K], Yb[K], bM[K], bX[K], bY[K];
+        double Ma[K], Xa[K], Ya[K], Mb[K], Xb[K], Yb[K];
         const int row0 = stripe * R + t * K - pad;  // read row (0-based) of register row 0; < 0: padding
         const int r1k = -row0;
-        PdRowElem elem[K];
-#pragma unroll
-        for (int k = 0; k < K; ++k) elem[k] = row0 + k >= 0 ? pd_ldg(rd + row0 + k) : PdRowElem{0, 0};
-#pragma unroll
-        for (int k = 0; k < K; ++k) {
-            const bool padding = row0 + k < 0;
-            const PdGaps g = pd_gaps(a, elem[k]);
-            const uint32_t q = (elem[k].x >> 8) & 0xFFu;
-            const double e = pd_ldg(a.err + q);
-            r.mm[k] = padding ? 0.0 : g.mm;
-            r.gm[k] = padding ? 0.0 : g.gm;
-            r.to_ins[k] = padding ? 0.0 : g.to_ins;
-            r.to_del[k] = padding ? 0.0 : g.to_del;
-            r.cont[k] = padding ? 1.0 : g.cont;
-            r.em[k] = padding ? 0.0 : pd_sub(1.0, e);
-            r.ex[k] = padding ? 0.0 : pd_ldg(a.third + q);
-            r.rc[k] = padding ? 0u : pd_read_code(elem[k].x & 0xFFu);
-            // Both register sets start as column 0, so a lane that has not
-            // started (j < 1) reads column 0 from either.
-            Ma[k] = Xa[k] = Mb[k] = Xb[k] = 0.0;
-            Ya[k] = Yb[k] = padding ? ic_n : 0.0;
-            bM[k] = bX[k] = bY[k] = 0.0;
-        }
+        bool exotic = pd_lane_rows<K>(a, rd, row0, ic_n, r, Ma, Xa, Ya, Mb, Xb, Yb, bs);
         // The transitions of the row below this lane's last (the next
         // lane's first, or the next stripe's first for the last lane).
         const int rb = row0 + K;
-        const PdGaps below = rb >= 0 && rb < m ? pd_gaps(a, pd_ldg(rd + rb)) : PdGaps{0.0, 0.0, 0.0, 0.0, 1.0};
+        // Below the read's last row: to_ins = cont = 1, so that the last
+        // lane's edge v is M + X of the last row (its sum's term where no
+        // merge changed them).
+        const PdGaps below = rb >= 0 && rb < m ? pd_gaps(a, pd_ldg(rd + rb)) : PdGaps{0.0, 0.0, 1.0, 0.0, 1.0};
         // Lane 0's boundary: row 0 (L = (0, 0, 2^1020/n), T = (0, 0)), or
         // the previous stripe's last row from the scratch.
         const PdGaps own{r.mm[0], r.gm[0], r.to_ins[0], r.to_del[0], r.cont[0]};
@@ -266,81 +355,111 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
         double tm = 0.0, tx = 0.0;  // the last row's T at the step's column (column 0: 0)
         PdEdge d0 = pd_shfl_edge<P>(pd_edge(below, Ma[K - 1], Xa[K - 1], Ya[K - 1], tm, tx));
         PdEdge d1 = d0;
-        const double* sW = scratch;
-        const double* sV = scratch + ss;
         const bool from_scratch = STRIPED && stripe > 0 && t == 0;
         if (t == 0) {
             d0 = d1 = bE;
             if (from_scratch) {
                 d0 = PdEdge{0.0, 0.0};  // column 0 of rows >= 2
-                d1 = PdEdge{sW[1], sV[1]};
+                d1 = PdEdge{scratch[2], scratch[3]};
             }
         }
-        // striped: lane 0 reads the previous stripe's edges 4 steps ahead
-        PdEdge pf[4];
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-            const int col = b + 2 < n ? b + 2 : n;
-            pf[b] = from_scratch ? PdEdge{sW[col], sV[col]} : bE;
+        if (STRIPED && t == 0) {
+            if (from_scratch) {
+                pd_stage_block(stage, scratch, 0, n);
+                pd_stage_block(stage, scratch, 1, n);
+            } else {
+                for (int i = 0; i < kPdStageDoubles; i += 2) {
+                    stage[i] = bE.w;
+                    stage[i + 1] = bE.v;
+                }
+            }
         }
         const bool last_stripe = stripe == nstripes - 1;
-        uint32_t code = 0;  // (a lane that has not started passes on no flags)
-        // Lane 0 loads each column's code 4 steps ahead (the others' codes come by shuffle).
-        uint32_t c4[4];
+        // This lane's codes of the next block (columns s0 - t + 1 ..: at
+        // index s0 - t of cp, from -31 on; clamped to n, past which all are 0).
+        uint32_t nx[4];
 #pragma unroll
-        for (int b = 0; b < 4; ++b) c4[b] = t == 0 ? pd_ldg(cp + b) : 0u;
+        for (int b = 0; b < 4; ++b) nx[b] = pd_ldg(cp - t + b);
 
-// One step: the code moves down a lane, the warp votes for the capture
-// and the merging step, the lane computes its rows if its column is in the haplotype, and
-// hands its edge down; lane 0 takes its boundary instead.
-#define PYPHMM_PD_STEP(B, OM, OX, OY, NM, NX, NY, D, U)                                                    \
-    {                                                                                                      \
-        code = __shfl_up_sync(kFull, code, 1, P);                                                          \
-        if (t == 0) {                                                                                      \
-            code = c4[B];                                                                                  \
-            c4[B] = pd_ldg(cp + (s0 + (B) + 4 < last_code ? s0 + (B) + 4 : last_code));                    \
-        }                                                                                                  \
-        const int j = s0 + (B)-t + 1;                                                                      \
-        const bool in_hap = static_cast<unsigned>(j - 1) < static_cast<unsigned>(n_act);                   \
-        const bool capture = __any_sync(kFull, in_hap && (code & kCapBoth) != 0u);                         \
-        const bool merge = __any_sync(kFull, in_hap && (code & kDelEnd) != 0u);                            \
-        if (in_hap) {                                                                                      \
-            double sm = 0.0, sx = 0.0;                                                                     \
-            if (capture) pd_capture<K>(code, r1k, OM, OX, OY, bM, bX, bY);                                 \
-            if (merge)                                                                                     \
-                pd_lane_step<K, true>(r, code, D, U, OM, OX, OY, NM, NX, NY, bM, bX, bY, tm, tx, sm, sx);  \
-            else                                                                                           \
-                pd_lane_step<K, false>(r, code, D, U, OM, OX, OY, NM, NX, NY, bM, bX, bY, tm, tx, sm, sx); \
-            if (t == P - 1) {                                                                              \
-                if (last_stripe) {                                                                         \
-                    sum = pd_add(sum, pd_add(sm, sx));                                                     \
-                } else if (STRIPED) {                                                                      \
-                    const PdEdge e_ = pd_edge(below, NM[K - 1], NX[K - 1], NY[K - 1], tm, tx);             \
-                    scratch[j] = e_.w;                                                                     \
-                    scratch[ss + j] = e_.v;                                                                \
-                }                                                                                          \
-            }                                                                                              \
-        }                                                                                                  \
-        const PdEdge e_ = pd_shfl_edge<P>(pd_edge(below, NM[K - 1], NX[K - 1], NY[K - 1], tm, tx));        \
-        D = t == 0 ? pf[B] : e_;                                                                           \
+// A step's end: the sum (the last lane, inside the haplotype), the next
+// stripe's edges (striped, the last lane), the edge to the lane below; lane
+// 0 takes its boundary instead (striped: from the stage). No branch: the
+// last lane's tests are predicates.
+#define PYPHMM_PD_STEP_END(B, NM, NX, NY, D, TERM, KEEP)                                     \
+    {                                                                                        \
+        const PdEdge e_ = pd_edge(below, NM[K - 1], NX[K - 1], NY[K - 1], tm, tx);           \
+        const bool keep_ = t == P - 1 && (KEEP);                                             \
+        if (STRIPED && keep_ && !last_stripe) pd_store2(scratch + 2 * (s0 + (B)-t + 1), e_); \
+        if (keep_ && last_stripe) sum = pd_add(sum, TERM);                                   \
+        const PdEdge d_ = pd_shfl_edge<P>(e_);                                               \
+        const double* sg_ = stage + ((blk % kPdStageSlots) * 4 + (B)) * 2;                   \
+        D = t != 0 ? d_ : STRIPED ? PdEdge{sg_[0], sg_[1]} : bE;                             \
     }
 
-        for (int s0 = 0; s0 < steps; s0 += 4) {
-            PdEdge q[4];
+// A plain step: every lane computes (see above). A gated one (the blocks
+// before every lane has started) keeps a lane before column 1 at column 0.
+#define PYPHMM_PD_PLAIN(B, OM, OX, OY, NM, NX, NY, D, U, GATED)                                                  \
+    {                                                                                                            \
+        double sm = 0.0, sx = 0.0;                                                                               \
+        const int j_ = s0 + (B)-t + 1;                                                                           \
+        pd_lane_step<K, false, true, GATED>(r, c[B], D, U, OM, OX, OY, NM, NX, NY, bs, tm, tx, sm, sx, j_ >= 1); \
+        PYPHMM_PD_STEP_END(B, NM, NX, NY, D, e_.v, static_cast<unsigned>(j_ - 1) < static_cast<unsigned>(n_act)) \
+    }
+
+// A general step: the warp votes for the capture and the merging step, a
+// lane computes only inside the haplotype.
+#define PYPHMM_PD_GENERAL(B, OM, OX, OY, NM, NX, NY, D, U)                                                \
+    {                                                                                                     \
+        const uint32_t code = c[B];                                                                       \
+        const bool in_hap = static_cast<unsigned>(s0 + (B)-t) < static_cast<unsigned>(n_act);             \
+        const bool capture = __any_sync(kFull, in_hap && (code & kCapBoth) != 0u);                        \
+        const bool merge = __any_sync(kFull, in_hap && (code & kDelEnd) != 0u);                           \
+        double sm = 0.0, sx = 0.0;                                                                        \
+        if (in_hap) {                                                                                     \
+            if (capture) pd_capture<K>(code, r1k, OM, OX, OY, bs);                                        \
+            if (merge)                                                                                    \
+                pd_lane_step<K, true, false>(r, code, D, U, OM, OX, OY, NM, NX, NY, bs, tm, tx, sm, sx);  \
+            else                                                                                          \
+                pd_lane_step<K, false, false>(r, code, D, U, OM, OX, OY, NM, NX, NY, bs, tm, tx, sm, sx); \
+        }                                                                                                 \
+        PYPHMM_PD_STEP_END(B, NM, NX, NY, D, pd_add(sm, sx), in_hap)                                      \
+    }
+
+        for (int s0 = 0, blk = 0; s0 < steps; s0 += 4, ++blk) {
+            uint32_t c[4], flags = 0;
+            const int at = s0 + 4 - t < n ? s0 + 4 - t : n;
 #pragma unroll
-            for (int b = 0; b < 4; ++b) {  // lane 0's boundary for steps s0+4..s0+7 (columns s0+b+6)
-                const int col = s0 + b + 6 < n ? s0 + b + 6 : n;
-                q[b] = from_scratch ? PdEdge{sW[col], sV[col]} : bE;
+            for (int b = 0; b < 4; ++b) {
+                c[b] = nx[b];
+                nx[b] = pd_ldg(cp + at + b);
+                flags |= static_cast<unsigned>(s0 + b - t) < static_cast<unsigned>(n_act) ? c[b] : 0u;
             }
-            PYPHMM_PD_STEP(0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1)
-            PYPHMM_PD_STEP(1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0)
-            PYPHMM_PD_STEP(2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1)
-            PYPHMM_PD_STEP(3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0)
-#pragma unroll
-            for (int b = 0; b < 4; ++b) pf[b] = q[b];
+            if (from_scratch) pd_copy_wait_prior<1>();  // this block's slot has arrived
+            if (__any_sync(kFull, exotic || (flags & (kCapBoth | kDelEnd)) != 0u)) {
+                PYPHMM_PD_GENERAL(0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1)
+                PYPHMM_PD_GENERAL(1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0)
+                PYPHMM_PD_GENERAL(2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1)
+                PYPHMM_PD_GENERAL(3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0)
+            } else if (s0 < P) {
+                PYPHMM_PD_PLAIN(0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, true)
+                PYPHMM_PD_PLAIN(1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, true)
+                PYPHMM_PD_PLAIN(2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, true)
+                PYPHMM_PD_PLAIN(3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, true)
+            } else {
+                PYPHMM_PD_PLAIN(0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, false)
+                PYPHMM_PD_PLAIN(1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, false)
+                PYPHMM_PD_PLAIN(2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, false)
+                PYPHMM_PD_PLAIN(3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, false)
+            }
+            if (from_scratch) pd_stage_block(stage, scratch, blk + 2, n);
         }
-#undef PYPHMM_PD_STEP
-        if (STRIPED) __syncwarp();
+#undef PYPHMM_PD_GENERAL
+#undef PYPHMM_PD_PLAIN
+#undef PYPHMM_PD_STEP_END
+        if (STRIPED) {
+            pd_copy_wait_prior<0>();
+            __syncwarp();
+        }
     }
     return sum;
 }
@@ -348,15 +467,18 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
 // The pairs [first, first + count) of one bin, `nblocks` blocks of which
 // this is block `block`. Groups of a warp take consecutive pairs (the host
 // puts pairs of one haplotype side by side) and run the warp's longest
-// step count, so every shuffle is full-warp and converged.
+// step count, so every shuffle is full-warp and converged. smem: the
+// block's shared memory (kPdSharedDoubles).
 template <int P, int K, bool STRIPED>
-PYPHMM_PD_DEV void pd_run_bin(const PdArgs& a, int first, int count, int block, int nblocks) {
+PYPHMM_PD_DEV void pd_run_bin(const PdArgs& a, int first, int count, int block, int nblocks, double* smem) {
     constexpr int G = 32 / P;
     const int lane = threadIdx.x & 31;
     const int t = lane & (P - 1);
     const int g = lane / P;
     const int warp = (block * kPdBlock + static_cast<int>(threadIdx.x)) >> 5;
     const int nwarps = nblocks * (kPdBlock / 32);
+    double* bs = smem + threadIdx.x;
+    double* stage = smem + kPdBranchDoubles + (threadIdx.x >> 5) * kPdStageDoubles;
     double* scratch = STRIPED ? a.scratch + static_cast<int64_t>(warp) * 2 * a.scratch_stride : nullptr;
     for (int base = warp * G; base < count; base += nwarps * G) {
         const int q = base + g;
@@ -364,15 +486,15 @@ PYPHMM_PD_DEV void pd_run_bin(const PdArgs& a, int first, int count, int block, 
         const PdPairDesc d = a.pairs[first + (valid ? q : base)];
         const int n_act = valid ? d.n : 0;
         const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
-        const double sum = pd_forward<P, K, STRIPED>(a, d, n_act, steps, t, scratch);
+        const double sum = pd_forward<P, K, STRIPED>(a, d, n_act, steps, t, bs, scratch, stage);
         if (valid && t == P - 1) a.out[d.out] = sum;
     }
 }
 
 // Runs bin `bin` with the table's P and K.
-PYPHMM_PD_DEV void pd_run_any(int bin, const PdArgs& a, int first, int count, int block, int nblocks) {
+PYPHMM_PD_DEV void pd_run_any(int bin, const PdArgs& a, int first, int count, int block, int nblocks, double* smem) {
 #define PYPHMM_PD_BIN(b) \
-    case b: pd_run_bin<kPdBins[b].P, kPdBins[b].K, kPdBins[b].striped>(a, first, count, block, nblocks); break;
+    case b: pd_run_bin<kPdBins[b].P, kPdBins[b].K, kPdBins[b].striped>(a, first, count, block, nblocks, smem); break;
     static_assert(kPdNumBins == 9, "one case per bin");
     switch (bin) {
         PYPHMM_PD_BIN(0)
@@ -414,9 +536,10 @@ PYPHMM_PD_DEV PdEntry pd_entry(const PdLaunchPlan& plan, int b) {
 
 #if defined(__CUDACC__)
 // Every bin of a chunk in one launch.
-__global__ void __launch_bounds__(kPdBlock) pdhmm_kernel(PdArgs a, PdLaunchPlan plan) {
+__global__ void __launch_bounds__(kPdBlock, kPdMinBlocksPerSm) pdhmm_kernel(PdArgs a, PdLaunchPlan plan) {
+    __shared__ alignas(16) double smem[kPdSharedDoubles];
     const PdEntry e = pd_entry(plan, blockIdx.x);
-    pd_run_any(e.bin, a, e.first, e.count, e.block, e.nblocks);
+    pd_run_any(e.bin, a, e.first, e.count, e.block, e.nblocks, smem);
 }
 #endif
 

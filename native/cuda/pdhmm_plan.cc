@@ -27,7 +27,10 @@ constexpr int64_t kParallelPairs = 4096;
 
 // ---------------------------------------------------------------- chunks
 std::vector<PdChunk> pd_plan_chunks(const pyphmm_pd_region* regions, int64_t num_regions, int64_t total_cells) {
-    const int64_t cell_target = std::max(kPdMinChunkCells, total_cells / 6 + 1);
+    // The GPU starts on a small first chunk (the host packs it while
+    // nothing computes); the targets double up to a sixth of the workload.
+    const int64_t full_target = std::max(kPdMinChunkCells, total_cells / 6 + 1);
+    int64_t cell_target = std::min(full_target, std::max(kPdFirstChunkCells, total_cells / 32));
     std::vector<PdChunk> chunks(1);
     int64_t out = 0, cells = 0;
     for (int64_t k = 0; k < num_regions; ++k) {
@@ -48,6 +51,7 @@ std::vector<PdChunk> pd_plan_chunks(const pyphmm_pd_region* regions, int64_t num
                 chunks.emplace_back();
                 chunks.back().out_first = out;
                 cells = 0;
+                cell_target = std::min(full_target, 2 * cell_target);
                 c = &chunks.back();
             }
             PdPiece p{k, r, r, out};
@@ -78,7 +82,7 @@ PdLayout pd_layout_of(const PdChunk& c) {
     L.desc_off = 0;
     L.row_off = round16(c.pairs * sizeof(PdPairDesc));
     L.code_off = round16(L.row_off + c.rows * sizeof(PdRowElem));
-    L.in_bytes = round16(L.code_off + c.codes * sizeof(uint32_t));
+    L.in_bytes = round16(L.code_off + (kPdCodeGap + c.codes) * sizeof(uint32_t));
     L.out_bytes = c.pairs * sizeof(double);
     return L;
 }
@@ -87,9 +91,10 @@ PdLayout pd_layout_of(const PdChunk& c) {
 namespace {
 
 // Where one piece's data goes: its first row and first code, and per bin
-// its first descriptor (pass 1 fills sizes, the prefix sums starts).
+// its first descriptor (pass 1 fills sizes, the prefix sums starts); its
+// cells.
 struct PieceCursor {
-    int64_t row = 0, code = 0;
+    int64_t row = 0, code = 0, cells = 0;
     int64_t bin[kPdNumBins] = {};
 };
 
@@ -97,9 +102,11 @@ struct PieceCursor {
 PieceCursor pack_rows(const pyphmm_pd_region& g, const PdPiece& p, PdRowElem* rows) {
     PieceCursor sz;
     int32_t live_haps = 0;
+    int64_t hap_bases = 0;
     for (int32_t h = 0; h < g.num_haps; ++h) {
         sz.code += pd_code_stride(hap_len(g, h));
         live_haps += hap_len(g, h) > 0;
+        hap_bases += hap_len(g, h);
     }
     for (int32_t r = p.r0; r < p.r1; ++r) {
         const int64_t ro = g.read_offsets[r], m = read_len(g, r);
@@ -109,6 +116,7 @@ PieceCursor pack_rows(const pyphmm_pd_region& g, const PdPiece& p, PdRowElem* ro
         sz.row += m;
         if (m > 0) sz.bin[pd_bin_of(static_cast<int>(m))] += live_haps;
     }
+    sz.cells = sz.row * hap_bases;
     return sz;
 }
 
@@ -118,34 +126,40 @@ PieceCursor pack_rows(const pyphmm_pd_region& g, const PdPiece& p, PdRowElem* ro
 // longest haplotype.
 int pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, PieceCursor cur, PdPairDesc* desc,
                uint32_t* codes, uint64_t* slots, uint64_t pending) {
+    struct Read {
+        uint32_t roff;
+        int32_t m, bin;
+    };
+    thread_local std::vector<uint32_t> hoff;
+    thread_local std::vector<Read> reads;
+    hoff.resize(g.num_haps);
+    reads.resize(p.r1 - p.r0);
     int longest = 1;
-    std::vector<uint32_t> hoff(g.num_haps);
     for (int32_t h = 0; h < g.num_haps; ++h) {
         const int64_t n = hap_len(g, h), at = g.hap_offsets[h];
-        hoff[h] = static_cast<uint32_t>(cur.code);
+        hoff[h] = static_cast<uint32_t>(kPdCodeGap + cur.code);
         pd_column_codes(g.hap_bases + at, g.hap_pd + at, static_cast<int>(n), codes + cur.code);
         std::fill(codes + cur.code + n, codes + cur.code + pd_code_stride(n), 0u);
         cur.code += pd_code_stride(n);
         longest = std::max<int>(longest, static_cast<int>(n));
     }
-    std::vector<int64_t> roff(p.r1 - p.r0);
     for (int32_t r = p.r0; r < p.r1; ++r) {
-        roff[r - p.r0] = cur.row;
-        cur.row += read_len(g, r);
+        const int32_t m = static_cast<int32_t>(read_len(g, r));
+        reads[r - p.r0] = {static_cast<uint32_t>(cur.row), m, m > 0 ? pd_bin_of(m) : -1};
+        cur.row += m;
     }
-    for (int32_t h = 0; h < g.num_haps; ++h) {
-        const int64_t n = hap_len(g, h);
-        for (int32_t r = p.r0; r < p.r1; ++r) {
-            const int64_t m = read_len(g, r);
-            const int64_t o = out + static_cast<int64_t>(r - p.r0) * g.num_haps + h;
-            if (slots) slots[o] = m > 0 && n > 0 ? pending : 0;  // (0: the bits of 0.0)
-            if (m == 0 || n == 0) continue;
-            PdPairDesc& d = desc[cur.bin[pd_bin_of(static_cast<int>(m))]++];
-            d.roff = static_cast<uint32_t>(roff[r - p.r0]);
-            d.hoff = hoff[h];
-            d.m = static_cast<int32_t>(m);
-            d.n = static_cast<int32_t>(n);
-            d.out = static_cast<int32_t>(o);
+    const int32_t nr = p.r1 - p.r0, nh = g.num_haps;
+    if (slots)  // (0: the bits of 0.0, an empty pair's sum)
+        for (int32_t r = 0; r < nr; ++r)
+            for (int32_t h = 0; h < nh; ++h)
+                slots[out + int64_t(r) * nh + h] = reads[r].m > 0 && hap_len(g, h) > 0 ? pending : 0;
+    for (int32_t h = 0; h < nh; ++h) {
+        const int32_t n = static_cast<int32_t>(hap_len(g, h));
+        if (n == 0) continue;
+        for (int32_t r = 0; r < nr; ++r) {
+            const Read& rd = reads[r];
+            if (rd.m == 0) continue;
+            desc[cur.bin[rd.bin]++] = {rd.roff, hoff[h], rd.m, n, static_cast<int32_t>(out + int64_t(r) * nh + h)};
         }
     }
     return longest;
@@ -161,6 +175,8 @@ PdPacked pd_pack_chunk(const pyphmm_pd_region* regions, const PdChunk& c, const 
     PdPairDesc* desc = reinterpret_cast<PdPairDesc*>(buf + L.desc_off);
     PdRowElem* rows = reinterpret_cast<PdRowElem*>(buf + L.row_off);
     uint32_t* codes = reinterpret_cast<uint32_t*>(buf + L.code_off);
+    std::fill(codes, codes + kPdCodeGap, 0u);
+    codes += kPdCodeGap;  // (pieces write after the zeros; descriptors count from the area's start)
     const int64_t np = static_cast<int64_t>(c.pieces.size());
     std::vector<int64_t> row_first(np + 1, 0);
     for (int64_t k = 0; k < np; ++k) {
@@ -194,6 +210,7 @@ PdPacked pd_pack_chunk(const pyphmm_pd_region* regions, const PdChunk& c, const 
         pc = total;
         total.row += sz.row;
         total.code += sz.code;
+        total.cells += sz.cells;
         for (int b = 0; b < kPdNumBins; ++b) total.bin[b] += sz.bin[b];
     }
     PdPacked out;
@@ -215,7 +232,7 @@ PdPacked pd_pack_chunk(const pyphmm_pd_region* regions, const PdChunk& c, const 
         longest[k] = pack_piece(regions[p.region], p, p.out_first - c.out_first, cur[k], desc, codes, slots, pending);
     });
     out.max_hap_len = np ? *std::max_element(longest.begin(), longest.end()) : 1;
-    for (int64_t i = 0; i < out.descs; ++i) out.kernel_cells += static_cast<int64_t>(desc[i].m) * desc[i].n;
+    out.kernel_cells = total.cells;
     return out;
 }
 

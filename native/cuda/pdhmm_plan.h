@@ -25,7 +25,8 @@ namespace pdk {
 constexpr int64_t kPdMaxChunkPairs = int64_t(1) << 20;
 constexpr int64_t kPdMaxChunkRows = int64_t(1) << 24;
 constexpr int64_t kPdMaxChunkCodes = int64_t(1) << 24;
-constexpr int64_t kPdMinChunkCells = int64_t(1) << 30;  // below this a workload is one chunk
+constexpr int64_t kPdMinChunkCells = int64_t(1) << 30;    // a full chunk has at least this many cells
+constexpr int64_t kPdFirstChunkCells = int64_t(1) << 26;  // below this a workload is one chunk
 
 // A piece of a region: reads [r0, r1) against all its haplotypes.
 struct PdPiece {
@@ -42,7 +43,9 @@ struct PdChunk {
 
 // Cuts a call into chunks of region pieces, bounded by pairs, rows, codes
 // and cells (a workload of several chunks alternates two streams, so the
-// host packs one chunk while the GPU computes another).
+// host packs one chunk while the GPU computes another). The cell bound
+// starts at 1/32 of the workload (at least kPdFirstChunkCells) and doubles
+// from chunk to chunk up to a sixth (at least kPdMinChunkCells).
 std::vector<PdChunk> pd_plan_chunks(const pyphmm_pd_region* regions, int64_t num_regions, int64_t total_cells);
 
 // Byte offsets of a chunk's buffer (16-byte aligned parts).

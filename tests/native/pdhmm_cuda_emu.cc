@@ -12,12 +12,15 @@
 // feeds a queue that the next lane of its group drains: a lane waits only
 // for an empty queue, and every lane sees exactly the values a warp would.
 // __reduce_max_sync and __syncwarp wait for all 32 lanes. __any_sync (the
-// warp votes for the capture and merging steps) is answered per lane: its
-// own predicate, or-ed with a coin of probability `general` (those steps
-// must equal the plain one where a lane's column has no flag, so a lane's
+// warp votes for a block's general steps and for the capture and merging
+// steps) is answered per lane: its own predicate, or-ed with a coin of
+// probability `general` (a general block, a capture or a merging step must
+// equal the plain one where a lane's columns have no flag, so a lane's
 // result may not depend on the answer); a warp's lanes never disagree on
-// it on the GPU. One thread and no timing: the same run gives the same
-// interleaving everywhere.
+// it on the GPU. Shared memory is the block's array, NaN until written;
+// the asynchronous copies of a striped warp's stage copy at once. One
+// thread and no timing: the same run gives the same interleaving
+// everywhere.
 //
 //   g++ -std=c++17 -O1 -pthread -Inative/include -Inative tests/native/pdhmm_cuda_emu.cc
 //       native/cuda/pdhmm_plan.cc native/cpu/pdhmm_cpu_scalar.cc native/common/pd_tables.cc
@@ -249,8 +252,12 @@ struct Gen {
 };
 
 // ---- the emulated launch ----
+// The block's shared memory (branch values, stages), NaN until written: a
+// read of a value nothing wrote shows as a mismatch.
 void run_warp(int block, int warp, int nblocks, const PdArgs& a, int bin, int first, int count, uint64_t seed) {
-    run_lanes(warp * 32, seed, [&] { pd_run_any(bin, a, first, count, block, nblocks); });
+    static std::vector<double> smem;
+    smem.assign(kPdSharedDoubles, std::nan(""));
+    run_lanes(warp * 32, seed, [&] { pd_run_any(bin, a, first, count, block, nblocks, smem.data()); });
 }
 
 // Every block of a plan maps to its entry (pd_entry, the kernel's lookup).
@@ -278,8 +285,8 @@ struct Tables {
 };
 
 // Runs the kernel on every chunk of the regions: each launch entry with
-// `warps_per_entry` warps of one block (or fewer blocks of the plan), so
-// the warps' loops over pairs are exercised. Returns the sums by output.
+// `warp_blocks` blocks (of kPdBlock / 32 warps), so the warps' loops over
+// pairs are exercised. Returns the sums by output.
 std::vector<double> emulate(const std::vector<pyphmm_pd_region>& regions, int warp_blocks, uint64_t seed,
                             long* bad_entries, int64_t* pairs_out) {
     static const Tables tab;
@@ -300,7 +307,8 @@ std::vector<double> emulate(const std::vector<pyphmm_pd_region>& regions, int wa
         const int blocks = pd_launch_plan(p, 8, &plan);
         *bad_entries += check_entries(plan, blocks);
         const char* base = reinterpret_cast<const char*>(buf.data());
-        std::vector<double> scratch(static_cast<size_t>(warp_blocks) * 4 * 2 * pd_scratch_stride(p.max_hap_len));
+        std::vector<double> scratch(static_cast<size_t>(warp_blocks) * (kPdBlock / 32) * 2 *
+                                    pd_scratch_stride(p.max_hap_len));
         PdArgs a{};
         a.pairs = reinterpret_cast<const PdPairDesc*>(base + L.desc_off);
         a.rows = reinterpret_cast<const PdRowElem*>(base + L.row_off);
@@ -370,7 +378,7 @@ int main(int argc, char** argv) {
     long bad_entries = 0;
     int64_t computed = 0;
     const std::vector<double> want = reference(regions);
-    const std::vector<double> got = emulate(regions, 1, seed, &bad_entries, &computed);
+    const std::vector<double> got = emulate(regions, 4, seed, &bad_entries, &computed);
     int64_t mismatches = 0, special = 0;
     for (size_t i = 0; i < want.size(); ++i) {
         if (std::memcmp(&want[i], &got[i], 8) == 0) continue;
