@@ -285,23 +285,23 @@ PYPHMM_PD_DEV bool pd_lane_rows(const PdArgs& a, const PdRowElem* rd, int row0, 
 }
 
 // The previous stripe's edges that lane 0 of a striped warp takes as its
-// boundary, staged in shared memory a block of steps ahead (registers
+// boundary, staged in shared memory two blocks of steps ahead (registers
 // would cost every lane of the kernel): kPdStageSlots slots of the 4 steps
 // of a block, (w, v) per step. The scratch holds (w, v) per column.
-constexpr int kPdStageSlots = 3;  // (a slot is refilled a block after its last read)
+constexpr int kPdStageSlots = 4;  // (a slot is refilled two blocks after its last read)
 constexpr int kPdStageDoubles = kPdStageSlots * 4 * 2;
 // A block's shared memory: its threads' branch values, its warps' stages.
 constexpr int kPdSharedDoubles = kPdBranchDoubles + kPdBlock / 32 * kPdStageDoubles;
 
 // Lane 0, stripe > 0: the edges of block `blk`'s steps (columns 4 blk + 2
-// .. 4 blk + 5, clamped to n) into its slot, asynchronously.
-PYPHMM_PD_DEV void pd_stage_block(double* stage, const double* scratch, int blk, int n) {
-    double* slot = stage + (blk % kPdStageSlots) * 8;
+// .. 4 blk + 5) into its slot, asynchronously. Past column n the scratch
+// holds whatever it holds (pd_scratch_stride leaves room): those steps
+// compute columns past the haplotype.
+PYPHMM_PD_DEV void pd_stage_block(double* stage, const double* scratch, int blk) {
+    double* slot = stage + (blk & (kPdStageSlots - 1)) * 8;
+    const double* src = scratch + 8 * blk + 4;
 #pragma unroll
-    for (int b = 0; b < 4; ++b) {
-        const unsigned col = static_cast<unsigned>(4 * blk + b + 2 < n ? 4 * blk + b + 2 : n);
-        pd_copy16_async(slot + 2 * b, scratch + 2 * col);
-    }
+    for (int b = 0; b < 4; ++b) pd_copy16_async(slot + 2 * b, src + 2 * b);
     pd_copy_commit();
 }
 
@@ -365,8 +365,8 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
         }
         if (STRIPED && t == 0) {
             if (from_scratch) {
-                pd_stage_block(stage, scratch, 0, n);
-                pd_stage_block(stage, scratch, 1, n);
+                pd_stage_block(stage, scratch, 0);
+                pd_stage_block(stage, scratch, 1);
             } else {
                 for (int i = 0; i < kPdStageDoubles; i += 2) {
                     stage[i] = bE.w;
@@ -392,7 +392,7 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
         if (STRIPED && keep_ && !last_stripe) pd_store2(scratch + 2 * (s0 + (B)-t + 1), e_); \
         if (keep_ && last_stripe) sum = pd_add(sum, TERM);                                   \
         const PdEdge d_ = pd_shfl_edge<P>(e_);                                               \
-        const double* sg_ = stage + ((blk % kPdStageSlots) * 4 + (B)) * 2;                   \
+        const double* sg_ = stage + ((blk & (kPdStageSlots - 1)) * 4 + (B)) * 2;             \
         D = t != 0 ? d_ : STRIPED ? PdEdge{sg_[0], sg_[1]} : bE;                             \
     }
 
@@ -451,7 +451,7 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
                 PYPHMM_PD_PLAIN(2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, false)
                 PYPHMM_PD_PLAIN(3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, false)
             }
-            if (from_scratch) pd_stage_block(stage, scratch, blk + 2, n);
+            if (from_scratch) pd_stage_block(stage, scratch, blk + 2);
         }
 #undef PYPHMM_PD_GENERAL
 #undef PYPHMM_PD_PLAIN

@@ -83,7 +83,9 @@ int pd_launch_plan(const PdPacked& p, int max_striped_warps, PdLaunchPlan* plan)
 // Warps of the striped entry of a plan (0 if none): each needs a scratch
 // of 2 * pd_scratch_stride doubles.
 int pd_striped_warps(const PdLaunchPlan& plan);
-inline int pd_scratch_stride(int max_hap_len) { return (max_hap_len + 2 + 31) / 32 * 32; }
+// (Columns 0 .. n, and the stage reads up to 44 columns further: the
+// warp's last block, 2 blocks ahead.)
+inline int pd_scratch_stride(int max_hap_len) { return (max_hap_len + 48 + 31) / 32 * 32; }
 
 // A pair's result from its sum: log10(sum) - log10(2^1020), the CPU
 // backend's expression (so the bits are the same).
