@@ -108,14 +108,15 @@ PieceCursor pack_rows(const pyphmm_pd_region& g, const PdPiece& p, PdRowElem* ro
         live_haps += hap_len(g, h) > 0;
         hap_bases += hap_len(g, h);
     }
+    // (the piece's reads are one range of the caller's arrays, and of the rows)
+    const int64_t lo = g.read_offsets[p.r0], hi = g.read_offsets[p.r1];
+    for (int64_t i = lo; i < hi; ++i)
+        rows[i - lo] = pd_row_elem(g.read_bases[i], g.read_quals[i], g.read_ins[i], g.read_dels[i], g.read_gcp[i]);
     for (int32_t r = p.r0; r < p.r1; ++r) {
-        const int64_t ro = g.read_offsets[r], m = read_len(g, r);
-        for (int64_t i = 0; i < m; ++i)
-            rows[sz.row + i] = pd_row_elem(g.read_bases[ro + i], g.read_quals[ro + i], g.read_ins[ro + i],
-                                           g.read_dels[ro + i], g.read_gcp[ro + i]);
-        sz.row += m;
+        const int64_t m = read_len(g, r);
         if (m > 0) sz.bin[pd_bin_of(static_cast<int>(m))] += live_haps;
     }
+    sz.row = hi - lo;
     sz.cells = sz.row * hap_bases;
     return sz;
 }
@@ -128,10 +129,10 @@ int pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, PieceCu
                uint32_t* codes, uint64_t* slots, uint64_t pending) {
     struct Read {
         uint32_t roff;
-        int32_t m, bin;
+        int32_t m, r;
     };
     thread_local std::vector<uint32_t> hoff;
-    thread_local std::vector<Read> reads;
+    thread_local std::vector<Read> reads;  // the piece's non-empty reads, by bin
     hoff.resize(g.num_haps);
     reads.resize(p.r1 - p.r0);
     int longest = 1;
@@ -143,23 +144,32 @@ int pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, PieceCu
         cur.code += pd_code_stride(n);
         longest = std::max<int>(longest, static_cast<int>(n));
     }
+    const int32_t nr = p.r1 - p.r0, nh = g.num_haps;
+    int32_t first[kPdNumBins + 1] = {};  // reads of bin b: [first[b], first[b + 1])
+    for (int32_t r = p.r0; r < p.r1; ++r)
+        if (read_len(g, r) > 0) ++first[pd_bin_of(static_cast<int>(read_len(g, r))) + 1];
+    for (int b = 0; b < kPdNumBins; ++b) first[b + 1] += first[b];
+    int32_t fill[kPdNumBins];
+    std::copy(first, first + kPdNumBins, fill);
     for (int32_t r = p.r0; r < p.r1; ++r) {
         const int32_t m = static_cast<int32_t>(read_len(g, r));
-        reads[r - p.r0] = {static_cast<uint32_t>(cur.row), m, m > 0 ? pd_bin_of(m) : -1};
+        if (m > 0) reads[fill[pd_bin_of(m)]++] = {static_cast<uint32_t>(cur.row), m, r - p.r0};
         cur.row += m;
     }
-    const int32_t nr = p.r1 - p.r0, nh = g.num_haps;
     if (slots)  // (0: the bits of 0.0, an empty pair's sum)
-        for (int32_t r = 0; r < nr; ++r)
-            for (int32_t h = 0; h < nh; ++h)
-                slots[out + int64_t(r) * nh + h] = reads[r].m > 0 && hap_len(g, h) > 0 ? pending : 0;
-    for (int32_t h = 0; h < nh; ++h) {
-        const int32_t n = static_cast<int32_t>(hap_len(g, h));
-        if (n == 0) continue;
         for (int32_t r = 0; r < nr; ++r) {
-            const Read& rd = reads[r];
-            if (rd.m == 0) continue;
-            desc[cur.bin[rd.bin]++] = {rd.roff, hoff[h], rd.m, n, static_cast<int32_t>(out + int64_t(r) * nh + h)};
+            const bool live = read_len(g, p.r0 + r) > 0;
+            for (int32_t h = 0; h < nh; ++h) slots[out + int64_t(r) * nh + h] = live && hap_len(g, h) > 0 ? pending : 0;
+        }
+    for (int b = 0; b < kPdNumBins; ++b) {
+        PdPairDesc* d = desc + cur.bin[b];
+        for (int32_t h = 0; h < nh; ++h) {
+            const int32_t n = static_cast<int32_t>(hap_len(g, h));
+            if (n == 0) continue;
+            for (int32_t i = first[b]; i < first[b + 1]; ++i) {
+                const Read& rd = reads[i];
+                *d++ = {rd.roff, hoff[h], rd.m, n, static_cast<int32_t>(out + int64_t(rd.r) * nh + h)};
+            }
         }
     }
     return longest;
