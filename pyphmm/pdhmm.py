@@ -265,8 +265,9 @@ def compute_pd_likelihoods(
     reads : sequence of :class:`Read`, or a :class:`ReadBatch`
     haplotypes : sequence of :class:`PDHaplotype` or ``(bases, pd)``
         tuples, or a :class:`PDHaplotypeBatch`
-    backend : ``"auto"`` or ``"cpu"`` (``"cuda"`` raises
-        BackendUnavailableError until a GPU PDHMM exists).
+    backend : ``"auto"`` (the GPU for calls above the calibrated
+        threshold when one is usable), ``"cpu"`` or ``"cuda"`` (raises
+        BackendUnavailableError without a usable GPU).
     threads : CPU threads (default: all available cores).
     stats : optional dict filled with what the call did.
 

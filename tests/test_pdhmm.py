@@ -181,6 +181,19 @@ def test_qualities_gkl_refuses(field, value, words):
     assert f"region 1, read 1, position 3: {words}" in str(e.value)
 
 
+@pytest.mark.parametrize("threads", [1, 4])
+def test_many_regions_report_the_first_refused(threads):
+    """A call of many regions checks them in parallel; the error is still
+    the first refused region's."""
+    good, hap = _read("ACGTACGT"), [("ACGTACGT", [0] * 8)]
+    regions = [([good], hap) for _ in range(100)]
+    regions[70] = ([good, _read("ACGTACGT", gcp=[10, 10, 200, 10, 10, 10, 10, 10])], hap)
+    regions[90] = ([_read("ACGTACGT", q=[255] * 8)], hap)
+    with pytest.raises(ValueError) as e:
+        pyphmm.compute_pd_regions(regions, backend="cpu", threads=threads)
+    assert "region 70, read 1, position 2: gap continuation penalty 200 is above 127" in str(e.value)
+
+
 @pytest.mark.parametrize("base", [b"X", b"n", b".", b"a"])
 def test_read_bases_at_snp_positions(base):
     """GKL refuses a read base other than A, C, G, T (either case) or N at a
@@ -221,8 +234,10 @@ def test_python_argument_errors():
         pyphmm.compute_pd_likelihoods([read], [("ACGT", [0] * 4)], stats=[])
 
 
-def test_cuda_backend_is_unavailable():
-    with pytest.raises(pyphmm.BackendUnavailableError, match="no GPU PDHMM in this build"):
+def test_cuda_backend_without_a_gpu():
+    if pyphmm.info()["cuda_usable"]:
+        pytest.skip("a GPU is usable here (tests/test_pdhmm_cuda.py covers the CUDA backend)")
+    with pytest.raises(pyphmm.BackendUnavailableError, match="CUDA backend requested but unavailable"):
         pyphmm.compute_pd_likelihoods([_read("ACGT")], [("ACGT", [0] * 4)], backend="cuda")
 
 

@@ -39,7 +39,7 @@ const CudaProbe& cuda_probe();
 // taken). Then a call 100 ms or more later tries again.
 int cuda_device_init(int device, pyphmm_error* error, bool* full = nullptr);
 
-// How a GPU PairHMM call runs.
+// How a GPU PairHMM or PDHMM call runs.
 struct GpuCallOptions {
     bool double_precision = false;
     bool timing = false;  // fill the stats' kernel and host-phase times
@@ -51,6 +51,15 @@ struct GpuCallOptions {
 // dispatcher then falls back to the CPU.
 int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, double* out, const GpuCallOptions& call,
                  pyphmm_stats* stats, pyphmm_error* error);
+
+// PDHMM on device `device` (initialised): same contract as cpu_pdhmm for
+// validated regions (out gets every pair's log10 likelihood, bit-identical
+// to the CPU backend's), except the check of the results, which the
+// dispatcher makes. Returns PYPHMM_OK or an error (device failure, out of
+// device memory); the dispatcher then falls back to the CPU. call:
+// timing and nap_percent (double_precision is moot: PDHMM is double).
+int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions, double* out,
+               const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* error);
 
 // Smith-Waterman on device `device`: same contract as cpu_sw_align for a
 // batch validated by check_sw_batch.

@@ -1,5 +1,6 @@
-// The per-call GPU threshold of PairHMM calls under AUTO, measured once per
-// process at first use (calibrate.cc says how).
+// The per-call GPU thresholds of PairHMM and PDHMM calls under AUTO,
+// measured once per process at each kernel's first use (calibrate.cc says
+// how).
 #pragma once
 #include <cstdint>
 
@@ -21,6 +22,12 @@ const Calibration& calibration();
 // threads on the CPU: PYPHMM_GPU_MIN_CELLS, else the calibrated crossover,
 // else the fixed default. `source` (may be NULL) gets PYPHMM_THRESHOLD_*.
 int64_t gpu_min_cells(int threads, int* source);
+
+// The same for PDHMM calls: calibrated on its own kernels at the first
+// PDHMM call under AUTO (HaplotypeCaller-shaped PD regions: 68 bp reads x
+// 6 haplotypes of 136 bp, 2 to 128 reads).
+const Calibration& pd_calibration();
+int64_t pd_gpu_min_cells(int threads, int* source);
 
 // The fixed default (also Smith-Waterman's threshold: the calibration
 // measures PairHMM, not SW), or PYPHMM_GPU_MIN_CELLS.

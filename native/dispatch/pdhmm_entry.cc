@@ -1,13 +1,20 @@
 // pyphmm_pdhmm: argument checks with GKL's rules (what GKL refuses is
 // PYPHMM_E_INVALID here, naming region, read and position), the backend of
-// the call, statistics. Kernels never see unchecked input.
+// the call (per-call threshold, GPU->CPU fallback), GKL's check of the
+// results, statistics. Kernels never see unchecked input.
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
+#include "common/config.h"
 #include "common/errors.h"
 #include "common/pd_tables.h"
+#include "common/thread_pool.h"
 #include "cpu/pdhmm_cpu.h"
+#include "dispatch/calibrate.h"
+#include "dispatch/gpu.h"
 #include "dispatch/policy.h"
 #include "pyphmm.h"
 
@@ -27,9 +34,22 @@ int check_offsets(const int64_t* offsets, int32_t count, const char* what, int64
     return PYPHMM_OK;
 }
 
+// The largest byte of bytes [a, b) (a loop the compiler vectorizes).
+uint8_t max_byte(const uint8_t* p, int64_t a, int64_t b) {
+    uint8_t m = 0;
+    for (int64_t i = a; i < b; ++i) m = p[i] > m ? p[i] : m;
+    return m;
+}
+
 // GKL refuses gap qualities that are negative as Java bytes (> 127 here),
-// and has no table entry for a base quality of 255 (Java byte -1).
+// and has no table entry for a base quality of 255 (Java byte -1). The
+// region's reads are one range of the read arrays (offsets only grow): a
+// maximum per array, and the position only where one is too large.
 int check_quals(const pyphmm_pd_region& g, int64_t k, pyphmm_error* err) {
+    const int64_t lo = g.read_offsets[0], hi = g.read_offsets[g.num_reads];
+    if (max_byte(g.read_quals, lo, hi) <= kPdMaxQual && max_byte(g.read_ins, lo, hi) <= kPdMaxGapQual &&
+        max_byte(g.read_dels, lo, hi) <= kPdMaxGapQual && max_byte(g.read_gcp, lo, hi) <= kPdMaxGapQual)
+        return PYPHMM_OK;
     for (int32_t r = 0; r < g.num_reads; ++r) {
         const int64_t a = g.read_offsets[r], b = g.read_offsets[r + 1];
         for (int64_t i = a; i < b; ++i) {
@@ -85,9 +105,25 @@ SnpBytes snp_bytes(const pyphmm_pd_region& g, int32_t h) {
     return s;
 }
 
+// Whether bytes [a, b) are all A, C, G, T (either case) or N. A loop the
+// compiler vectorizes: x | 0x20 folds the case of a letter only, and each
+// test is a byte mask (written as tests of one byte each, GCC turns the
+// set into a bit test, which it does not vectorize).
+bool all_snp_bases(const uint8_t* p, int64_t a, int64_t b) {
+    auto mask = [](bool c) { return static_cast<uint8_t>(-static_cast<uint8_t>(c)); };
+    uint8_t bad = 0;
+    for (int64_t i = a; i < b; ++i) {
+        const uint8_t x = p[i], l = x | 0x20;
+        bad |=
+            static_cast<uint8_t>(~(mask(l == 'a') | mask(l == 'c') | mask(l == 'g') | mask(l == 't') | mask(x == 'N')));
+    }
+    return bad == 0;
+}
+
 // GKL (and GATK's "Found unexpected base in alt alleles") refuse a read
 // base other than A, C, G, T or N at a SNP position it does not equal.
 int check_snp_bases(const pyphmm_pd_region& g, int64_t k, pyphmm_error* err) {
+    if (all_snp_bases(g.read_bases, g.read_offsets[0], g.read_offsets[g.num_reads])) return PYPHMM_OK;
     std::vector<SnpBytes> haps(g.num_haps);
     for (int32_t h = 0; h < g.num_haps; ++h) haps[h] = snp_bytes(g, h);
     for (int32_t r = 0; r < g.num_reads; ++r) {
@@ -128,13 +164,94 @@ int check_region(const pyphmm_pd_region& g, int64_t k, int64_t* cells, pyphmm_er
     return PYPHMM_OK;
 }
 
-// The backend of a PDHMM call: the CPU for CPU and AUTO (the GPU kernel is
-// not there yet), PYPHMM_E_UNAVAILABLE (as a negative value) for CUDA.
-int pdhmm_backend(const pyphmm_options* options, pyphmm_error* error) {
-    if (requested_backend(options) == PYPHMM_BACKEND_CUDA)
-        return -set_error(error, PYPHMM_E_UNAVAILABLE,
-                          "CUDA backend requested but unavailable: no GPU PDHMM in this build");
-    return PYPHMM_BACKEND_CPU;
+// Every region's check, with its cells and results. A call of many regions
+// checks them in parallel (the checks read every read byte); its error is
+// the first failing region's, as the serial check reports it.
+int check_regions(const pyphmm_pd_region* regions, int64_t n, int threads, int64_t* cells, int64_t* results,
+                  pyphmm_error* err) {
+    constexpr int64_t kParallelRegions = 64;
+    *cells = *results = 0;
+    for (int64_t k = 0; k < n; ++k) *results += static_cast<int64_t>(regions[k].num_reads) * regions[k].num_haps;
+    if (n < kParallelRegions || threads == 1) {
+        for (int64_t k = 0; k < n; ++k)
+            if (int rc = check_region(regions[k], k, cells, err)) return rc;
+        return PYPHMM_OK;
+    }
+    std::vector<int64_t> c(n, 0);
+    std::vector<char> bad(n, 0);
+    parallel_for(n, threads, [&](int64_t k) { bad[k] = check_region(regions[k], k, &c[k], nullptr) != PYPHMM_OK; });
+    for (int64_t k = 0; k < n; ++k) {
+        if (bad[k]) return check_region(regions[k], k, cells, err);
+        *cells += c[k];
+    }
+    return PYPHMM_OK;
+}
+
+// GKL's check of every result (the CPU backend makes it itself): a log10
+// probability is <= 0, -inf included; anything else (NaN, > 0) is GKL's
+// failure status. One pass over all results first (in parallel for many),
+// the position only on a failure.
+int check_results(const pyphmm_pd_region* regions, int64_t num_regions, const double* out, int64_t results, int threads,
+                  pyphmm_error* err) {
+    constexpr int64_t kBlock = int64_t(1) << 15;
+    const int64_t blocks = (results + kBlock - 1) / kBlock;
+    std::atomic<bool> bad{false};
+    auto block = [&](int64_t b) {
+        bool any = false;
+        for (int64_t j = b * kBlock, e = std::min(results, j + kBlock); j < e; ++j) any |= !(out[j] <= 0.0);
+        if (any) bad = true;
+    };
+    if (blocks > 1 && threads != 1)
+        parallel_for(blocks, threads, block);
+    else
+        for (int64_t b = 0; b < blocks; ++b) block(b);
+    if (!bad) return PYPHMM_OK;
+    int64_t i = 0;
+    for (int64_t k = 0; k < num_regions; ++k) {
+        const pyphmm_pd_region& g = regions[k];
+        for (int32_t r = 0; r < g.num_reads; ++r)
+            for (int32_t h = 0; h < g.num_haps; ++h, ++i)
+                if (!(out[i] <= 0.0))
+                    return set_error(err, PYPHMM_E_INVALID,
+                                     "region %lld, read %d, haplotype %d: log10 likelihood %g is not a probability "
+                                     "(GKL reports this as a failure)",
+                                     (long long)k, r, h, out[i]);
+    }
+    return PYPHMM_OK;
+}
+
+void print_dispatch(const pyphmm_stats& st, int64_t regions, int64_t cells, int64_t min_cells) {
+    std::fprintf(stderr, "pyphmm: PDHMM dispatch: %lld regions, %lld cells (threshold %lld): %s%s; %.3f ms\n",
+                 (long long)regions, (long long)cells, (long long)min_cells,
+                 st.backend_used == PYPHMM_BACKEND_CUDA ? "GPU" : "CPU", st.fell_back ? " (GPU failed)" : "",
+                 st.seconds * 1e3);
+}
+
+// A validated PDHMM call: under AUTO the GPU when one is usable and the
+// call has at least the calibrated threshold's cells (at the call's thread
+// count), else the CPU; a GPU failure recomputes the call on the CPU.
+int pdhmm_call(const pyphmm_pd_region* regions, int64_t n, int64_t cells, int64_t results, double* out,
+               const pyphmm_options* options, pyphmm_stats* st, pyphmm_error* error) {
+    const int threads = default_threads(options);
+    // Only AUTO with a GPU needs the threshold (the first such call
+    // calibrates it); a CPU call never probes the GPU.
+    const int asked = requested_backend(options);
+    const int64_t min_cells = asked == PYPHMM_BACKEND_AUTO && gpu_usable() ? pd_gpu_min_cells(threads, nullptr) : 0;
+    const int backend = resolve_backend(options, cells, min_cells, error);
+    if (backend < 0) return -backend;
+    auto cpu = [&] { return cpu_pdhmm(regions, n, out, threads, st, error); };
+    auto gpu = [&](pyphmm_error* e) {
+        GpuCallOptions call;
+        call.timing = timing_wanted(options);
+        return gpu_pdhmm(regions, n, out, requested_device(options), call, st, e);
+    };
+    int rc = backend != PYPHMM_BACKEND_CUDA ? cpu() : gpu_else_cpu("PDHMM", st, gpu, cpu);
+    const bool on_gpu = st->backend_used == PYPHMM_BACKEND_CUDA;
+    if (rc == PYPHMM_OK && on_gpu) rc = check_results(regions, n, out, results, threads, error);
+    (on_gpu ? st->gpu_regions : st->cpu_regions) = n;
+    (on_gpu ? st->gpu_cells : st->cpu_cells) = cells;
+    if (config::debug()) print_dispatch(*st, n, cells, min_cells);
+    return rc;
 }
 
 }  // namespace
@@ -153,20 +270,15 @@ extern "C" int pyphmm_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions
             return set_error(error, PYPHMM_E_INVALID, "negative region count %lld", (long long)num_regions);
         if (num_regions > 0 && !regions) return set_error(error, PYPHMM_E_INVALID, "regions is NULL");
         int64_t cells = 0, results = 0;
-        for (int64_t k = 0; k < num_regions; ++k) {
-            if (int rc = check_region(regions[k], k, &cells, error)) return rc;
-            results += static_cast<int64_t>(regions[k].num_reads) * regions[k].num_haps;
-        }
+        if (int rc = check_regions(regions, num_regions, default_threads(options), &cells, &results, error)) return rc;
         if (results > 0 && !out) return set_error(error, PYPHMM_E_INVALID, "output buffer is NULL");
-        const int backend = pdhmm_backend(options, error);
-        if (backend < 0) return -backend;
         if (results == 0) return PYPHMM_OK;
         pyphmm_stats local;
         pyphmm_stats* st = stats ? stats : &local;
         clear_stats(st);
-        const int rc = cpu_pdhmm(regions, num_regions, out, default_threads(options), st, error);
-        st->cpu_regions = num_regions;
-        st->cpu_cells = cells;
+        const int rc = pdhmm_call(regions, num_regions, cells, results, out, options, st, error);
+        st->pairs = results;
+        st->cells = cells;
         return rc;
     });
 }

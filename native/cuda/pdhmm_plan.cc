@@ -1,0 +1,292 @@
+// Host-side planning of a GPU PDHMM call (see pdhmm_plan.h).
+#include "cuda/pdhmm_plan.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "common/pd_tables.h"
+#include "common/thread_pool.h"
+
+namespace pyphmm {
+namespace pdk {
+
+namespace {
+
+inline size_t round16(size_t x) { return (x + 15) / 16 * 16; }
+
+int64_t read_len(const pyphmm_pd_region& g, int32_t r) { return g.read_offsets[r + 1] - g.read_offsets[r]; }
+int64_t hap_len(const pyphmm_pd_region& g, int32_t h) { return g.hap_offsets[h + 1] - g.hap_offsets[h]; }
+
+// Pieces of more pairs than this are packed in parallel with the others.
+constexpr int64_t kParallelPairs = 4096;
+
+}  // namespace
+
+// ---------------------------------------------------------------- chunks
+std::vector<PdChunk> pd_plan_chunks(const pyphmm_pd_region* regions, int64_t num_regions, int64_t total_cells) {
+    // The GPU starts on a small first chunk (the host packs it while
+    // nothing computes); the targets double up to a sixth of the workload.
+    const int64_t full_target = std::max(kPdMinChunkCells, total_cells / 6 + 1);
+    int64_t cell_target = std::min(full_target, std::max(kPdFirstChunkCells, total_cells / 32));
+    std::vector<PdChunk> chunks(1);
+    int64_t out = 0, cells = 0;
+    for (int64_t k = 0; k < num_regions; ++k) {
+        const pyphmm_pd_region& g = regions[k];
+        if (g.num_reads <= 0 || g.num_haps <= 0) continue;
+        int64_t codes = 0, hap_bases = 0;
+        for (int32_t h = 0; h < g.num_haps; ++h) {
+            codes += pd_code_stride(hap_len(g, h));
+            hap_bases += hap_len(g, h);
+        }
+        int32_t r = 0;
+        while (r < g.num_reads) {
+            PdChunk* c = &chunks.back();
+            const int64_t m0 = read_len(g, r);
+            const bool over = c->codes + codes > kPdMaxChunkCodes || c->pairs + g.num_haps > kPdMaxChunkPairs ||
+                              c->rows + m0 > kPdMaxChunkRows || cells >= cell_target;
+            if (c->pairs > 0 && over) {
+                chunks.emplace_back();
+                chunks.back().out_first = out;
+                cells = 0;
+                cell_target = std::min(full_target, 2 * cell_target);
+                c = &chunks.back();
+            }
+            PdPiece p{k, r, r, out};
+            c->codes += codes;
+            // (a piece takes at least one read: a read too long for the row
+            // bound alone still gets a chunk)
+            while (r < g.num_reads) {
+                const int64_t m = read_len(g, r);
+                if (p.r1 > p.r0 &&
+                    (c->pairs + g.num_haps > kPdMaxChunkPairs || c->rows + m > kPdMaxChunkRows || cells >= cell_target))
+                    break;
+                c->pairs += g.num_haps;
+                c->rows += m;
+                cells += m * hap_bases;
+                out += g.num_haps;
+                ++r;
+                ++p.r1;
+            }
+            c->pieces.push_back(p);
+        }
+    }
+    if (chunks.back().pairs == 0 && chunks.size() > 1) chunks.pop_back();
+    return chunks;
+}
+
+PdLayout pd_layout_of(const PdChunk& c) {
+    PdLayout L;
+    L.desc_off = 0;
+    L.row_off = round16(c.pairs * sizeof(PdPairDesc));
+    L.code_off = round16(L.row_off + c.rows * sizeof(PdRowElem));
+    L.in_bytes = round16(L.code_off + (kPdCodeGap + c.codes) * sizeof(uint32_t));
+    L.out_bytes = c.pairs * sizeof(double);
+    return L;
+}
+
+// ---------------------------------------------------------------- packing
+namespace {
+
+// Where one piece's data goes: its first row and first code, and per bin
+// its first descriptor (pass 1 fills sizes, the prefix sums starts); its
+// cells.
+struct PieceCursor {
+    int64_t row = 0, code = 0, cells = 0;
+    int64_t bin[kPdNumBins] = {};
+};
+
+// Pass 1 for one piece: its read rows at `rows`, and its sizes.
+PieceCursor pack_rows(const pyphmm_pd_region& g, const PdPiece& p, PdRowElem* rows) {
+    PieceCursor sz;
+    int32_t live_haps = 0;
+    int64_t hap_bases = 0;
+    for (int32_t h = 0; h < g.num_haps; ++h) {
+        sz.code += pd_code_stride(hap_len(g, h));
+        live_haps += hap_len(g, h) > 0;
+        hap_bases += hap_len(g, h);
+    }
+    // (the piece's reads are one range of the caller's arrays, and of the rows)
+    const int64_t lo = g.read_offsets[p.r0], hi = g.read_offsets[p.r1];
+    for (int64_t i = lo; i < hi; ++i)
+        rows[i - lo] = pd_row_elem(g.read_bases[i], g.read_quals[i], g.read_ins[i], g.read_dels[i], g.read_gcp[i]);
+    for (int32_t r = p.r0; r < p.r1; ++r) {
+        const int64_t m = read_len(g, r);
+        if (m > 0) sz.bin[pd_bin_of(static_cast<int>(m))] += live_haps;
+    }
+    sz.row = hi - lo;
+    sz.cells = sz.row * hap_bases;
+    return sz;
+}
+
+// Pass 2 for one piece: its haplotypes' codes and one descriptor per
+// non-empty (read, haplotype) in its bins (haplotype-major within a bin, so
+// the groups of a warp share a haplotype length); result slots. Returns the
+// longest haplotype.
+int pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, PieceCursor cur, PdPairDesc* desc,
+               uint32_t* codes, uint64_t* slots, uint64_t pending) {
+    struct Read {
+        uint32_t roff;
+        int32_t m, r;
+    };
+    thread_local std::vector<uint32_t> hoff;
+    thread_local std::vector<Read> reads;  // the piece's non-empty reads, by bin
+    hoff.resize(g.num_haps);
+    reads.resize(p.r1 - p.r0);
+    int longest = 1;
+    for (int32_t h = 0; h < g.num_haps; ++h) {
+        const int64_t n = hap_len(g, h), at = g.hap_offsets[h];
+        hoff[h] = static_cast<uint32_t>(kPdCodeGap + cur.code);
+        pd_column_codes(g.hap_bases + at, g.hap_pd + at, static_cast<int>(n), codes + cur.code);
+        std::fill(codes + cur.code + n, codes + cur.code + pd_code_stride(n), 0u);
+        cur.code += pd_code_stride(n);
+        longest = std::max<int>(longest, static_cast<int>(n));
+    }
+    const int32_t nr = p.r1 - p.r0, nh = g.num_haps;
+    int32_t first[kPdNumBins + 1] = {};  // reads of bin b: [first[b], first[b + 1])
+    for (int32_t r = p.r0; r < p.r1; ++r)
+        if (read_len(g, r) > 0) ++first[pd_bin_of(static_cast<int>(read_len(g, r))) + 1];
+    for (int b = 0; b < kPdNumBins; ++b) first[b + 1] += first[b];
+    int32_t fill[kPdNumBins];
+    std::copy(first, first + kPdNumBins, fill);
+    for (int32_t r = p.r0; r < p.r1; ++r) {
+        const int32_t m = static_cast<int32_t>(read_len(g, r));
+        if (m > 0) reads[fill[pd_bin_of(m)]++] = {static_cast<uint32_t>(cur.row), m, r - p.r0};
+        cur.row += m;
+    }
+    if (slots)  // (0: the bits of 0.0, an empty pair's sum)
+        for (int32_t r = 0; r < nr; ++r) {
+            const bool live = read_len(g, p.r0 + r) > 0;
+            for (int32_t h = 0; h < nh; ++h) slots[out + int64_t(r) * nh + h] = live && hap_len(g, h) > 0 ? pending : 0;
+        }
+    for (int b = 0; b < kPdNumBins; ++b) {
+        PdPairDesc* d = desc + cur.bin[b];
+        for (int32_t h = 0; h < nh; ++h) {
+            const int32_t n = static_cast<int32_t>(hap_len(g, h));
+            if (n == 0) continue;
+            for (int32_t i = first[b]; i < first[b + 1]; ++i) {
+                const Read& rd = reads[i];
+                *d++ = {rd.roff, hoff[h], rd.m, n, static_cast<int32_t>(out + int64_t(rd.r) * nh + h)};
+            }
+        }
+    }
+    return longest;
+}
+
+}  // namespace
+
+// Pass 1 packs every piece's rows and sizes the rest, pass 2 the codes and
+// descriptors, each in parallel over pieces for whole workloads; in
+// between, prefix sums tell each piece where its data goes.
+PdPacked pd_pack_chunk(const pyphmm_pd_region* regions, const PdChunk& c, const PdLayout& L, char* buf, uint64_t* slots,
+                       uint64_t pending) {
+    PdPairDesc* desc = reinterpret_cast<PdPairDesc*>(buf + L.desc_off);
+    PdRowElem* rows = reinterpret_cast<PdRowElem*>(buf + L.row_off);
+    uint32_t* codes = reinterpret_cast<uint32_t*>(buf + L.code_off);
+    std::fill(codes, codes + kPdCodeGap, 0u);
+    codes += kPdCodeGap;  // (pieces write after the zeros; descriptors count from the area's start)
+    const int64_t np = static_cast<int64_t>(c.pieces.size());
+    std::vector<int64_t> row_first(np + 1, 0);
+    for (int64_t k = 0; k < np; ++k) {
+        const PdPiece& p = c.pieces[k];
+        const int64_t* ro = regions[p.region].read_offsets;
+        row_first[k + 1] = row_first[k] + ro[p.r1] - ro[p.r0];
+    }
+    std::vector<PieceCursor> cur(np);
+    std::vector<int> longest(np, 1);
+    std::atomic<bool> no_memory{false};
+    auto each_piece = [&](auto&& fn) {  // parallel_for's fn must not throw
+        auto guarded = [&](int64_t k) {
+            try {
+                fn(k);
+            } catch (const std::bad_alloc&) {
+                no_memory = true;
+            }
+        };
+        if (np > 1 && c.pairs >= kParallelPairs)
+            parallel_for(np, 0, guarded);
+        else
+            for (int64_t k = 0; k < np; ++k) guarded(k);
+        if (no_memory) throw std::bad_alloc();
+    };
+    each_piece([&](int64_t k) { cur[k] = pack_rows(regions[c.pieces[k].region], c.pieces[k], rows + row_first[k]); });
+    // sizes -> starts; bins from the longest reads down (the striped bin's
+    // pairs take longest: first in the launch)
+    PieceCursor total;
+    for (PieceCursor& pc : cur) {
+        const PieceCursor sz = pc;
+        pc = total;
+        total.row += sz.row;
+        total.code += sz.code;
+        total.cells += sz.cells;
+        for (int b = 0; b < kPdNumBins; ++b) total.bin[b] += sz.bin[b];
+    }
+    PdPacked out;
+    int64_t start[kPdNumBins], acc = 0;
+    for (int b = kPdNumBins - 1; b >= 0; --b) {
+        start[b] = acc;
+        acc += total.bin[b];
+        if (total.bin[b] == 0) continue;
+        out.bin[out.entries] = b;
+        out.first[out.entries] = static_cast<int>(start[b]);
+        out.count[out.entries] = static_cast<int>(total.bin[b]);
+        ++out.entries;
+    }
+    out.descs = acc;
+    for (PieceCursor& pc : cur)
+        for (int b = 0; b < kPdNumBins; ++b) pc.bin[b] += start[b];
+    each_piece([&](int64_t k) {
+        const PdPiece& p = c.pieces[k];
+        longest[k] = pack_piece(regions[p.region], p, p.out_first - c.out_first, cur[k], desc, codes, slots, pending);
+    });
+    out.max_hap_len = np ? *std::max_element(longest.begin(), longest.end()) : 1;
+    out.kernel_cells = total.cells;
+    return out;
+}
+
+int pd_launch_plan(const PdPacked& p, int max_striped_warps, PdLaunchPlan* plan) {
+    constexpr int kWarpsPerBlock = kPdBlock / 32;
+    std::memset(plan, 0, sizeof(*plan));
+    int blocks = 0;
+    for (int e = 0; e < p.entries; ++e) {
+        const PdBin& b = kPdBins[p.bin[e]];
+        const int groups_per_block = kWarpsPerBlock * (32 / b.P);
+        int nb = (p.count[e] + groups_per_block - 1) / groups_per_block;
+        if (b.striped) nb = std::min(nb, std::max(1, max_striped_warps / kWarpsPerBlock));
+        plan->bin[e] = p.bin[e];
+        plan->first[e] = p.first[e];
+        plan->count[e] = p.count[e];
+        plan->block_start[e] = blocks;
+        blocks += nb;
+    }
+    plan->nb = p.entries;
+    plan->block_start[p.entries] = blocks;
+    return blocks;
+}
+
+int pd_striped_warps(const PdLaunchPlan& plan) {
+    for (int e = 0; e < plan.nb; ++e)
+        if (kPdBins[plan.bin[e]].striped) return (plan.block_start[e + 1] - plan.block_start[e]) * (kPdBlock / 32);
+    return 0;
+}
+
+// ---------------------------------------------------------------- results
+void pd_unpack_results(const PdChunk& c, const double* sums, double* out) {
+    const double log10_ic = pd_tables().log10_initial_condition;
+    double* dst = out + c.out_first;
+    constexpr int64_t kBlockPairs = 4096;
+    const int64_t blocks = (c.pairs + kBlockPairs - 1) / kBlockPairs;
+    auto block = [&](int64_t b) {
+        const int64_t lo = b * kBlockPairs, hi = std::min(c.pairs, lo + kBlockPairs);
+        for (int64_t i = lo; i < hi; ++i) dst[i] = pd_result(sums[i], log10_ic);
+    };
+    if (blocks > 1)
+        parallel_for(blocks, 0, block);
+    else if (blocks == 1)
+        block(0);
+}
+
+}  // namespace pdk
+}  // namespace pyphmm

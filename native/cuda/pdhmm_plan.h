@@ -1,0 +1,99 @@
+// Host-side planning of a GPU PDHMM call: how a call is cut into chunks,
+// the order of a chunk's pairs, and the packing of a chunk into the one
+// buffer its single host-to-device copy sends. Pure host code (no CUDA):
+// the kernel emulator (tests/native/pdhmm_cuda_emu.cc) runs the kernels on
+// these plans.
+//
+// A chunk's buffer: pair descriptors (sorted by launch entry: bins from the
+// longest reads down, then region piece, haplotype, read) | read rows |
+// haplotype column codes. Results come back as one double per pair of the
+// chunk, the pair's sum, in the caller's order; the host takes the log10.
+// Pairs with an empty read or haplotype (sum 0, log10 -inf) go to no
+// kernel.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cuda/pdhmm_layout.h"
+#include "pyphmm.h"
+
+namespace pyphmm {
+namespace pdk {
+
+constexpr int64_t kPdMaxChunkPairs = int64_t(1) << 20;
+constexpr int64_t kPdMaxChunkRows = int64_t(1) << 24;
+constexpr int64_t kPdMaxChunkCodes = int64_t(1) << 24;
+constexpr int64_t kPdMinChunkCells = int64_t(1) << 30;    // a full chunk has at least this many cells
+constexpr int64_t kPdFirstChunkCells = int64_t(1) << 26;  // below this a workload is one chunk
+
+// A piece of a region: reads [r0, r1) against all its haplotypes.
+struct PdPiece {
+    int64_t region;
+    int32_t r0, r1;
+    int64_t out_first;  // global output index of (r0, 0)
+};
+
+struct PdChunk {
+    std::vector<PdPiece> pieces;
+    int64_t pairs = 0;  // outputs (empty pairs included)
+    int64_t rows = 0, codes = 0, out_first = 0;
+};
+
+// Cuts a call into chunks of region pieces, bounded by pairs, rows, codes
+// and cells (a workload of several chunks alternates two streams, so the
+// host packs one chunk while the GPU computes another). The cell bound
+// starts at 1/32 of the workload (at least kPdFirstChunkCells) and doubles
+// from chunk to chunk up to a sixth (at least kPdMinChunkCells).
+std::vector<PdChunk> pd_plan_chunks(const pyphmm_pd_region* regions, int64_t num_regions, int64_t total_cells);
+
+// Byte offsets of a chunk's buffer (16-byte aligned parts).
+struct PdLayout {
+    size_t desc_off, row_off, code_off;
+    size_t in_bytes;   // what the host sends
+    size_t out_bytes;  // what comes back: one double per pair
+};
+PdLayout pd_layout_of(const PdChunk& c);
+
+// What packing found: the pairs of each bin (descriptors [first, first +
+// count)), in the order of the launch entries.
+struct PdPacked {
+    int entries = 0;
+    int bin[kPdNumBins] = {};
+    int first[kPdNumBins] = {};
+    int count[kPdNumBins] = {};
+    int64_t descs = 0;         // pairs sent to the kernels
+    int max_hap_len = 1;       // the longest haplotype among them
+    int64_t kernel_cells = 0;  // their cells
+};
+
+// Fills buf (pd_layout_of(c).in_bytes bytes) with the chunk. slots (may be
+// null): the chunk's result slots, which get `pending` (as bits) for each
+// pair the kernels compute and 0.0 for an empty pair. Parallel over pieces
+// for whole workloads.
+PdPacked pd_pack_chunk(const pyphmm_pd_region* regions, const PdChunk& c, const PdLayout& L, char* buf, uint64_t* slots,
+                       uint64_t pending);
+
+// The launch plan of a packed chunk: blocks per entry (a bin's pairs,
+// 32 / P of them a warp; the striped bin at most `max_striped_warps`
+// warps, which share its pairs). Returns the total block count.
+int pd_launch_plan(const PdPacked& p, int max_striped_warps, PdLaunchPlan* plan);
+
+// Warps of the striped entry of a plan (0 if none): each needs a scratch
+// of 2 * pd_scratch_stride doubles.
+int pd_striped_warps(const PdLaunchPlan& plan);
+// (Columns 0 .. n, and the stage reads up to 44 columns further: the
+// warp's last block, 2 blocks ahead.)
+inline int pd_scratch_stride(int max_hap_len) { return (max_hap_len + 48 + 31) / 32 * 32; }
+
+// A pair's result from its sum: log10(sum) - log10(2^1020), the CPU
+// backend's expression (so the bits are the same).
+inline double pd_result(double sum, double log10_ic) { return std::log10(sum) - log10_ic; }
+
+// pd_result of a chunk's sums, into the caller's output (parallel for large
+// chunks).
+void pd_unpack_results(const PdChunk& c, const double* sums, double* out);
+
+}  // namespace pdk
+}  // namespace pyphmm
