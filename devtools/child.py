@@ -74,6 +74,10 @@ def default_signals() -> None:
     default disposition, as in a terminal's foreground job. A shell without
     job control starts background commands with SIGINT and SIGQUIT ignored,
     and the CLI keeps a signal ignored that it inherits ignored (nohup), so
-    a test that sends one must not depend on how its runner was started."""
-    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM, signal.SIGUSR1):
+    a test that sends one must not depend on how its runner was started.
+    A runner may also start it with them blocked (the mask survives exec),
+    so they are unblocked too."""
+    sigs = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM, signal.SIGUSR1)
+    for sig in sigs:
         signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, sigs)

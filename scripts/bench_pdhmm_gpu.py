@@ -44,6 +44,7 @@ import os
 import threading
 import time
 
+import _checkout  # noqa: F401  (the repository root importable)
 import numpy as np
 from pyphmm._pyphmm import ffi, lib
 

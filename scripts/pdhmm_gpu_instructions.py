@@ -39,6 +39,8 @@ import subprocess
 import sys
 import tempfile
 
+import _checkout  # noqa: F401  (the repository root importable)
+
 from buildtools.native import find_nvcc, nvcc_flags
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -18,7 +18,7 @@ import pytest
 from test_mps import fake_control  # noqa: F401  (fixture: a stand-in nvidia-cuda-mps-control)
 
 from devtools import ROOT
-from devtools.child import child_env
+from devtools.child import child_env, default_signals
 from devtools.oracle import gkl as gkl_oracle
 from devtools.oracle import shim
 from devtools.regions import generate
@@ -313,6 +313,7 @@ def test_signal_kills_jvms_and_quits_mps(tiny, classes, tmp_path, fake_control, 
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=default_signals,
     )
     for line in child.stdout:
         if line.startswith("MPS: control daemon started"):

@@ -113,6 +113,7 @@ def test_ctrl_c_while_the_cli_starts_is_quiet(tmp_path, module):
             text=True,
             env=child_env(),
             timeout=120,
+            preexec_fn=default_signals,
         )
     assert p.returncode == 130 and p.stderr == "pyphmm: interrupted\n", p.stderr[-2000:]
     assert os.listdir(tmp_path) == []
@@ -126,7 +127,7 @@ def test_an_ignored_sighup_stays_ignored(tmp_path):
         env=child_env(),
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+        preexec_fn=lambda: (default_signals(), signal.signal(signal.SIGHUP, signal.SIG_IGN)),
     )
     try:
         assert p.stderr.readline() == "BUSY\n"

@@ -20,7 +20,7 @@ import time
 import pytest
 
 import pyphmm
-from devtools.child import child_env, run_cli
+from devtools.child import child_env, default_signals, run_cli
 from pyphmm import mps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -268,7 +268,12 @@ def test_private_daemon_quits_on_signal(fake_control, sig):
             time.sleep(60)
         """)
     child = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(ROOT)
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(ROOT),
+        preexec_fn=default_signals,
     )
     pipe = child.stdout.readline().strip()
     assert pipe.startswith("/tmp/pyphmm-mps-"), child.stderr.read()
