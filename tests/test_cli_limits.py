@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from devtools.child import child_env
+from devtools.child import child_env, run_cli, run_python
 from devtools.testdata import sw_cases
 from pyphmm import io
 from pyphmm.samples import sample_path
@@ -70,3 +70,34 @@ def test_a_record_whose_allocation_fails_names_its_line(tmp_path, native):
     assert p.returncode == 1, p.stderr[-3000:]
     assert p.stderr.startswith(f"pyphmm: error: {path}:1: out of memory computing 1 record(s) from this line on")
     assert len(p.stderr.splitlines()) == 1 and not out.exists()
+
+
+# A CPU worker thread whose allocation fails (PYPHMM_TEST=pool_throw=1: every
+# pool worker throws std::bad_alloc on the items it takes) once ended the
+# process in std::terminate on a 16-core host under `ulimit -v`: the
+# failure reaches the caller as out-of-memory instead.
+POOL_THROW_API = """
+import pyphmm
+from pyphmm import io
+from pyphmm.samples import sample_path
+try:
+    for reads, haps in io.read_records(sample_path()):
+        pyphmm.compute_likelihoods(reads, haps, backend="cpu", threads=4)
+except MemoryError as e:
+    print("MemoryError", e)
+"""
+
+
+@pytest.mark.parametrize("native", ["native_reader=1", "native_reader=0"], ids=["native", "python"])
+def test_a_worker_thread_out_of_memory_is_an_error_not_an_abort(tmp_path, native):
+    out = tmp_path / "o"
+    args = ["likelihoods", str(sample_path()), "-o", str(out), "--backend", "cpu", "--threads", "4"]
+    p = run_cli(*args, env={"PYPHMM_TEST": "pool_throw=1", "PYPHMM_DEV": native})
+    assert p.returncode == 1, p.stderr[-3000:]
+    assert p.stderr.startswith(f"pyphmm: error: {sample_path()}:1: out of memory computing")
+    assert len(p.stderr.splitlines()) == 1 and not out.exists()
+
+
+def test_a_worker_thread_out_of_memory_raises_memoryerror():
+    p = run_python(POOL_THROW_API, env={"PYPHMM_TEST": "pool_throw=1"})
+    assert p.returncode == 0 and p.stdout.startswith("MemoryError"), p.stderr[-3000:]

@@ -92,6 +92,8 @@ const Spec kSpecs[] = {
      "other processes on each fake device, ':'-separated (e.g. 3:0)"},
     {Knob::kTestGpuFull, Scope::kTest, "gpu_full", Type::kString, 0, 0, 0, nullptr, "first use",
      "how many starts of each fake device fail for want of room, ':'-separated (e.g. 2:0)"},
+    {Knob::kTestPoolThrow, Scope::kTest, "pool_throw", Type::kBool, 0, 0, 1, nullptr, "reload",
+     "the CPU thread pool's workers (not the calling thread) throw std::bad_alloc on every item they take"},
 };
 static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == static_cast<size_t>(Knob::kCount), "one spec per knob");
 

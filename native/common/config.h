@@ -57,6 +57,7 @@ enum class Knob : int {
     kTestGpuFailure,  // enum never|always|alternate
     kTestGpuLoad,     // string: per-device busy counts for the fake devices
     kTestGpuFull,     // string: per-device failed starts for the fake devices
+    kTestPoolThrow,   // bool: pool workers throw std::bad_alloc on each item
     kCount
 };
 

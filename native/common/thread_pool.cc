@@ -1,5 +1,7 @@
 #include "thread_pool.h"
 
+#include "common/config.h"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -7,7 +9,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <mutex>
+#include <new>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -33,9 +37,25 @@ struct Job {
     int tickets = 0;  // workers that may still join (guarded by the pool mutex)
     int active = 0;   // workers inside work() (guarded by the pool mutex)
     std::condition_variable finished;
+    std::mutex error_mu;
+    std::exception_ptr error;  // the first item that threw; rethrown to the caller
 
-    void work() {
-        for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) (*fn)(i);
+    // Runs items until none is left. An exception (std::bad_alloc under a
+    // small address space) never leaves a worker's thread, which would end
+    // the process in std::terminate: the first is kept, the items not yet
+    // taken are dropped, and parallel_for rethrows it on the caller's thread.
+    void work(bool worker) {
+        const bool fail = worker && config::on(config::Knob::kTestPoolThrow);
+        try {
+            for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+                if (fail) throw std::bad_alloc();
+                (*fn)(i);
+            }
+        } catch (...) {
+            next.store(n, std::memory_order_relaxed);
+            std::lock_guard<std::mutex> lock(error_mu);
+            if (!error) error = std::current_exception();
+        }
     }
 };
 
@@ -69,7 +89,7 @@ class Pool {
             if (queued) queue_.push_back(&job);
         }
         if (queued) wake_.notify_all();
-        job.work();
+        job.work(false);
         std::unique_lock<std::mutex> lock(mu_);
         // Withdraw the tickets no worker took, then wait for those who did.
         if (job.tickets > 0) {
@@ -88,7 +108,7 @@ class Pool {
             if (--job->tickets == 0) queue_.pop_front();
             ++job->active;
             lock.unlock();
-            job->work();
+            job->work(true);
             lock.lock();
             if (--job->active == 0) job->finished.notify_all();
         }
@@ -125,10 +145,11 @@ void parallel_for(int64_t n, int threads, const std::function<void(int64_t)>& fn
     job.fn = &fn;
     job.n = n;
     if (helpers <= 0) {
-        job.work();
+        job.work(false);
         return;
     }
     pool().run(job, static_cast<int>(helpers));
+    if (job.error) std::rethrow_exception(job.error);
 }
 
 }  // namespace pyphmm

@@ -16,7 +16,9 @@ int available_cores();
 
 // Runs fn(i) for every i in [0, n) on up to `threads` threads (<= 0: all
 // cores), the calling thread included; returns when all are done. Items are
-// claimed one at a time, so uneven items balance themselves. fn must not throw.
+// claimed one at a time, so uneven items balance themselves. If fn throws
+// (on any thread), the items not yet begun are skipped and the first
+// exception is rethrown here once every thread has left fn.
 void parallel_for(int64_t n, int threads, const std::function<void(int64_t)>& fn);
 
 }  // namespace pyphmm
