@@ -53,6 +53,18 @@ def test_a_small_address_space_is_one_line_or_a_result(tmp_path, command, kib):
         assert len(p.stderr.splitlines()) == 1, p.stderr
 
 
+@pytest.mark.parametrize("kib", range(160_000, 260_000, 8_000))
+def test_a_16_core_pool_under_a_small_address_space_is_one_line_or_a_result(tmp_path, kib):
+    """On a 16-core host, 15 workers under `ulimit -v` ended the process
+    inside glibc (std::terminate, or "cannot allocate memory for
+    thread-local data"); the pool now starts only the workers that fit."""
+    args = ["likelihoods", "-", "-o", str(tmp_path / "o"), "--backend", "cpu"]
+    p = run_limited(args, kib, stdin_path=sample_path(), PYPHMM_TEST="cores=16")
+    assert p.returncode in (0, 1), p.stderr[-3000:]
+    if p.returncode == 1:
+        assert p.stderr.startswith("pyphmm: error: ") and len(p.stderr.splitlines()) == 1, p.stderr
+
+
 @pytest.mark.parametrize("native", ["native_reader=1", "native_reader=0"], ids=["native", "python"])
 def test_a_record_whose_allocation_fails_names_its_line(tmp_path, native):
     """A record that passes the estimate (its results fit in this machine's

@@ -94,6 +94,8 @@ const Spec kSpecs[] = {
      "how many starts of each fake device fail for want of room, ':'-separated (e.g. 2:0)"},
     {Knob::kTestPoolThrow, Scope::kTest, "pool_throw", Type::kBool, 0, 0, 1, nullptr, "reload",
      "the CPU thread pool's workers (not the calling thread) throw std::bad_alloc on every item they take"},
+    {Knob::kTestCores, Scope::kTest, "cores", Type::kInt, 0, 0, 1024, nullptr, "first use",
+     "N > 0 stands for the cores the process may use (a 16-core host's thread pool on a small machine)"},
 };
 static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == static_cast<size_t>(Knob::kCount), "one spec per knob");
 

@@ -58,6 +58,7 @@ enum class Knob : int {
     kTestGpuLoad,     // string: per-device busy counts for the fake devices
     kTestGpuFull,     // string: per-device failed starts for the fake devices
     kTestPoolThrow,   // bool: pool workers throw std::bad_alloc on each item
+    kTestCores,       // int: cores the process may use (0 = its affinity)
     kCount
 };
 

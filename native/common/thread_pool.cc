@@ -4,6 +4,11 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
 
 #include <algorithm>
 #include <atomic>
@@ -19,6 +24,7 @@
 namespace pyphmm {
 
 int available_cores() {
+    if (const int64_t n = config::get(config::Knob::kTestCores); n > 0) return static_cast<int>(n);
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) == 0) {
         int n = CPU_COUNT(&set);
@@ -120,6 +126,27 @@ class Pool {
     std::vector<std::thread> threads_;
 };
 
+// Address space a worker may take: its stack (8 MiB) and the malloc arena
+// glibc reserves for a new thread (64 MiB), with room to spare.
+constexpr uint64_t kWorkerAddressSpace = 80ull << 20;
+
+// Workers that fit below an address-space limit (`ulimit -v`): a thread
+// that starts but then cannot get memory for its thread-local storage ends
+// the process inside glibc, so under a limit the pool starts only as many
+// as the room left allows (0: the callers compute alone).
+int workers_that_fit(int wanted) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return wanted;
+    uint64_t pages = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(f, "%" SCNu64, &pages) != 1) pages = 0;
+        std::fclose(f);
+    }
+    const uint64_t used = pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t room = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+    return static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(wanted), room / kWorkerAddressSpace));
+}
+
 std::mutex g_pool_mu;
 Pool* g_pool = nullptr;
 
@@ -130,7 +157,7 @@ Pool& pool() {
     if (!g_pool) {
         static std::once_flag registered;
         std::call_once(registered, [] { pthread_atfork(nullptr, nullptr, reset_after_fork); });
-        g_pool = new Pool(std::max(0, available_cores() - 1));
+        g_pool = new Pool(workers_that_fit(std::max(0, available_cores() - 1)));
     }
     return *g_pool;
 }
