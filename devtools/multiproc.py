@@ -407,8 +407,7 @@ def parse_args(argv=None, doc: str = ""):
 
 # The shim's default warm-up passes on a GPU. With one pass over a share of
 # ~100 regions, 16 JVMs under MPS still compiled the Java side of the call
-# during the timed passes (calls of 1-4 ms); 20 passes reach the steady state
-# (docs/PERFORMANCE.md, fifth session).
+# during the timed passes (calls of 1-4 ms); 20 passes reach the steady state.
 GPU_WARMUP = 20
 
 

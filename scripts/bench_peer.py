@@ -154,7 +154,10 @@ def bench_peaks(a, gb):
     print("-- peer: benchmark_peakperformance (square shapes; its own output) --")
     sys.stdout.flush()
     try:  # its output goes straight to ours (it runs many minutes: every kernel configuration)
-        subprocess.run([os.path.join(a.build, "benchmark_peakperformance")], cwd=a.build, timeout=a.peer_peak_timeout)
+        # line-buffered, so what it printed survives the timeout
+        line_buffered = ["stdbuf", "-oL"] if shutil.which("stdbuf") else []
+        cmd = line_buffered + [os.path.join(a.build, "benchmark_peakperformance")]
+        subprocess.run(cmd, cwd=a.build, timeout=a.peer_peak_timeout)
     except subprocess.TimeoutExpired:
         print(f"(stopped after {a.peer_peak_timeout} s)")
     print("-- pyphmm --")

@@ -200,7 +200,7 @@ def slow_input(tmp_path, records=12):
     ids=["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1"],
 )
 def test_signals_leave_no_file(tmp_path, native, sig):
-    """Every terminating signal (SIGHUP: a dropped SSH session) removes the
+    """Every terminating signal (SIGHUP: a dropped SSH connection) removes the
     partial output and exits 128+N."""
     src = slow_input(tmp_path)
     out_dir = tmp_path / "out"

@@ -32,7 +32,7 @@ def terminating_signals() -> list:
 
 class Terminated(BaseException):
     """A terminating signal arrived (SIGTERM from timeout or a batch system,
-    SIGHUP from a dropped SSH session, Ctrl-C, ...): the command stops, its
+    SIGHUP from a dropped SSH connection, Ctrl-C, ...): the command stops, its
     partial output is removed, and the process exits with 128 + signum."""
 
     def __init__(self, signum: int):
