@@ -119,6 +119,7 @@ def test_ctrl_c_while_the_cli_starts_is_quiet(tmp_path, module):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_an_ignored_sighup_stays_ignored(tmp_path):
     """Under nohup SIGHUP is ignored before pyphmm starts: it goes on."""
     src = pairs_file(tmp_path)

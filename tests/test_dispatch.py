@@ -324,6 +324,7 @@ def hybrid_decision(err):
     return float(m[1]), float(m[2]), int(m[3]), float(m[4]), m[5] == "shared"
 
 
+@pytest.mark.slow
 def test_fake_gpu_hybrid_decision_line():
     """The debug line states the predicted CPU share behind the decision; the
     fake GPU is one CPU thread, so with 2 workers their share is 2/3."""

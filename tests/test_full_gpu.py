@@ -105,6 +105,7 @@ def test_a_process_whose_gpu_is_full_takes_another():
     assert "has no room" not in err
 
 
+@pytest.mark.slow
 def test_a_pinned_process_waits_for_its_own_gpu():
     first, second, _ = both_calls(
         0.5, PYPHMM_TEST="fake_gpu=2,gpu_full=1:0", PYPHMM_DEVICE="0", PYPHMM_DEV="gpu_retry_ms=150"
@@ -113,6 +114,7 @@ def test_a_pinned_process_waits_for_its_own_gpu():
     assert second["backend"] == "cuda" and second["device"] == 0, second
 
 
+@pytest.mark.slow
 def test_when_every_gpu_is_full_the_first_choice_is_tried_first():
     first, second, _ = both_calls(
         0.5, PYPHMM_TEST="fake_gpu=2,gpu_load=0:3,gpu_full=1:1", PYPHMM_DEV="gpu_retry_ms=150"

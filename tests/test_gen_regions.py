@@ -30,6 +30,7 @@ def _flat(regs):
     ]
 
 
+@pytest.mark.slow
 def test_same_seed_same_data_other_seed_other_data():
     assert _flat(generate(8, seed=3, underflow=1)) == _flat(generate(8, seed=3, underflow=1))
     assert _flat(generate(8, seed=3)) != _flat(generate(8, seed=4))

@@ -228,6 +228,7 @@ def _quit_sent(calls, pipe):
     return any("quit" in c.get("stdin", []) and c["pipe"] == pipe and c["rc"] == 0 for c in calls)
 
 
+@pytest.mark.slow
 def test_private_daemon_quits_on_exit_and_on_error(fake_control):
     with mps.private_daemon() as env:
         pipe = env[mps.PIPE_ENV]

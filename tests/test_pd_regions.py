@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from devtools import ROOT
 from devtools.child import child_env
@@ -63,6 +64,7 @@ def spans_closed(pd):
     return not inside
 
 
+@pytest.mark.slow
 def test_shapes():
     for shape, reads, haps, read_mean, hap_mean in (
         ("gatk", (10, 60), (2, 16), (60, 220), (120, 700)),
@@ -85,6 +87,7 @@ def test_shapes():
                 assert set(h.bases[a:b].tobytes()) <= set(b"ACGT")
 
 
+@pytest.mark.slow
 def test_script_writes_records(tmp_path):
     out = tmp_path / "r.pd.gz"
     p = subprocess.run(

@@ -23,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOOD = "ACGT IIII IIII IIII ++++"
 
 
+@pytest.mark.slow
 def test_repr_of_doubles_is_pythons(native_check_exe):
     exe = native_check_exe("repr_check", "common/repr.cc")
     rng = np.random.default_rng(1)
@@ -98,6 +99,7 @@ def test_native_and_python_paths_write_the_same_bytes(tmp_path):
     assert nat == py
 
 
+@pytest.mark.slow
 def test_native_path_takes_ordinary_files_in_small_chunks(tmp_path):
     """chunk_cells = 1: one record per chunk, so the reader parses while the
     previous chunk computes; the results are still the Python path's."""
