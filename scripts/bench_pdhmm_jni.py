@@ -7,12 +7,24 @@ mode's max |diff| against GKL's first mode.
 
   PYTHONPATH=. python3 scripts/bench_pdhmm_jni.py [--shape hc|issue] [--regions N]
         [--reps K] [--threads T] [--gkl09-classpath CP] [--classes DIR] [--shim-jar JAR]
+        [--warmup W] [--jvms K [--mps off|on|both]]
 
 Modes: the shim with 1 thread and with T (default: all cores); GKL 0.9 with
 1 thread at AVX-512 (where the CPU has it) and AVX2 (--scalar: SCALAR too),
 and OpenMP on T threads (FASTEST_AVAILABLE, as GATK's default). Every mode
-makes a warm-up pass; GKL's one-thread modes then time one pass (they are
-slow), the others --reps.
+makes warm-up passes (the shim's --warmup, default 10: the JIT compiles
+the shim's packing over its first ~1,000 calls; GKL's one); GKL's
+one-thread modes then time one pass (they are slow), the others --reps.
+
+--jvms K runs K JVMs side by side instead, as K GATK processes on one node
+would: each with one caller thread on its share of the regions (JVM p takes
+regions p, p + K, ...), --warmup passes, then a start barrier for all; the
+shim's phase (under --mps on: a private MPS control daemon for its JVMs,
+quit when the phase ends; both: without, then with) and, with GKL, GKL 0.9
+single-threaded in as many JVMs (its fastest one-thread code). Printed per
+phase: all cells / (last end - common start), per-call median and p99 over
+all JVMs, and max |diff| against pyphmm's CPU backend called from Python on
+the same regions (and against GKL's phase, when it ran).
 
 Workloads (devtools.pd_regions): "hc", HaplotypeCaller --use-pdhmm's calls
 as measured in issue 41 (default), or "gatk", the issue's GATK-shaped
@@ -34,19 +46,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 import _checkout  # noqa: F401  (the repository root importable)
 import numpy as np
 
+import pyphmm
 from devtools import ROOT as REPO
 from devtools import java_classes, pd_regions
 from devtools.oracle import gkl as gkl_oracle
 from devtools.oracle import java_harness as jh
 from devtools.oracle import pdhmm_api
+from pyphmm import mps
 
 
 def harness_classes(explicit, work):
@@ -93,6 +110,125 @@ def max_diff(a, b) -> float:
     return float(np.max(np.abs(a[finite] - b[finite]), initial=0.0))
 
 
+def fleet_phase(cmd, mode, k, work, env, timeout=1800):
+    """K JVMs running `mode` on their shares, released together after their
+    warm-up: their JSON records, each with its likelihoods ("res")."""
+    lines: queue.Queue = queue.Queue()
+    children, errs = [], []
+
+    def reader(p, stream):
+        for line in stream:
+            lines.put((p, line.rstrip("\n")))
+        lines.put((p, None))
+
+    def collect(want):
+        got = {}
+        while len(got) < k:
+            try:
+                p, line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise SystemExit(f"bench_pdhmm_jni: {mode}: timed out") from None
+            if line is None and p not in got:
+                children[p].wait()
+                with open(errs[p], errors="replace") as f:
+                    tail = f.read()[-3000:]
+                raise SystemExit(f"bench_pdhmm_jni: {mode}: JVM {p} exited ({children[p].returncode}):\n{tail}")
+            if line is not None and want(line):
+                got[p] = line
+        return got
+
+    deadline = time.monotonic() + timeout
+    tag = mode.replace(":", "_")
+    try:
+        for p in range(k):
+            errs.append(os.path.join(work, f"{tag}.{p}.stderr"))
+            penv = dict(env, BENCHPD_SHARE=f"{p}/{k}", BENCHPD_BARRIER="1", BENCHPD_OUT=os.path.join(work, f"{p}"))
+            with open(errs[p], "w") as err, mps.signals_deferred():
+                children.append(
+                    subprocess.Popen(
+                        cmd + [mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=penv
+                    )
+                )
+            threading.Thread(target=reader, args=(p, children[p].stdout), daemon=True).start()
+        collect(lambda ln: ln == "READY")
+        for c in children:  # the barrier: all warmed up, released together
+            c.stdin.write("GO\n")
+            c.stdin.flush()
+        done = collect(lambda ln: ln.startswith("{"))
+        for p, c in enumerate(children):
+            if c.wait(timeout=max(1.0, deadline - time.monotonic())) != 0:
+                raise SystemExit(f"bench_pdhmm_jni: {mode}: JVM {p} exited with status {c.returncode}")
+    finally:
+        for c in children:
+            if c.poll() is None:
+                c.kill()
+                c.wait()
+    recs = [json.loads(done[p]) for p in range(k)]
+    for p, r in enumerate(recs):
+        r["res"] = read_dump(os.path.join(work, f"{p}.{tag}"))
+        with open(errs[p], errors="replace") as f:
+            r["pyphmm_lines"] = [ln for ln in f.read().splitlines() if ln.startswith("pyphmm")]
+    return recs
+
+
+def in_region_order(recs, shapes):
+    """The K JVMs' likelihoods (JVM p held regions p, p + K, ...) in region order."""
+    k = len(recs)
+    parts, at = [], [0] * k
+    for i, (r, h) in enumerate(shapes):
+        p = i % k
+        parts.append(recs[p]["res"][at[p] : at[p] + r * h])
+        at[p] += r * h
+    return np.concatenate(parts)
+
+
+def run_fleet(args, base_cmd, env, gkl_cp, regions, generated, work):
+    k = args.jvms
+    shapes = [(len(r), len(h)) for r, h in regions]
+    cells = sum(jh.pd_region_cells(r) for r in regions)
+    phases = []
+    if gkl_cp:
+        phases.append(
+            (
+                f"GKL 0.9 {'AVX512' if cpu_has_avx512() else 'AVX2'}, {k} JVMs x 1 thread",
+                f"gkl:1:{'AVX512' if cpu_has_avx512() else 'AVX2'}",
+                None,
+            )
+        )
+    for m in ("off", "on") if args.mps == "both" else (args.mps,):
+        phases.append((f"shim, {k} JVMs x 1 thread, MPS {m}", "shim:1", m == "on"))
+    print(
+        f"workload {args.shape}: {len(regions)} regions, {cells / 1e9:.3f} G cells per pass; {k} JVMs, "
+        f"warm-up passes: shim {args.warmup}, GKL 1; {args.reps} timed"
+    )
+    cpu = np.concatenate([v.ravel() for v in pyphmm.compute_pd_regions(generated, backend="cpu")])
+    print(f"{'phase':<40}{'GCUPS':>9}{'span s':>9}{'median us':>11}{'p99 us':>10}  max|diff| vs CPU, GKL")
+    ref, by = None, {}
+    for label, mode, under_mps in phases:
+        if under_mps:
+            with mps.private_daemon() as mps_env:
+                recs = fleet_phase(base_cmd, mode, k, work, dict(env, **mps_env))
+        else:
+            recs = fleet_phase(base_cmd, mode, k, work, env)
+        res = in_region_order(recs, shapes)
+        if ref is None and mode.startswith("gkl"):
+            ref = res
+        span = (max(r["t_end_ns"] for r in recs) - min(r["t_go_ns"] for r in recs)) / 1e9
+        by[label] = cells * args.reps / span / 1e9
+        print(
+            f"{label:<40}{by[label]:>9.2f}{span:>9.3f}{np.median([r['median_us'] for r in recs]):>11.1f}"
+            f"{max(r['p99_us'] for r in recs):>10.1f}  {max_diff(res, cpu):.3g}, "
+            + (f"{max_diff(res, ref):.3g}" if ref is not None else "-")
+        )
+        for ln in sorted({ln for r in recs for ln in r["pyphmm_lines"] if ": backend " in ln})[:2]:
+            print("  " + ln)
+    peers = [lb for lb in by if lb.startswith("GKL")]
+    for lb in by:
+        if peers and not lb.startswith("GKL"):
+            print(f"  {lb}: {by[lb] / by[peers[0]]:.1f}x {peers[0]}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="bench_pdhmm_jni.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--shape", default="hc", choices=pd_regions.SHAPES)
@@ -106,7 +242,12 @@ def main(argv=None) -> int:
     p.add_argument(
         "--shim-jar", default=os.environ.get("PYPHMM_GATK_JAR", os.path.join(REPO, "pyphmm", "pyphmm-gatk.jar"))
     )
+    p.add_argument("--jvms", type=int, default=0, help="K JVMs side by side, one caller each (see above)")
+    p.add_argument("--mps", choices=("off", "on", "both"), default="off", help="with --jvms: the shim under MPS")
+    p.add_argument("--warmup", type=int, default=10, help="warm-up passes of the shim's modes (GKL's: 1)")
     args = p.parse_args(argv)
+    if args.jvms and args.jvms > args.regions:
+        sys.exit("bench_pdhmm_jni: --jvms must not exceed --regions")
     if not os.path.exists(args.shim_jar):
         sys.exit(f"bench_pdhmm_jni: shim jar {args.shim_jar} not found (build it with setup.py, or pass --shim-jar)")
     gkl_cp = None
@@ -119,13 +260,17 @@ def main(argv=None) -> int:
         gkl = (["gkl:1:AVX512:1"] if cpu_has_avx512() else []) + ["gkl:1:AVX2:1"] + ["gkl:1:SCALAR:1"] * args.scalar
         modes = gkl + [f"gkl:{t}:FASTEST_AVAILABLE"] + modes
     with tempfile.TemporaryDirectory() as work:
-        regions = [jh.as_pd_holders(r) for r in pd_regions.generate(args.regions, args.seed, args.shape)]
+        generated = pd_regions.generate(args.regions, args.seed, args.shape)
+        regions = [jh.as_pd_holders(r) for r in generated]
         records = jh.write_pd_regions(regions, os.path.join(work, "regions.in"))
         classes = harness_classes(args.classes, work)
         shim_cp, gkl_path = class_paths(args.shim_jar, gkl_cp)
-        cmd = [jh.java(), "-Xss4m", "-cp", classes, "BenchPdhmm", records, shim_cp, gkl_path, str(args.reps), *modes]
-        env = dict(os.environ, BENCHPD_OUT=os.path.join(work, "out"))
+        cmd = [jh.java(), "-Xss4m", "-cp", classes, "BenchPdhmm", records, shim_cp, gkl_path, str(args.reps)]
+        env = dict(os.environ, BENCHPD_OUT=os.path.join(work, "out"), BENCHPD_WARMUP=str(args.warmup))
         env.pop("USE_LIBRARY_PATH", None)  # GKL's own library, from its jar
+        if args.jvms:
+            return run_fleet(args, cmd, env, gkl_cp, regions, generated, work)
+        cmd += modes
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             sys.exit(proc.stderr[-4000:])
@@ -135,7 +280,7 @@ def main(argv=None) -> int:
     cells = sum(jh.pd_region_cells(r) for r in regions)
     print(f"workload {args.shape}: {len(regions)} regions, {pairs} pairs, {cells / 1e9:.3f} G cells per pass")
     for ln in proc.stderr.splitlines():
-        if ln.startswith("pyphmm") and ": backend " in ln:
+        if ln.startswith("pyphmm") and (": backend " in ln or " summary: " in ln):
             print(ln)
     ref = rows[0]["mode"]
     print(f"{'mode':<26}{'passes':>7}{'total s':>10}{'GCUPS':>9}{'median us':>11}{'p99 us':>10}  max|diff| vs {ref}")

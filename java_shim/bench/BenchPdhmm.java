@@ -13,6 +13,12 @@
 // THREADS > 1), optionally :REPS at the end. Prints one JSON line per mode;
 // with BENCHPD_OUT=PREFIX also writes each mode's likelihoods (big-endian
 // doubles, region order) to PREFIX.<mode with '_' for ':'>.
+// One of K JVMs (scripts/bench_pdhmm_jni.py --jvms K): BENCHPD_SHARE=p/K
+// takes regions p, p + K, ...; BENCHPD_WARMUP passes of the shim's modes
+// (default 1; the JIT compiles the shim's packing over its first ~1,000
+// calls) and one of GKL's come before the timing; with BENCHPD_BARRIER=1 the JVM then prints READY and
+// waits for a line on stdin, so that all JVMs start together, and its JSON
+// line holds the wall-clock start and end (t_go_ns, t_end_ns, epoch).
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileReader;
@@ -71,6 +77,22 @@ public class BenchPdhmm {
         return out;
     }
 
+    /** Regions p, p + K, ... of "p/K" (all when null). */
+    static List<Region> share(List<Region> all, String spec) {
+        if (spec == null) return all;
+        String[] f = spec.split("/");
+        int p = Integer.parseInt(f[0]), k = Integer.parseInt(f[1]);
+        List<Region> out = new ArrayList<Region>();
+        for (int i = p; i < all.size(); i += k) out.add(all.get(i));
+        return out;
+    }
+
+    /** Wall-clock now in epoch nanoseconds (comparable across JVMs). */
+    static long epochNanos() {
+        java.time.Instant t = java.time.Instant.now();
+        return t.getEpochSecond() * 1_000_000_000L + t.getNano();
+    }
+
     static URLClassLoader loader(String classpath) throws Exception {
         String[] parts = classpath.split(File.pathSeparator);
         URL[] urls = new URL[parts.length];
@@ -79,7 +101,7 @@ public class BenchPdhmm {
     }
 
     public static void main(String[] a) throws Throwable {
-        List<Region> regions = readRegions(a[0]);
+        List<Region> regions = share(readRegions(a[0]), System.getenv("BENCHPD_SHARE"));
         ClassLoader shim = loader(a[1]);
         ClassLoader gkl = a[2].equals("-") ? null : loader(a[2]);
         int reps = Integer.parseInt(a[3]);
@@ -138,8 +160,17 @@ public class BenchPdhmm {
             outs[i] = new double[g.reads.length * g.haps.length];
             cells += g.cells;
         }
-        for (int i = 0; i < n; ++i) compute.invokeExact(hmm, jr[i], jh[i], outs[i]);  // warm-up
+        String warm = label.startsWith("shim") ? System.getenv("BENCHPD_WARMUP") : null;
+        for (int w = 0, passes = warm == null ? 1 : Integer.parseInt(warm); w < passes; ++w)
+            for (int i = 0; i < n; ++i) compute.invokeExact(hmm, jr[i], jh[i], outs[i]);
+        if ("1".equals(System.getenv("BENCHPD_BARRIER"))) {
+            System.out.println("READY");
+            System.out.flush();
+            if (new BufferedReader(new java.io.InputStreamReader(System.in)).readLine() == null)
+                throw new RuntimeException(label + ": stdin closed before the start");
+        }
         long[] lat = new long[n * reps];
+        long goNs = epochNanos();
         long t0 = System.nanoTime();
         for (int rep = 0; rep < reps; ++rep) {
             for (int i = 0; i < n; ++i) {
@@ -149,6 +180,7 @@ public class BenchPdhmm {
             }
         }
         double total = (System.nanoTime() - t0) / 1e9;
+        long endNs = epochNanos();
         impl.getMethod("done").invoke(hmm);
         Arrays.sort(lat);
         double checksum = 0;
@@ -162,9 +194,10 @@ public class BenchPdhmm {
         }
         System.out.printf(java.util.Locale.ROOT,
                 "{\"mode\": \"%s\", \"regions\": %d, \"reps\": %d, \"cells\": %d, \"seconds\": %.6f, \"gcups\": %.4f, "
-                        + "\"median_us\": %.2f, \"p99_us\": %.2f, \"checksum\": %.6f}%n",
+                        + "\"median_us\": %.2f, \"p99_us\": %.2f, \"checksum\": %.6f, \"t_go_ns\": %d, "
+                        + "\"t_end_ns\": %d}%n",
                 label, n, reps, cells * reps, total, cells * (double) reps / total / 1e9, lat[lat.length / 2] / 1e3,
-                lat[Math.min(lat.length - 1, (int) (lat.length * 0.99))] / 1e3, checksum);
+                lat[Math.min(lat.length - 1, (int) (lat.length * 0.99))] / 1e3, checksum, goNs, endNs);
     }
 
     static Object holders(Class<?> cls, Field[] fields, byte[][][] values) throws Exception {
