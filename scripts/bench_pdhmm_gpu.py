@@ -26,6 +26,10 @@ beforehand, so Python's packing is not timed. Rows:
 
 Then the GPU's speed over GKL's, as issue 41 states its targets.
 
+--phases adds where one thread's per-region calls spend their time: the
+calls again with PYPHMM_FLAG_TIMING (host phases, kernel time by CUDA
+events), summed over the regions in four size classes.
+
 --read-lengths adds, per length, the whole workload of the regions' reads
 cut to it (one bin each; kernel GCUPS in the notes), for tuning the bins.
 
@@ -199,6 +203,30 @@ def by_length(a, regions, rows):
         rows.append((f"GPU, whole workload, reads of {length} bp", s, "", note, cells))
 
 
+def phases(pk):
+    """--phases: per-region calls on one thread with timing, summed by
+    region size (quartiles of cells): wall, kernel and host phases."""
+    pk.call(0, 1, "cuda", timing=True)  # warm-up
+    recs = []
+    for k in range(pk.n):
+        st = {}
+        wall = pk.call(k, 1, "cuda", timing=True, stats=st)
+        recs.append((pk.cells[k], wall, st["kernel_seconds"], st["phase_seconds"]))
+    recs.sort(key=lambda r: r[0])
+    q = len(recs) // 4 or 1
+    print("\nper-region calls, 1 thread, timed (sums over each size class, ms):")
+    print(
+        f"{'regions':>8} {'cells/region':>13} {'wall':>8} {'kernel':>8} " + " ".join(f"{p:>8}" for p in _native.PHASES)
+    )
+    for i in range(0, len(recs), q):
+        part = recs[i : i + q]
+        ph = {p: sum(r[3][p] for r in part) for p in _native.PHASES}
+        print(
+            f"{len(part):>8} {sum(r[0] for r in part) / len(part):>13.3g} {sum(r[1] for r in part) * 1e3:>8.1f}"
+            f" {sum(r[2] for r in part) * 1e3:>8.1f} " + " ".join(f"{ph[p] * 1e3:>8.1f}" for p in _native.PHASES)
+        )
+
+
 def diff(x, y) -> str:
     if not (np.isneginf(x) == np.isneginf(y)).all() or np.isnan(x).any():
         return "-inf/NaN differ"
@@ -255,6 +283,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--read-lengths", default="", help="also whole workloads of reads cut to each length (e.g. 48,80,128)"
     )
+    ap.add_argument("--phases", action="store_true", help="also where 1-thread per-region calls spend their time")
     ap.add_argument("--gkl", metavar="DIR", help="oracle build of GKL 0.9's PDHMM: its OpenMP and 1-thread rows too")
     ap.add_argument("--gkl-cells", type=float, default=1e9, help="GKL runs on the first regions up to these cells")
     ap.add_argument("--gkl-repeats", type=int, default=2)
@@ -297,6 +326,8 @@ def main(argv=None) -> int:
         gkl, ratios = gkl_rows(a, regions, a.cpu_threads, gpu_gcups)
         rows += gkl
     by_length(a, regions, rows)
+    if a.phases:
+        phases(pk)
 
     print()
     print(f"| {'system':<40} | {'seconds':>8} | {'GCUPS':>8} | {'max |GPU - CPU|':>22} | notes")
