@@ -382,7 +382,10 @@ def test_gkl09s_own_class_loads_pyphmm_from_the_libdir(tmp_path, data):
     print(f"GKL 0.9's own class through {libdir}: max |diff| vs GKL 0.9's library {worst:.3g}")
     (values, info), stderr = _libdir_run(tmp_path, pdhmm_api.gkl09_classpath(), libdir, use_library_path=False)
     assert not [ln for ln in jh.pyphmm_lines(stderr) if " PDHMM" in ln], stderr[-3000:]
-    assert max(_max_diff(np.array(values[k]), data[1][k]) for k in values) == 0.0
+    # GKL's own library: the stored values are its FASTEST_AVAILABLE on a CPU
+    # without AVX-512 (AVX2); where it picks AVX-512 its sums round
+    # differently (GKL's AVX paths are up to 4.2e-9 from its serial code).
+    assert max(_max_diff(np.array(values[k]), data[1][k]) for k in values) <= 1e-8
 
 
 def test_gkls_natives_through_reflection(gkl_jvm, data):
