@@ -125,11 +125,194 @@ struct DiffSweep {
     }
 };
 
+// The sweep with the whole diagonal in registers, for diagonals of at most
+// NV * W - 1 cells (a read against its haplotype: two or three vectors).
+// Lane L of the state (lane L % W of vector L / W) holds cell i = lo(d) + L
+// of diagonal d, the backtrack blocks' order. With delta = lo(d) - lo(d-1)
+// (0 while d <= n + 1, then 1), cell i reads lane L - 1 + delta (slot i-1)
+// and lane L + delta (slot i) of diagonal d-1: one pair of arrays is read in
+// place, the other one lane shifted, within registers. No state goes
+// through memory, so no diagonal waits for the previous one's stores.
+// Edge cells: cell (0, d-1) is shifted into lane 0 (delta 0 only, which is
+// exactly while it exists); cell (d, 0) is the lane just past diagonal d's
+// last cell, blended in (with every lane above it) after the diagonal.
+template <int NV>
+struct RegSweep {
+    typedef Ops::V V;
+    typedef Ops::T T;
+    typedef Ops::M M;
+    static constexpr int W = 1 << Ops::kShift;
+
+    const int m, n;
+    const V match, mis, open, ext;
+    const V edge_v, no_gap;  // the state of an edge cell (d, 0) or (0, d), d >= 2
+    const T* const ref;
+    const T* const alt_r;
+    int32_t* const last_col;
+    int32_t* const last_row;
+    int64_t* const blk_start;
+    uint8_t* const base;
+    uint8_t* out;
+    int32_t col_sum, row_sum;
+    V row_dh;                          // dh of cell (0, d-1), in the last lane
+    V dh[NV], dv[NV], te[NV], tf[NV];  // diagonal d-1
+
+    RegSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
+        : m(m_),
+          n(n_),
+          match(Ops::set1(p.match)),
+          mis(Ops::set1(p.mismatch)),
+          open(Ops::set1(p.gap_open)),
+          ext(Ops::set1(p.gap_extend)),
+          edge_v(Ops::set1(edge ? p.gap_extend : 0)),
+          no_gap(Ops::set1(Ops::kNoGap)),
+          ref(lanes<T>(ws.ref16)),
+          alt_r(lanes<T>(ws.alt16)),
+          last_col(ws.last_col.data()),
+          last_row(ws.last_row.data()),
+          blk_start(ws.blk_start.data()),
+          base(ws.bt.data()),
+          out(ws.bt.data()),
+          col_sum(edge ? p.gap_open + (n_ - 1) * p.gap_extend : 0),
+          row_sum(edge ? p.gap_open + (m_ - 1) * p.gap_extend : 0),
+          row_dh(Ops::set1(edge ? p.gap_open : 0)) {
+        // Diagonal 1: cell (1, 0) in lane 0, dh(0, 1) in row_dh.
+        for (int t = 0; t < NV; ++t) {
+            dh[t] = tf[t] = Ops::set1(0);
+            dv[t] = row_dh;
+            te[t] = no_gap;
+        }
+    }
+
+    template <typename F, int... I>
+    __attribute__((always_inline)) static inline void each(F&& f, std::integer_sequence<int, I...>) {
+        (f(std::integral_constant<int, I>{}), ...);
+    }
+    // f(std::integral_constant<int, t>) for t = 0..NV-1, unrolled, so that
+    // every index into the state arrays is a constant and they stay in registers.
+    template <typename F>
+    __attribute__((always_inline)) static inline void each(F&& f) {
+        each(f, std::make_integer_sequence<int, NV>{});
+    }
+
+    // Diagonals d0..d1 (inclusive) with delta kD1, cell (d, 0) present
+    // (kColEdge, d <= m) or cell (m, d-m) present (d > m), and cell (d-n, n)
+    // present (kLastCol, d > n).
+    template <bool kD1, bool kColEdge, bool kLastCol>
+    __attribute__((always_inline)) inline void run(int d0, int d1) {
+        // One sequence is constant per lane (ref, i = L + 1 for delta 0; alt,
+        // j = n - L for delta 1), the other slides by one base per diagonal.
+        V fixed[NV];
+        each([&](auto tc) __attribute__((always_inline)) {
+            constexpr int t = decltype(tc)::value;
+            fixed[t] = Ops::load((kD1 ? alt_r : ref) + W * t);
+        });
+        const T* slide = kD1 ? ref + (d0 - n - 1) : alt_r + (n + 1 - d0);
+        int lo = kD1 ? d0 - n : 1, hi = kColEdge ? d0 - 1 : m;
+        for (int d = d0; d <= d1; ++d) {
+            blk_start[d] = out - base;
+            const int active = (hi - lo + W) >> Ops::kShift;  // vectors holding cells
+            V ndh[NV], ndv[NV], nte[NV], ntf[NV];
+            each([&](auto tc) __attribute__((always_inline)) {
+                constexpr int t = decltype(tc)::value;
+                ndh[t] = dh[t];
+                ndv[t] = dv[t];
+                nte[t] = te[t];
+                ntf[t] = tf[t];
+                if (t >= active) return;
+                V up, tf_in, left, te_in;
+                if (kD1) {
+                    up = dh[t];
+                    tf_in = tf[t];
+                    left = Ops::shift_down(dv[t], dv[t + 1 < NV ? t + 1 : t]);
+                    te_in = Ops::shift_down(te[t], te[t + 1 < NV ? t + 1 : t]);
+                } else {
+                    up = Ops::shift_up(dh[t], t ? dh[t ? t - 1 : 0] : row_dh);
+                    tf_in = Ops::shift_up(tf[t], t ? tf[t ? t - 1 : 0] : no_gap);
+                    left = dv[t];
+                    te_in = te[t];
+                }
+                const V s = Ops::subst(fixed[t], Ops::load(slide + W * t), match, mis);
+                const V down = Ops::add(up, Ops::max(open, tf_in));     // F - B
+                const V right = Ops::add(left, Ops::max(open, te_in));  // E - B
+                const V gap = Ops::max(down, right);
+                const V h = Ops::max(s, gap);
+                const V h_ext = Ops::sub(h, ext);
+                ndh[t] = Ops::sub(h, left);
+                ndv[t] = Ops::sub(h, up);
+                ntf[t] = Ops::sub(down, h_ext);
+                nte[t] = Ops::sub(right, h_ext);
+                Ops::put_bits(out + t * (W / 2), Ops::gt(gap, s), Ops::gt(down, right), Ops::gt(open, te_in),
+                              Ops::gt(open, tf_in));
+            });
+            out += active * (W / 2);
+            if (kColEdge) {  // cell (d, 0) in lane d - lo
+                const int edge = d - lo;
+                each([&](auto tc) __attribute__((always_inline)) {
+                    constexpr int t = decltype(tc)::value;
+                    const M above = Ops::lanes_from(edge - W * t);
+                    ndv[t] = Ops::blend(above, ndv[t], edge_v);
+                    nte[t] = Ops::blend(above, nte[t], no_gap);
+                });
+            }
+            if (kLastCol) last_col[d - n] = col_sum += Ops::first(ndv[0]);  // cell (d-n, n), lane 0
+            if (!kColEdge) {                                                // cell (m, d-m) in lane m - lo
+                const int lane = m - lo;
+                V v = ndh[0];
+                each([&](auto tc) __attribute__((always_inline)) {
+                    constexpr int t = decltype(tc)::value;
+                    if (t && t == lane >> Ops::kShift) v = ndh[t];
+                });
+                alignas(64) T buf[W];
+                Ops::store(buf, v);
+                last_row[d - m] = row_sum += buf[lane & (W - 1)];
+            }
+            each([&](auto tc) __attribute__((always_inline)) {
+                constexpr int t = decltype(tc)::value;
+                dh[t] = ndh[t];
+                dv[t] = ndv[t];
+                te[t] = nte[t];
+                tf[t] = ntf[t];
+            });
+            if (!kD1) row_dh = edge_v;
+            if (kD1) {
+                ++slide;
+                ++lo;
+            } else {
+                --slide;
+            }
+            if (kColEdge) ++hi;
+        }
+    }
+
+    // The diagonals split where delta (d = n + 1 | n + 2), the column edge
+    // (m | m + 1) and the last column (n | n + 1) change.
+    void sweep() {
+        if (n < m) {
+            run<false, true, false>(2, n);
+            run<false, true, true>(n + 1, n + 1);
+            run<true, true, true>(n + 2, m);
+            run<true, false, true>(m + 1, m + n);
+        } else {
+            run<false, true, false>(2, m);
+            run<false, false, false>(m + 1, n);
+            run<false, false, true>(n + 1, n + 1);
+            run<true, false, true>(n + 2, m + n);
+        }
+    }
+};
+
 // Fills ws.bt (layout in sw_cpu_fill.h), ws.blk_start, ws.last_col and
 // ws.last_row; prepare() has written the inputs and prepare_diff() diagonal 1.
 static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p, bool edge_gaps) {
-    DiffSweep sweep(ws, m, n, p, edge_gaps);
     const int lo = std::min(m, n), hi = std::max(m, n);
+    switch ((lo + DiffSweep::W) >> Ops::kShift) {  // vectors for lo + 1 lanes: the cells and an edge
+        case 1: return RegSweep<1>(ws, m, n, p, edge_gaps).sweep();
+        case 2: return RegSweep<2>(ws, m, n, p, edge_gaps).sweep();
+        case 3: return RegSweep<3>(ws, m, n, p, edge_gaps).sweep();
+        default: break;
+    }
+    DiffSweep sweep(ws, m, n, p, edge_gaps);
     sweep.run<true, true, false, false>(2, lo);
     if (n < m)
         sweep.run<false, true, true, false>(lo + 1, hi);

@@ -27,6 +27,8 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -232,6 +234,14 @@ struct Ops {
     SW_OP V max(V a, V b) { return a > b ? a : b; }
     SW_OP V subst(V a, V b, V match, V mis) { return a == b ? match : mis; }
     SW_OP M gt(V a, V b) { return a > b; }
+    SW_OP V shift_up(V v, V before) { return __builtin_shuffle(before, v, V{7, 8, 9, 10, 11, 12, 13, 14}); }
+    SW_OP V shift_down(V v, V after) { return __builtin_shuffle(v, after, V{1, 2, 3, 4, 5, 6, 7, 8}); }
+    SW_OP V blend(M m, V a, V b) { return m ? b : a; }
+    SW_OP M lanes_from(int x) {
+        const V iota{0, 1, 2, 3, 4, 5, 6, 7};
+        return iota >= set1(x < 0 ? 0 : x > 8 ? 8 : x);
+    }
+    SW_OP T first(V v) { return v[0]; }
     SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
 #if defined(__x86_64__) || defined(__i386__)
         const uint16_t lo = static_cast<uint16_t>(_mm_movemask_epi8(_mm_packs_epi16((__m128i)gap, (__m128i)down)));

@@ -73,6 +73,30 @@ inline V512 loadu(const void* p) {
 }
 inline void storeu(void* p, const V512& v) { std::memcpy(p, v.b, 64); }
 
+// Concatenation b (low) : a (high) in units of 8 bytes, shifted down by imm units.
+inline V512 alignr64(const V512& a, const V512& b, int imm) {
+    uint8_t cat[128];
+    std::memcpy(cat, b.b, 64);
+    std::memcpy(cat + 64, a.b, 64);
+    V512 r;
+    std::memcpy(r.b, cat + 8 * (imm & 7), 64);
+    return r;
+}
+
+// Per 128-bit lane: the concatenation b (low) : a (high) shifted down by imm
+// bytes, zeros shifted in.
+inline V512 alignr8(const V512& a, const V512& b, int imm) {
+    V512 r;
+    for (int l = 0; l < 4; ++l)
+        for (int k = 0; k < 16; ++k) {
+            const int x = k + imm;
+            r.b[16 * l + k] = x < 16 ? b.b[16 * l + x] : x < 32 ? a.b[16 * l + x - 16] : 0;
+        }
+    return r;
+}
+
+inline __m128i cast128(const V512& v) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(v.b)); }
+
 inline int8_t add8(int8_t a, int8_t b) {
     return static_cast<int8_t>(static_cast<uint8_t>(a) + static_cast<uint8_t>(b));
 }
@@ -114,3 +138,6 @@ namespace swe = sw_avx512_emulation;
 // dst[31:0] = b[31:0], dst[63:32] = a[31:0]
 #define _mm512_kunpackd(a, b)            ((static_cast<swe::Mask64>(a) << 32) | (static_cast<swe::Mask64>(b) & 0xffffffffu))
 #define _store_mask64(p, m)              (*(p) = (m))
+#define _mm512_alignr_epi64(a, b, imm)   swe::alignr64(a, b, imm)
+#define _mm512_alignr_epi8(a, b, imm)    swe::alignr8(a, b, imm)
+#define _mm512_castsi512_si128(v)        swe::cast128(v)
