@@ -247,9 +247,10 @@ struct RegSweep {
             });
             out += active * (W / 2);
             if (kColEdge) {  // cell (d, 0) in lane d - lo
-                const int edge = d - lo;
+                const int edge = kD1 ? n : d - 1;
                 each([&](auto tc) __attribute__((always_inline)) {
                     constexpr int t = decltype(tc)::value;
+                    if (W * (t + 1) <= edge) return;  // no lane at or above the edge
                     const M above = Ops::lanes_from(edge - W * t);
                     ndv[t] = Ops::blend(above, ndv[t], edge_v);
                     nte[t] = Ops::blend(above, nte[t], no_gap);
@@ -287,7 +288,7 @@ struct RegSweep {
 
     // The diagonals split where delta (d = n + 1 | n + 2), the column edge
     // (m | m + 1) and the last column (n | n + 1) change.
-    void sweep() {
+    __attribute__((always_inline)) inline void sweep() {
         if (n < m) {
             run<false, true, false>(2, n);
             run<false, true, true>(n + 1, n + 1);

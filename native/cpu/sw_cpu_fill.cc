@@ -292,17 +292,21 @@ struct Fill {
 };
 
 // The widest fill this CPU runs, or the one PYPHMM_DEV's sw_isa names (a testing
-// aid: sse or portable, avx2, avx512 on x86-64; neon or portable on AArch64;
+// aid: sse or portable, avx2, avx512, avx512vbmi on x86-64; neon or portable on AArch64;
 // a fill the CPU cannot run is refused with a note).
 const Fill& pick_fill() {
     static const Fill portable{"portable", {nullptr, 0, kPlanar}, SW_KERNEL(base::w16), true};
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     static const Fill fills[] = {
-        {"avx512", SW_KERNEL(avx512::w8), SW_KERNEL(avx512::w16),
 #if defined(PYPHMM_SW_EMULATE_AVX512)
-         true},
+        {"avx512vbmi", SW_KERNEL(avx512vbmi::w8), SW_KERNEL(avx512::w16), true},
+        {"avx512", SW_KERNEL(avx512::w8), SW_KERNEL(avx512::w16), true},
 #else
+        {"avx512vbmi", SW_KERNEL(avx512vbmi::w8), SW_KERNEL(avx512::w16),
+         __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vbmi")},
+        {"avx512", SW_KERNEL(avx512::w8), SW_KERNEL(avx512::w16),
          __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")},
 #endif
         {"avx2", SW_KERNEL(avx2::w8), SW_KERNEL(avx2::w16), __builtin_cpu_supports("avx2") != 0},

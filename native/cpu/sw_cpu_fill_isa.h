@@ -100,6 +100,41 @@ struct Ops {
 }  // namespace sw_cpu
 }  // namespace pyphmm
 #pragma GCC pop_options
+
+// The int8 instance with AVX512_VBMI: a lane shift across 64 byte lanes is
+// one two-source byte permute (vpermt2b) instead of valignq + vpalignr.
+#pragma GCC push_options
+#if !defined(PYPHMM_SW_EMULATE_AVX512)
+#pragma GCC target("avx512f,avx512bw,avx512vbmi")
+#endif
+namespace pyphmm {
+namespace sw_cpu {
+namespace {
+namespace avx512vbmi {
+namespace w8 {
+struct Ops : avx512::w8::Ops {
+    // Permute indices k + base: lanes 0-63 of the first source, 64-127 of the second.
+    SW_OP V index(int base) {
+        static const int8_t seq[128] = {0,   1,   2,   3,   4,   5,   6,   7,   8,   9,   10,  11,  12,  13,  14,  15,
+                                        16,  17,  18,  19,  20,  21,  22,  23,  24,  25,  26,  27,  28,  29,  30,  31,
+                                        32,  33,  34,  35,  36,  37,  38,  39,  40,  41,  42,  43,  44,  45,  46,  47,
+                                        48,  49,  50,  51,  52,  53,  54,  55,  56,  57,  58,  59,  60,  61,  62,  63,
+                                        64,  65,  66,  67,  68,  69,  70,  71,  72,  73,  74,  75,  76,  77,  78,  79,
+                                        80,  81,  82,  83,  84,  85,  86,  87,  88,  89,  90,  91,  92,  93,  94,  95,
+                                        96,  97,  98,  99,  100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
+                                        112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127};
+        return load(seq + base);
+    }
+    SW_OP V shift_up(V v, V before) { return _mm512_permutex2var_epi8(before, index(63), v); }
+    SW_OP V shift_down(V v, V after) { return _mm512_permutex2var_epi8(v, index(1), after); }
+};
+#include "sw_cpu_diff_kernel.h"
+}  // namespace w8
+}  // namespace avx512vbmi
+}  // namespace
+}  // namespace sw_cpu
+}  // namespace pyphmm
+#pragma GCC pop_options
 #pragma GCC diagnostic pop
 
 #pragma GCC push_options

@@ -95,6 +95,16 @@ inline V512 alignr8(const V512& a, const V512& b, int imm) {
     return r;
 }
 
+// Lane k: lane idx[k] of the 128 lanes of a (0-63) then b (64-127).
+inline V512 permute2_8(const V512& a, const V512& idx, const V512& b) {
+    V512 r;
+    for (int k = 0; k < 64; ++k) {
+        const int j = idx.b[k] & 127;
+        r.b[k] = j < 64 ? a.b[j] : b.b[j - 64];
+    }
+    return r;
+}
+
 inline __m128i cast128(const V512& v) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(v.b)); }
 
 inline int8_t add8(int8_t a, int8_t b) {
@@ -133,11 +143,12 @@ namespace swe = sw_avx512_emulation;
 #define _mm512_cmpgt_epi8_mask(a, b) swe::cmp_mask<int8_t>(a, b, [](int8_t x, int8_t y) { return x > y; })
 #define _mm512_cmpgt_epi16_mask(a, b) \
     static_cast<swe::Mask32>(swe::cmp_mask<int16_t>(a, b, [](int16_t x, int16_t y) { return x > y; }))
-#define _mm512_mask_blend_epi8(m, a, b)  swe::blend<int8_t>(m, a, b)
-#define _mm512_mask_blend_epi16(m, a, b) swe::blend<int16_t>(m, a, b)
+#define _mm512_mask_blend_epi8(m, a, b)     swe::blend<int8_t>(m, a, b)
+#define _mm512_mask_blend_epi16(m, a, b)    swe::blend<int16_t>(m, a, b)
 // dst[31:0] = b[31:0], dst[63:32] = a[31:0]
-#define _mm512_kunpackd(a, b)            ((static_cast<swe::Mask64>(a) << 32) | (static_cast<swe::Mask64>(b) & 0xffffffffu))
-#define _store_mask64(p, m)              (*(p) = (m))
-#define _mm512_alignr_epi64(a, b, imm)   swe::alignr64(a, b, imm)
-#define _mm512_alignr_epi8(a, b, imm)    swe::alignr8(a, b, imm)
-#define _mm512_castsi512_si128(v)        swe::cast128(v)
+#define _mm512_kunpackd(a, b)               ((static_cast<swe::Mask64>(a) << 32) | (static_cast<swe::Mask64>(b) & 0xffffffffu))
+#define _store_mask64(p, m)                 (*(p) = (m))
+#define _mm512_alignr_epi64(a, b, imm)      swe::alignr64(a, b, imm)
+#define _mm512_alignr_epi8(a, b, imm)       swe::alignr8(a, b, imm)
+#define _mm512_castsi512_si128(v)           swe::cast128(v)
+#define _mm512_permutex2var_epi8(a, idx, b) swe::permute2_8(a, idx, b)
