@@ -23,121 +23,25 @@
 // shifted by B: the backtrack bits are GATK's exactly. The bounds that make
 // a lane type exact are derived in sw_cpu_fill.cc (diff_range).
 //
-// Anti-diagonal order (d = i + j), vectorised along i: the inputs of cell
-// (i, j) are slot i-1 (cell (i-1, j)) and slot i (cell (i, j-1)) of diagonal
-// d-1, so two diagonals of state suffice. Lanes past the diagonal's end
-// compute garbage that is never read as a cell; the boundary slots they may
-// overrun are rewritten after each diagonal.
+// Anti-diagonal order (d = i + j), vectorised along i. Lane L of diagonal
+// d's state holds cell i = lo(d) + L (the backtrack blocks' order too).
+// Cell (i, j) reads cell (i-1, j) (dh, te... of slot i-1) and cell (i, j-1)
+// (slot i) of diagonal d-1, which with delta = lo(d) - lo(d-1) (0 while
+// d <= n + 1, then 1) are lanes L - 1 + delta and L + delta there: one pair
+// of arrays is read in place, the other shifted by one lane in registers.
+// So every vector of state is read back whole from where it was written
+// (in registers, or at the same address: store-forwarded), never across two
+// earlier stores, which would stall each diagonal on the previous one's.
+// Edge cells: cell (0, d-1) enters lane 0 by the shift (delta 0 only, which
+// is exactly while that cell exists); cell (d, 0) is the lane just past
+// diagonal d's last cell and is blended in after the diagonal. Lanes past
+// the diagonal's end compute garbage that is never read as a cell.
 
-// Slot arrays of diagonals d-1 (prev) and d (cur), each four arrays S lanes
-// apart: dh, dv, te, tf (te and tf hold de + extend and df + extend: the
-// only way the next diagonal uses them). A constant S makes every access one
-// base register plus a displacement, so the loop keeps its pointers in
-// registers. Everything the sweep reads is a local copy: the backtrack
-// stores are bytes, which may alias anything, so ws's members would be
-// reloaded after every store.
-struct DiffSweep {
-    typedef Ops::V V;
-    typedef Ops::T T;
-    static constexpr int W = 1 << Ops::kShift;
-    static constexpr int S = kStateStride / sizeof(T);
-    static constexpr int DH = 0, DV = S, TE = 2 * S, TF = 3 * S;
-
-    const int m, n;
-    const V match, mis, open, ext;
-    const T* const ref;
-    const T* const alt_r;
-    const T edge_step;  // dh(0, d) and dv(d, 0) for d >= 2: extend with edge gaps, else 0
-    int32_t* const last_col;
-    int32_t* const last_row;
-    int64_t* const blk_start;
-    uint8_t* const base;
-    T* prev;
-    T* cur;
-    uint8_t* out;
-    int32_t col_sum, row_sum;  // H[d-n][n] and H[m][d-m] so far
-
-    DiffSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
-        : m(m_),
-          n(n_),
-          match(Ops::set1(p.match)),
-          mis(Ops::set1(p.mismatch)),
-          open(Ops::set1(p.gap_open)),
-          ext(Ops::set1(p.gap_extend)),
-          ref(lanes<T>(ws.ref16)),
-          alt_r(lanes<T>(ws.alt16)),
-          edge_step(static_cast<T>(edge ? p.gap_extend : 0)),
-          last_col(ws.last_col.data()),
-          last_row(ws.last_row.data()),
-          blk_start(ws.blk_start.data()),
-          base(ws.bt.data()),
-          prev(lanes<T>(ws.diag)),
-          cur(lanes<T>(ws.diag) + 4 * S),
-          out(ws.bt.data()),
-          col_sum(edge ? p.gap_open + (n_ - 1) * p.gap_extend : 0),
-          row_sum(edge ? p.gap_open + (m_ - 1) * p.gap_extend : 0) {}
-
-    // Diagonals d0..d1 (inclusive), all on the same side of m and n, so
-    // which edges and last row / column they touch is known at compile time:
-    // kRowEdge: d <= n (cell (0, d)), kColEdge: d <= m (cell (d, 0)),
-    // kLastCol: d > n (cell (d-n, n)), kLastRow: d > m (cell (m, d-m)).
-    template <bool kRowEdge, bool kColEdge, bool kLastCol, bool kLastRow>
-    __attribute__((always_inline)) inline void run(int d0, int d1) {
-        // The diagonal's cells lo..hi and alt_d (alt_d[i] = alt[d - i - 1])
-        // move by at most one per diagonal, as the phase fixes.
-        int lo = kLastCol ? d0 - n : 1, hi = kLastRow ? m : d0 - 1;
-        const T* alt_d = alt_r + (n - d0);
-        for (int d = d0; d <= d1; ++d, --alt_d) {
-            blk_start[d] = out - base;
-            for (int i = lo; i <= hi; i += W, out += W / 2) {
-                const V s = Ops::subst(Ops::load(ref + i - 1), Ops::load(alt_d + i), match, mis);
-                const V up = Ops::load(prev + DH + i - 1);  // H[i-1][j] - B
-                const V tf = Ops::load(prev + TF + i - 1);
-                const V down = Ops::add(up, Ops::max(open, tf));
-                const V left = Ops::load(prev + DV + i);  // H[i][j-1] - B
-                const V te = Ops::load(prev + TE + i);
-                const V right = Ops::add(left, Ops::max(open, te));
-                const V gap = Ops::max(down, right);
-                const V h = Ops::max(s, gap);
-                const V h_ext = Ops::sub(h, ext);
-                Ops::store(cur + DH + i, Ops::sub(h, left));
-                Ops::store(cur + DV + i, Ops::sub(h, up));
-                Ops::store(cur + TF + i, Ops::sub(down, h_ext));
-                Ops::store(cur + TE + i, Ops::sub(right, h_ext));
-                Ops::put_bits(out, Ops::gt(gap, s), Ops::gt(down, right), Ops::gt(open, te), Ops::gt(open, tf));
-            }
-            if (kLastCol) last_col[lo] = col_sum += cur[DV + lo];  // cell (d-n, n)
-            if (kLastRow) last_row[d - m] = row_sum += cur[DH + m];
-            if (kRowEdge) {
-                cur[DH] = edge_step;
-                cur[TF] = Ops::kNoGap;
-            }
-            if (kColEdge) {  // cell (d, 0): hi = d - 1
-                cur[DV + hi + 1] = edge_step;
-                cur[TE + hi + 1] = Ops::kNoGap;
-            }
-            T* t = prev;
-            prev = cur;
-            cur = t;
-            if (kLastCol) ++lo;  // lo = d - n
-            if (kColEdge) ++hi;  // hi = d - 1
-        }
-    }
-};
-
-// The sweep with the whole diagonal in registers, for diagonals of at most
-// NV * W - 1 cells (a read against its haplotype: two or three vectors).
-// Lane L of the state (lane L % W of vector L / W) holds cell i = lo(d) + L
-// of diagonal d, the backtrack blocks' order. With delta = lo(d) - lo(d-1)
-// (0 while d <= n + 1, then 1), cell i reads lane L - 1 + delta (slot i-1)
-// and lane L + delta (slot i) of diagonal d-1: one pair of arrays is read in
-// place, the other one lane shifted, within registers. No state goes
-// through memory, so no diagonal waits for the previous one's stores.
-// Edge cells: cell (0, d-1) is shifted into lane 0 (delta 0 only, which is
-// exactly while it exists); cell (d, 0) is the lane just past diagonal d's
-// last cell, blended in (with every lane above it) after the diagonal.
-template <int NV>
-struct RegSweep {
+// What both sweeps share: parameters, outputs and one vector of cells.
+// Everything the sweep reads is a local copy: the backtrack stores are
+// bytes, which may alias anything, so ws's members would be reloaded after
+// every store.
+struct SweepBase {
     typedef Ops::V V;
     typedef Ops::T T;
     typedef Ops::M M;
@@ -145,7 +49,7 @@ struct RegSweep {
 
     const int m, n;
     const V match, mis, open, ext;
-    const V edge_v, no_gap;  // the state of an edge cell (d, 0) or (0, d), d >= 2
+    const V edge_v, no_gap;  // dv of a cell (d, 0) (or dh of (0, d)), d >= 2, and te / tf of either
     const T* const ref;
     const T* const alt_r;
     int32_t* const last_col;
@@ -153,11 +57,10 @@ struct RegSweep {
     int64_t* const blk_start;
     uint8_t* const base;
     uint8_t* out;
-    int32_t col_sum, row_sum;
-    V row_dh;                          // dh of cell (0, d-1), in the last lane
-    V dh[NV], dv[NV], te[NV], tf[NV];  // diagonal d-1
+    int32_t col_sum, row_sum;  // H[d-n][n] and H[m][d-m] so far
+    V row_dh;                  // dh of cell (0, d-1), shifted into lane 0 while d <= n + 1
 
-    RegSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
+    SweepBase(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
         : m(m_),
           n(n_),
           match(Ops::set1(p.match)),
@@ -175,9 +78,52 @@ struct RegSweep {
           out(ws.bt.data()),
           col_sum(edge ? p.gap_open + (n_ - 1) * p.gap_extend : 0),
           row_sum(edge ? p.gap_open + (m_ - 1) * p.gap_extend : 0),
-          row_dh(Ops::set1(edge ? p.gap_open : 0)) {
-        // Diagonal 1: cell (1, 0) in lane 0, dh(0, 1) in row_dh.
-        for (int t = 0; t < NV; ++t) {
+          row_dh(Ops::set1(edge ? p.gap_open : 0)) {}
+
+    // One vector of cells from its two neighbours' state (relative to B)
+    // and s; writes the new state and the backtrack block at bits.
+    __attribute__((always_inline)) inline void step(V s, V up, V tf_in, V left, V te_in, uint8_t* bits, V& dh, V& dv,
+                                                    V& te, V& tf) const {
+        const V down = Ops::add(up, Ops::max(open, tf_in));     // F - B
+        const V right = Ops::add(left, Ops::max(open, te_in));  // E - B
+        const V gap = Ops::max(down, right);
+        const V h = Ops::max(s, gap);
+        const V h_ext = Ops::sub(h, ext);
+        dh = Ops::sub(h, left);
+        dv = Ops::sub(h, up);
+        tf = Ops::sub(down, h_ext);
+        te = Ops::sub(right, h_ext);
+        Ops::put_bits(bits, Ops::gt(gap, s), Ops::gt(down, right), Ops::gt(open, te_in), Ops::gt(open, tf_in));
+    }
+
+    // The diagonals split where delta (d = n + 1 | n + 2), the column edge
+    // (m | m + 1) and the last column (n | n + 1) change:
+    // run<delta, cell (d, 0) exists, cell (d-n, n) exists>(d0, d1), where
+    // no cell (d, 0) means that cell (m, d-m) exists.
+    template <typename S>
+    __attribute__((always_inline)) static inline void sweep(S& s, int m, int n) {
+        if (n < m) {
+            s.template run<false, true, false>(2, n);
+            s.template run<false, true, true>(n + 1, n + 1);
+            s.template run<true, true, true>(n + 2, m);
+            s.template run<true, false, true>(m + 1, m + n);
+        } else {
+            s.template run<false, true, false>(2, m);
+            s.template run<false, false, false>(m + 1, n);
+            s.template run<false, false, true>(n + 1, n + 1);
+            s.template run<true, false, true>(n + 2, m + n);
+        }
+    }
+};
+
+// The whole diagonal in registers, for diagonals of at most NV * W - 1
+// cells (a read against its haplotype: two or three vectors).
+template <int NV>
+struct RegSweep : SweepBase {
+    V dh[NV], dv[NV], te[NV], tf[NV];  // diagonal d-1
+
+    RegSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge) : SweepBase(ws, m_, n_, p, edge) {
+        for (int t = 0; t < NV; ++t) {  // diagonal 1: cell (1, 0) in lane 0
             dh[t] = tf[t] = Ops::set1(0);
             dv[t] = row_dh;
             te[t] = no_gap;
@@ -195,9 +141,6 @@ struct RegSweep {
         each(f, std::make_integer_sequence<int, NV>{});
     }
 
-    // Diagonals d0..d1 (inclusive) with delta kD1, cell (d, 0) present
-    // (kColEdge, d <= m) or cell (m, d-m) present (d > m), and cell (d-n, n)
-    // present (kLastCol, d > n).
     template <bool kD1, bool kColEdge, bool kLastCol>
     __attribute__((always_inline)) inline void run(int d0, int d1) {
         // One sequence is constant per lane (ref, i = L + 1 for delta 0; alt,
@@ -220,33 +163,19 @@ struct RegSweep {
                 nte[t] = te[t];
                 ntf[t] = tf[t];
                 if (t >= active) return;
-                V up, tf_in, left, te_in;
-                if (kD1) {
-                    up = dh[t];
-                    tf_in = tf[t];
-                    left = Ops::shift_down(dv[t], dv[t + 1 < NV ? t + 1 : t]);
-                    te_in = Ops::shift_down(te[t], te[t + 1 < NV ? t + 1 : t]);
-                } else {
-                    up = Ops::shift_up(dh[t], t ? dh[t ? t - 1 : 0] : row_dh);
-                    tf_in = Ops::shift_up(tf[t], t ? tf[t ? t - 1 : 0] : no_gap);
-                    left = dv[t];
-                    te_in = te[t];
-                }
+                constexpr int before = t ? t - 1 : 0, after = t + 1 < NV ? t + 1 : t;
                 const V s = Ops::subst(fixed[t], Ops::load(slide + W * t), match, mis);
-                const V down = Ops::add(up, Ops::max(open, tf_in));     // F - B
-                const V right = Ops::add(left, Ops::max(open, te_in));  // E - B
-                const V gap = Ops::max(down, right);
-                const V h = Ops::max(s, gap);
-                const V h_ext = Ops::sub(h, ext);
-                ndh[t] = Ops::sub(h, left);
-                ndv[t] = Ops::sub(h, up);
-                ntf[t] = Ops::sub(down, h_ext);
-                nte[t] = Ops::sub(right, h_ext);
-                Ops::put_bits(out + t * (W / 2), Ops::gt(gap, s), Ops::gt(down, right), Ops::gt(open, te_in),
-                              Ops::gt(open, tf_in));
+                uint8_t* bits = out + t * (W / 2);
+                if (kD1)
+                    step(s, dh[t], tf[t], Ops::shift_down(dv[t], dv[after]), Ops::shift_down(te[t], te[after]), bits,
+                         ndh[t], ndv[t], nte[t], ntf[t]);
+                else
+                    step(s, Ops::shift_up(dh[t], t ? dh[before] : row_dh),
+                         Ops::shift_up(tf[t], t ? tf[before] : no_gap), dv[t], te[t], bits, ndh[t], ndv[t], nte[t],
+                         ntf[t]);
             });
             out += active * (W / 2);
-            if (kColEdge) {  // cell (d, 0) in lane d - lo
+            if (kColEdge) {  // cell (d, 0), in lane d - lo
                 const int edge = kD1 ? n : d - 1;
                 each([&](auto tc) __attribute__((always_inline)) {
                     constexpr int t = decltype(tc)::value;
@@ -257,7 +186,7 @@ struct RegSweep {
                 });
             }
             if (kLastCol) last_col[d - n] = col_sum += Ops::first(ndv[0]);  // cell (d-n, n), lane 0
-            if (!kColEdge) {                                                // cell (m, d-m) in lane m - lo
+            if (!kColEdge) {                                                // cell (m, d-m), lane m - lo
                 const int lane = m - lo;
                 V v = ndh[0];
                 each([&](auto tc) __attribute__((always_inline)) {
@@ -285,20 +214,85 @@ struct RegSweep {
             if (kColEdge) ++hi;
         }
     }
+};
 
-    // The diagonals split where delta (d = n + 1 | n + 2), the column edge
-    // (m | m + 1) and the last column (n | n + 1) change.
-    __attribute__((always_inline)) inline void sweep() {
-        if (n < m) {
-            run<false, true, false>(2, n);
-            run<false, true, true>(n + 1, n + 1);
-            run<true, true, true>(n + 2, m);
-            run<true, false, true>(m + 1, m + n);
-        } else {
-            run<false, true, false>(2, m);
-            run<false, false, false>(m + 1, n);
-            run<false, false, true>(n + 1, n + 1);
-            run<true, false, true>(n + 2, m + n);
+// Longer diagonals: the state in slot arrays, lane-addressed as the
+// registers above, for diagonals d-1 (prev) and d (cur), each four arrays
+// S lanes apart: dh, dv, te, tf. A constant S makes every access one base
+// register plus a displacement. The neighbour vector a shift needs is the
+// one the previous iteration loaded (delta 0) or loads ahead (delta 1).
+struct MemSweep : SweepBase {
+    static constexpr int S = kStateStride / sizeof(T);
+    static constexpr int DH = 0, DV = S, TE = 2 * S, TF = 3 * S;
+    T* prev;
+    T* cur;
+
+    // prepare_diff() has written diagonal 1: cell (1, 0) in lane 0.
+    MemSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
+        : SweepBase(ws, m_, n_, p, edge), prev(lanes<T>(ws.diag)), cur(lanes<T>(ws.diag) + 4 * S) {}
+
+    template <bool kD1, bool kColEdge, bool kLastCol>
+    __attribute__((always_inline)) inline void run(int d0, int d1) {
+        const T* fixed = kD1 ? alt_r : ref;  // as in RegSweep
+        const T* slide = kD1 ? ref + (d0 - n - 1) : alt_r + (n + 1 - d0);
+        int lo = kD1 ? d0 - n : 1, hi = kColEdge ? d0 - 1 : m;
+        for (int d = d0; d <= d1; ++d) {
+            blk_start[d] = out - base;
+            const int cells = hi - lo + 1;
+            const int edge = kD1 ? n : d - 1;  // lane of cell (d, 0) where kColEdge
+            V carry_a = kD1 ? Ops::load(prev + DV) : row_dh;
+            V carry_b = kD1 ? Ops::load(prev + TE) : no_gap;
+            V col = no_gap;
+            for (int i = 0; i < cells; i += W, out += W / 2) {
+                V up, tf_in, left, te_in;
+                if (kD1) {
+                    const V next_dv = Ops::load(prev + DV + i + W), next_te = Ops::load(prev + TE + i + W);
+                    up = Ops::load(prev + DH + i);
+                    tf_in = Ops::load(prev + TF + i);
+                    left = Ops::shift_down(carry_a, next_dv);
+                    te_in = Ops::shift_down(carry_b, next_te);
+                    carry_a = next_dv;
+                    carry_b = next_te;
+                } else {
+                    const V dh_i = Ops::load(prev + DH + i), tf_i = Ops::load(prev + TF + i);
+                    up = Ops::shift_up(dh_i, carry_a);
+                    tf_in = Ops::shift_up(tf_i, carry_b);
+                    left = Ops::load(prev + DV + i);
+                    te_in = Ops::load(prev + TE + i);
+                    carry_a = dh_i;
+                    carry_b = tf_i;
+                }
+                V dh, dv, te, tf;
+                step(Ops::subst(Ops::load(fixed + i), Ops::load(slide + i), match, mis), up, tf_in, left, te_in, out,
+                     dh, dv, te, tf);
+                if (kColEdge && edge < i + W) {  // the last vector: cell (d, 0) in it
+                    const M above = Ops::lanes_from(edge - i);
+                    dv = Ops::blend(above, dv, edge_v);
+                    te = Ops::blend(above, te, no_gap);
+                }
+                if (kLastCol && i == 0) col = dv;
+                Ops::store(cur + DH + i, dh);
+                Ops::store(cur + DV + i, dv);
+                Ops::store(cur + TE + i, te);
+                Ops::store(cur + TF + i, tf);
+            }
+            if (kColEdge && (edge & (W - 1)) == 0) {  // cell (d, 0) starts a vector past the last
+                Ops::store(cur + DV + edge, edge_v);
+                Ops::store(cur + TE + edge, no_gap);
+            }
+            if (kLastCol) last_col[d - n] = col_sum += Ops::first(col);
+            if (!kColEdge) last_row[d - m] = row_sum += cur[DH + m - lo];
+            T* t = prev;
+            prev = cur;
+            cur = t;
+            if (!kD1) row_dh = edge_v;
+            if (kD1) {
+                ++slide;
+                ++lo;
+            } else {
+                --slide;
+            }
+            if (kColEdge) ++hi;
         }
     }
 };
@@ -306,18 +300,22 @@ struct RegSweep {
 // Fills ws.bt (layout in sw_cpu_fill.h), ws.blk_start, ws.last_col and
 // ws.last_row; prepare() has written the inputs and prepare_diff() diagonal 1.
 static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p, bool edge_gaps) {
-    const int lo = std::min(m, n), hi = std::max(m, n);
-    switch ((lo + DiffSweep::W) >> Ops::kShift) {  // vectors for lo + 1 lanes: the cells and an edge
-        case 1: return RegSweep<1>(ws, m, n, p, edge_gaps).sweep();
-        case 2: return RegSweep<2>(ws, m, n, p, edge_gaps).sweep();
-        case 3: return RegSweep<3>(ws, m, n, p, edge_gaps).sweep();
-        default: break;
+    switch ((std::min(m, n) + SweepBase::W) >> Ops::kShift) {  // vectors for the cells and an edge lane
+        case 1: {
+            RegSweep<1> s(ws, m, n, p, edge_gaps);
+            return SweepBase::sweep(s, m, n);
+        }
+        case 2: {
+            RegSweep<2> s(ws, m, n, p, edge_gaps);
+            return SweepBase::sweep(s, m, n);
+        }
+        case 3: {
+            RegSweep<3> s(ws, m, n, p, edge_gaps);
+            return SweepBase::sweep(s, m, n);
+        }
+        default: {
+            MemSweep s(ws, m, n, p, edge_gaps);
+            return SweepBase::sweep(s, m, n);
+        }
     }
-    DiffSweep sweep(ws, m, n, p, edge_gaps);
-    sweep.run<true, true, false, false>(2, lo);
-    if (n < m)
-        sweep.run<false, true, true, false>(lo + 1, hi);
-    else
-        sweep.run<true, false, false, true>(lo + 1, hi);
-    sweep.run<false, false, true, true>(hi + 1, m + n);
 }

@@ -139,19 +139,17 @@ void prepare(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n
     ws.blk_start.resize(static_cast<size_t>(m) + n + 1);
 }
 
-// Diagonal 1, cells (0, 1) and (1, 0), of the difference fill in lanes of T.
-// Slot arrays as in sw_cpu_diff_kernel.h: dh, dv, te, tf, kStateStride
-// bytes apart, diagonal d-1 first.
+// Diagonal 1 of the difference fill's slot arrays in lanes of T (MemSweep
+// in sw_cpu_diff_kernel.h: dh, dv, te, tf, kStateStride bytes apart,
+// diagonal d-1 first, lane 0 = cell (lo(d), d - lo(d))): cell (1, 0) in lane
+// 0. Cell (0, 1) is the sweep's own (row_dh).
 template <typename T>
 void prepare_diff(Workspace& ws, const pyphmm_sw_params& p, bool edge_gaps) {
     constexpr int S = kStateStride / sizeof(T);
     if (ws.diag.size() < 4 * static_cast<size_t>(kStateStride)) ws.diag.resize(4 * static_cast<size_t>(kStateStride));
     T* prev = lanes<T>(ws.diag);
-    const T first = static_cast<T>(edge_gaps ? p.gap_open : 0);
-    prev[0] = first;                              // dh(0, 1)
-    prev[3 * S] = std::numeric_limits<T>::min();  // no vertical gap above row 1
-    prev[S + 1] = first;                          // dv(1, 0)
-    prev[2 * S + 1] = std::numeric_limits<T>::min();
+    prev[S] = static_cast<T>(edge_gaps ? p.gap_open : 0);  // dv(1, 0)
+    prev[2 * S] = std::numeric_limits<T>::min();           // no horizontal gap left of column 1
 }
 
 // The absolute fill: GATK's int32 scores with the -1e8 floor, one cell at a
