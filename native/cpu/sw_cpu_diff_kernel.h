@@ -58,7 +58,8 @@ struct SweepBase {
     uint8_t* const base;
     uint8_t* out;
     int32_t col_sum, row_sum;  // H[d-n][n] and H[m][d-m] so far
-    V row_dh;                  // dh of cell (0, d-1), shifted into lane 0 while d <= n + 1
+    ColRowMax best;
+    V row_dh;  // dh of cell (0, d-1), shifted into lane 0 while d <= n + 1
 
     SweepBase(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
         : m(m_),
@@ -185,8 +186,8 @@ struct RegSweep : SweepBase {
                     nte[t] = Ops::blend(above, nte[t], no_gap);
                 });
             }
-            if (kLastCol) last_col[d - n] = col_sum += Ops::first(ndv[0]);  // cell (d-n, n), lane 0
-            if (!kColEdge) {                                                // cell (m, d-m), lane m - lo
+            if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(ndv[0]));  // cell (d-n, n), lane 0
+            if (!kColEdge) {                                                         // cell (m, d-m), lane m - lo
                 const int lane = m - lo;
                 V v = ndh[0];
                 each([&](auto tc) __attribute__((always_inline)) {
@@ -195,7 +196,7 @@ struct RegSweep : SweepBase {
                 });
                 alignas(64) T buf[W];
                 Ops::store(buf, v);
-                last_row[d - m] = row_sum += buf[lane & (W - 1)];
+                best.row(last_row, d - m, row_sum += buf[lane & (W - 1)]);
             }
             each([&](auto tc) __attribute__((always_inline)) {
                 constexpr int t = decltype(tc)::value;
@@ -280,8 +281,8 @@ struct MemSweep : SweepBase {
                 Ops::store(cur + DV + edge, edge_v);
                 Ops::store(cur + TE + edge, no_gap);
             }
-            if (kLastCol) last_col[d - n] = col_sum += Ops::first(col);
-            if (!kColEdge) last_row[d - m] = row_sum += cur[DH + m - lo];
+            if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(col));
+            if (!kColEdge) best.row(last_row, d - m, row_sum += cur[DH + m - lo]);
             T* t = prev;
             prev = cur;
             cur = t;
@@ -297,25 +298,34 @@ struct MemSweep : SweepBase {
     }
 };
 
-// Fills ws.bt (layout in sw_cpu_fill.h), ws.blk_start, ws.last_col and
-// ws.last_row; prepare() has written the inputs and prepare_diff() diagonal 1.
+// Fills ws.bt (layout in sw_cpu_fill.h), ws.blk_start, ws.last_col,
+// ws.last_row and ws.best; prepare() has written the inputs and
+// prepare_diff() diagonal 1.
 static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p, bool edge_gaps) {
     switch ((std::min(m, n) + SweepBase::W) >> Ops::kShift) {  // vectors for the cells and an edge lane
         case 1: {
             RegSweep<1> s(ws, m, n, p, edge_gaps);
-            return SweepBase::sweep(s, m, n);
+            SweepBase::sweep(s, m, n);
+            ws.best = s.best;
+            return;
         }
         case 2: {
             RegSweep<2> s(ws, m, n, p, edge_gaps);
-            return SweepBase::sweep(s, m, n);
+            SweepBase::sweep(s, m, n);
+            ws.best = s.best;
+            return;
         }
         case 3: {
             RegSweep<3> s(ws, m, n, p, edge_gaps);
-            return SweepBase::sweep(s, m, n);
+            SweepBase::sweep(s, m, n);
+            ws.best = s.best;
+            return;
         }
         default: {
             MemSweep s(ws, m, n, p, edge_gaps);
-            return SweepBase::sweep(s, m, n);
+            SweepBase::sweep(s, m, n);
+            ws.best = s.best;
+            return;
         }
     }
 }

@@ -167,6 +167,7 @@ void absolute_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
     h1[1] = ws.col0[1];
     f1[0] = e1[1] = kLowInit;
     uint8_t* out = ws.bt.data();
+    ColRowMax best;
     for (int d = 2; d <= m + n; ++d) {
         const int lo = std::max(1, d - n), hi = std::min(m, d - 1);
         ws.blk_start[d] = out - ws.bt.data();
@@ -188,8 +189,8 @@ void absolute_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
             }
             std::memcpy(out, planes, 4);
         }
-        if (d > n) ws.last_col[d - n] = h0[d - n];
-        if (d > m) ws.last_row[d - m] = h0[m];
+        if (d > n) best.col(ws.last_col.data(), d - n, h0[d - n]);
+        if (d > m) best.row(ws.last_row.data(), d - m, h0[m]);
         if (d <= n) {
             h0[0] = ws.row0[d];
             f0[0] = kLowInit;
@@ -205,6 +206,7 @@ void absolute_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
         std::swap(e0, e1);
         std::swap(f0, f1);
     }
+    ws.best = best;
 }
 
 #define SW_OP __attribute__((always_inline)) static inline
