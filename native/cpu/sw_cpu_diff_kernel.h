@@ -37,6 +37,12 @@
 // diagonal d's last cell and is blended in after the diagonal. Lanes past
 // the diagonal's end compute garbage that is never read as a cell.
 
+// Whether the instruction set's Ops has a half-width set (Ops::Half).
+template <typename O, typename = void>
+struct HasHalf : std::false_type {};
+template <typename O>
+struct HasHalf<O, std::void_t<typename O::Half>> : std::true_type {};
+
 // What both sweeps share: parameters, outputs and one vector of cells.
 // Everything the sweep reads is a local copy: the backtrack stores are
 // bytes, which may alias anything, so ws's members would be reloaded after
@@ -81,20 +87,42 @@ struct SweepBase {
           row_sum(edge ? p.gap_open + (m_ - 1) * p.gap_extend : 0),
           row_dh(Ops::set1(edge ? p.gap_open : 0)) {}
 
-    // One vector of cells from its two neighbours' state (relative to B)
-    // and s; writes the new state and the backtrack block at bits.
+    // One vector of cells, in operations O (Ops, or Ops::Half for a half
+    // vector), from its two neighbours' state (relative to B) and s; writes
+    // the new state and the backtrack block at bits.
+    template <typename O>
+    __attribute__((always_inline)) static inline void cell(typename O::V s, typename O::V up, typename O::V tf_in,
+                                                           typename O::V left, typename O::V te_in, typename O::V open,
+                                                           typename O::V ext, uint8_t* bits, typename O::V& dh,
+                                                           typename O::V& dv, typename O::V& te, typename O::V& tf) {
+        const auto down = O::add(up, O::max(open, tf_in));     // F - B
+        const auto right = O::add(left, O::max(open, te_in));  // E - B
+        const auto gap = O::max(down, right);
+        const auto h = O::max(s, gap);
+        const auto h_ext = O::sub(h, ext);
+        dh = O::sub(h, left);
+        dv = O::sub(h, up);
+        tf = O::sub(down, h_ext);
+        te = O::sub(right, h_ext);
+        O::put_bits(bits, O::gt(gap, s), O::gt(down, right), O::gt(open, te_in), O::gt(open, tf_in));
+    }
     __attribute__((always_inline)) inline void step(V s, V up, V tf_in, V left, V te_in, uint8_t* bits, V& dh, V& dv,
                                                     V& te, V& tf) const {
-        const V down = Ops::add(up, Ops::max(open, tf_in));     // F - B
-        const V right = Ops::add(left, Ops::max(open, te_in));  // E - B
-        const V gap = Ops::max(down, right);
-        const V h = Ops::max(s, gap);
-        const V h_ext = Ops::sub(h, ext);
-        dh = Ops::sub(h, left);
-        dv = Ops::sub(h, up);
-        tf = Ops::sub(down, h_ext);
-        te = Ops::sub(right, h_ext);
-        Ops::put_bits(bits, Ops::gt(gap, s), Ops::gt(down, right), Ops::gt(open, te_in), Ops::gt(open, tf_in));
+        cell<Ops>(s, up, tf_in, left, te_in, open, ext, bits, dh, dv, te, tf);
+    }
+    // The same on the low half of the vectors (O = Ops, only where it has a
+    // Half); the high half of the new state is undefined.
+    template <typename O = Ops>
+    __attribute__((always_inline)) inline void step_half(V fixed, const T* slide, V up, V tf_in, V left, V te_in,
+                                                         uint8_t* bits, V& dh, V& dv, V& te, V& tf) const {
+        typedef typename O::Half H;
+        typename H::V ndh, ndv, nte, ntf;
+        cell<H>(H::subst(O::low(fixed), H::load(slide), O::low(match), O::low(mis)), O::low(up), O::low(tf_in),
+                O::low(left), O::low(te_in), O::low(open), O::low(ext), bits, ndh, ndv, nte, ntf);
+        dh = O::widen(ndh);
+        dv = O::widen(ndv);
+        te = O::widen(nte);
+        tf = O::widen(ntf);
     }
 
     // The diagonals split where delta (d = n + 1 | n + 2), the column edge
@@ -165,15 +193,20 @@ struct RegSweep : SweepBase {
                 ntf[t] = tf[t];
                 if (t >= active) return;
                 constexpr int before = t ? t - 1 : 0, after = t + 1 < NV ? t + 1 : t;
-                const V s = Ops::subst(fixed[t], Ops::load(slide + W * t), match, mis);
+                const V up = kD1 ? dh[t] : Ops::shift_up(dh[t], t ? dh[before] : row_dh);
+                const V tf_in = kD1 ? tf[t] : Ops::shift_up(tf[t], t ? tf[before] : no_gap);
+                const V left = kD1 ? Ops::shift_down(dv[t], dv[after]) : dv[t];
+                const V te_in = kD1 ? Ops::shift_down(te[t], te[after]) : te[t];
                 uint8_t* bits = out + t * (W / 2);
-                if (kD1)
-                    step(s, dh[t], tf[t], Ops::shift_down(dv[t], dv[after]), Ops::shift_down(te[t], te[after]), bits,
-                         ndh[t], ndv[t], nte[t], ntf[t]);
-                else
-                    step(s, Ops::shift_up(dh[t], t ? dh[before] : row_dh),
-                         Ops::shift_up(tf[t], t ? tf[before] : no_gap), dv[t], te[t], bits, ndh[t], ndv[t], nte[t],
-                         ntf[t]);
+                if constexpr (HasHalf<Ops>::value) {
+                    if (t == active - 1 && hi - lo < W * t + W / 2) {  // at most W/2 cells in this vector
+                        step_half(fixed[t], slide + W * t, up, tf_in, left, te_in, bits, ndh[t], ndv[t], nte[t],
+                                  ntf[t]);
+                        return;
+                    }
+                }
+                step(Ops::subst(fixed[t], Ops::load(slide + W * t), match, mis), up, tf_in, left, te_in, bits, ndh[t],
+                     ndv[t], nte[t], ntf[t]);
             });
             out += active * (W / 2);
             if (kColEdge) {  // cell (d, 0), in lane d - lo
@@ -219,18 +252,43 @@ struct RegSweep : SweepBase {
 
 // Longer diagonals: the state in slot arrays, lane-addressed as the
 // registers above, for diagonals d-1 (prev) and d (cur), each four arrays
-// S lanes apart: dh, dv, te, tf. A constant S makes every access one base
-// register plus a displacement. The neighbour vector a shift needs is the
-// one the previous iteration loaded (delta 0) or loads ahead (delta 1).
+// S lanes apart: dh, dv, te, tf, lane 0 kLead lanes into its array. A
+// constant S makes every access one base register plus a displacement. The
+// neighbour vector a shift needs is the one the previous iteration loaded
+// (delta 0) or loads ahead (delta 1). Where Ops::kShiftByLoad (SSE2, whose
+// two-register shift costs three instructions), the shifted vectors are
+// loaded one lane off instead, with the row edge in lane -1: those loads
+// span two stores, but diagonals of many 8-lane vectors are long enough
+// for the stores to have reached the cache.
+template <typename O, typename = void>
+struct ShiftByLoad : std::false_type {};
+template <typename O>
+struct ShiftByLoad<O, std::enable_if_t<O::kShiftByLoad>> : std::true_type {};
+
 struct MemSweep : SweepBase {
     static constexpr int S = kStateStride / sizeof(T);
     static constexpr int DH = 0, DV = S, TE = 2 * S, TF = 3 * S;
+    static constexpr bool kLoads = ShiftByLoad<Ops>::value;
+    static constexpr int kLead = kLoads ? 64 : 0;  // room for lane -1
     T* prev;
     T* cur;
 
-    // prepare_diff() has written diagonal 1: cell (1, 0) in lane 0.
+    // The arrays from the first 64-byte boundary (kStateStride a multiple
+    // of 64): vectors of state do not straddle cache lines.
+    static T* aligned(Workspace& ws) {
+        const uintptr_t a = reinterpret_cast<uintptr_t>(ws.diag.data());
+        return reinterpret_cast<T*>((a + 63) & ~uintptr_t(63));
+    }
+    // Diagonal 1: cell (1, 0) in lane 0, cell (0, 1) in lane -1 (or row_dh).
     MemSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
-        : SweepBase(ws, m_, n_, p, edge), prev(lanes<T>(ws.diag)), cur(lanes<T>(ws.diag) + 4 * S) {}
+        : SweepBase(ws, m_, n_, p, edge), prev(aligned(ws) + kLead), cur(aligned(ws) + 4 * S + kLead) {
+        prev[DV] = static_cast<T>(edge ? p.gap_open : 0);
+        prev[TE] = Ops::kNoGap;
+        if (kLoads) {
+            prev[DH - 1] = prev[DV];
+            prev[TF - 1] = Ops::kNoGap;
+        }
+    }
 
     template <bool kD1, bool kColEdge, bool kLastCol>
     __attribute__((always_inline)) inline void run(int d0, int d1) {
@@ -246,7 +304,12 @@ struct MemSweep : SweepBase {
             V col = no_gap;
             for (int i = 0; i < cells; i += W, out += W / 2) {
                 V up, tf_in, left, te_in;
-                if (kD1) {
+                if (kLoads) {
+                    up = Ops::load(prev + DH + i - 1 + kD1);
+                    tf_in = Ops::load(prev + TF + i - 1 + kD1);
+                    left = Ops::load(prev + DV + i + kD1);
+                    te_in = Ops::load(prev + TE + i + kD1);
+                } else if (kD1) {
                     const V next_dv = Ops::load(prev + DV + i + W), next_te = Ops::load(prev + TE + i + W);
                     up = Ops::load(prev + DH + i);
                     tf_in = Ops::load(prev + TF + i);
@@ -266,7 +329,7 @@ struct MemSweep : SweepBase {
                 V dh, dv, te, tf;
                 step(Ops::subst(Ops::load(fixed + i), Ops::load(slide + i), match, mis), up, tf_in, left, te_in, out,
                      dh, dv, te, tf);
-                if (kColEdge && edge < i + W) {  // the last vector: cell (d, 0) in it
+                if (!kLoads && kColEdge && edge < i + W) {  // the last vector: cell (d, 0) in it
                     const M above = Ops::lanes_from(edge - i);
                     dv = Ops::blend(above, dv, edge_v);
                     te = Ops::blend(above, te, no_gap);
@@ -277,16 +340,28 @@ struct MemSweep : SweepBase {
                 Ops::store(cur + TE + i, te);
                 Ops::store(cur + TF + i, tf);
             }
-            if (kColEdge && (edge & (W - 1)) == 0) {  // cell (d, 0) starts a vector past the last
+            if (!kLoads && kColEdge && (edge & (W - 1)) == 0) {  // cell (d, 0) starts a vector past the last
                 Ops::store(cur + DV + edge, edge_v);
                 Ops::store(cur + TE + edge, no_gap);
+            }
+            if (kLoads && kColEdge) {  // out of the loop, which then has no branch: the vector read back whole
+                const int at = edge & -W;
+                const M above = Ops::lanes_from(edge - at);
+                Ops::store(cur + DV + at, Ops::blend(above, Ops::load(cur + DV + at), edge_v));
+                Ops::store(cur + TE + at, Ops::blend(above, Ops::load(cur + TE + at), no_gap));
             }
             if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(col));
             if (!kColEdge) best.row(last_row, d - m, row_sum += cur[DH + m - lo]);
             T* t = prev;
             prev = cur;
             cur = t;
-            if (!kD1) row_dh = edge_v;
+            if (!kD1) {
+                row_dh = edge_v;
+                if (kLoads) {  // cell (0, d) of the diagonal now in prev
+                    prev[DH - 1] = Ops::first(edge_v);
+                    prev[TF - 1] = Ops::kNoGap;
+                }
+            }
             if (kD1) {
                 ++slide;
                 ++lo;
@@ -300,7 +375,7 @@ struct MemSweep : SweepBase {
 
 // Fills ws.bt (layout in sw_cpu_fill.h), ws.blk_start, ws.last_col,
 // ws.last_row and ws.best; prepare() has written the inputs and
-// prepare_diff() diagonal 1.
+// size_diff_state() sized ws.diag.
 static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p, bool edge_gaps) {
     switch ((std::min(m, n) + SweepBase::W) >> Ops::kShift) {  // vectors for the cells and an edge lane
         case 1: {

@@ -139,17 +139,12 @@ void prepare(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n
     ws.blk_start.resize(static_cast<size_t>(m) + n + 1);
 }
 
-// Diagonal 1 of the difference fill's slot arrays in lanes of T (MemSweep
-// in sw_cpu_diff_kernel.h: dh, dv, te, tf, kStateStride bytes apart,
-// diagonal d-1 first, lane 0 = cell (lo(d), d - lo(d))): cell (1, 0) in lane
-// 0. Cell (0, 1) is the sweep's own (row_dh).
-template <typename T>
-void prepare_diff(Workspace& ws, const pyphmm_sw_params& p, bool edge_gaps) {
-    constexpr int S = kStateStride / sizeof(T);
-    if (ws.diag.size() < 4 * static_cast<size_t>(kStateStride)) ws.diag.resize(4 * static_cast<size_t>(kStateStride));
-    T* prev = lanes<T>(ws.diag);
-    prev[S] = static_cast<T>(edge_gaps ? p.gap_open : 0);  // dv(1, 0)
-    prev[2 * S] = std::numeric_limits<T>::min();           // no horizontal gap left of column 1
+// Room for the difference fill's slot arrays (MemSweep in
+// sw_cpu_diff_kernel.h: eight arrays kStateStride bytes apart from a 64-byte
+// boundary), which writes its own diagonal 1.
+void size_diff_state(Workspace& ws) {
+    const size_t size = 4 * static_cast<size_t>(kStateStride) + 32;  // and up to 64 bytes to a line boundary
+    if (ws.diag.size() < size) ws.diag.resize(size);
 }
 
 // The absolute fill: GATK's int32 scores with the -1e8 floor, one cell at a
@@ -220,6 +215,7 @@ struct Ops {
     static constexpr T kNoGap = INT16_MIN;
     static constexpr int kShift = 3;
     static constexpr BtLayout kLayout = kPlanar;
+    static constexpr bool kShiftByLoad = true;  // see MemSweep
     typedef int16_t V __attribute__((vector_size(16)));
     typedef V M;
     SW_OP V load(const T* p) {
@@ -234,8 +230,19 @@ struct Ops {
     SW_OP V max(V a, V b) { return a > b ? a : b; }
     SW_OP V subst(V a, V b, V match, V mis) { return a == b ? match : mis; }
     SW_OP M gt(V a, V b) { return a > b; }
+#if defined(__x86_64__) || defined(__i386__)
+    // Byte shifts and an or: SSE2 has no palignr, and GCC builds the
+    // two-source shuffle below lane by lane there.
+    SW_OP V shift_up(V v, V before) {
+        return (V)_mm_or_si128(_mm_slli_si128((__m128i)v, 2), _mm_srli_si128((__m128i)before, 14));
+    }
+    SW_OP V shift_down(V v, V after) {
+        return (V)_mm_or_si128(_mm_srli_si128((__m128i)v, 2), _mm_slli_si128((__m128i)after, 14));
+    }
+#else
     SW_OP V shift_up(V v, V before) { return __builtin_shuffle(before, v, V{7, 8, 9, 10, 11, 12, 13, 14}); }
     SW_OP V shift_down(V v, V after) { return __builtin_shuffle(v, after, V{1, 2, 3, 4, 5, 6, 7, 8}); }
+#endif
     SW_OP V blend(M m, V a, V b) { return m ? b : a; }
     SW_OP M lanes_from(int x) {
         const V iota{0, 1, 2, 3, 4, 5, 6, 7};
@@ -305,9 +312,9 @@ const Fill& pick_fill() {
 #else
         {"avx512vbmi", SW_KERNEL(avx512vbmi::w8), SW_KERNEL(avx512::w16),
          __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vbmi")},
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi")},
         {"avx512", SW_KERNEL(avx512::w8), SW_KERNEL(avx512::w16),
-         __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")},
+         __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")},
 #endif
         {"avx2", SW_KERNEL(avx2::w8), SW_KERNEL(avx2::w16), __builtin_cpu_supports("avx2") != 0},
         {"sse", {nullptr, 0, kPlanar}, SW_KERNEL(base::w16), true},
@@ -350,10 +357,7 @@ void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, c
     const Kernel& k = bytes == 1 ? chosen.k8 : chosen.k16;
     prepare(ws, ref, m, alt, n, p, edge_gaps, k.lane_shift, bytes);
     ws.layout = k.layout;
-    if (bytes == 1)
-        prepare_diff<int8_t>(ws, p, edge_gaps);
-    else
-        prepare_diff<int16_t>(ws, p, edge_gaps);
+    size_diff_state(ws);
     k.fn(ws, m, n, p, edge_gaps);
 }
 

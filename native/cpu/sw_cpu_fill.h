@@ -16,6 +16,7 @@ namespace sw_cpu {
 // diagonals): room for the longest sequence plus vector padding, and not a
 // multiple of 4 KiB, so the eight arrays fall into different cache sets.
 constexpr int kStateStride = 2 * (PYPHMM_SW_MAX_LENGTH + 1 + 128) + 512;
+static_assert(kStateStride % 64 == 0, "slot arrays of 64-byte vectors stay aligned");
 
 // Buffers above this many bytes are released after the call instead of being
 // kept for the next call of the same thread.

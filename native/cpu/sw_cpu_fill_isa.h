@@ -18,6 +18,8 @@
 //   blend(m, a, b)        b where m, else a
 //   lanes_from(x)         the mask of lanes k >= x (every lane for x <= 0)
 //   first(v)              lane 0
+//   Half, low, widen      optional: the operations on the low half of a
+//                         vector, and the conversions (see avx512::w8)
 #pragma once
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -26,11 +28,14 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC push_options
 // PYPHMM_SW_EMULATE_AVX512: a test build (tests/native/sw_avx512_check.cc)
-// compiles this instance against portable definitions of the intrinsics it
-// uses, to run it where no AVX-512 is; without the target, since the
-// compiler would otherwise emit AVX-512 code for the emulation too.
+// compiles this instance against portable definitions of the AVX-512
+// intrinsics it uses, to run it where no AVX-512 is; with AVX2 only as the
+// target, since the compiler would otherwise emit AVX-512 code for the
+// emulation too.
 #if !defined(PYPHMM_SW_EMULATE_AVX512)
-#pragma GCC target("avx512f,avx512bw")
+#pragma GCC target("avx512f,avx512bw,avx512vl")
+#else
+#pragma GCC target("avx2")
 #endif
 namespace pyphmm {
 namespace sw_cpu {
@@ -72,6 +77,29 @@ struct Ops {
         _store_mask64(reinterpret_cast<__mmask64*>(out + 16), new_h);
         _store_mask64(reinterpret_cast<__mmask64*>(out + 24), new_v);
     }
+    // A diagonal's last vector holding at most 32 cells is computed as its
+    // low 32 lanes at 256 bits (AVX512VL compares): half the work where the
+    // core splits 512-bit operations in two. Its block keeps the 64-lane
+    // layout; the bits of lanes 32-63 are left as they were (no cells).
+    struct Half {
+        typedef int8_t T;
+        typedef __m256i V;
+        typedef __mmask32 M;
+        SW_OP V load(const T* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+        SW_OP V add(V a, V b) { return _mm256_add_epi8(a, b); }
+        SW_OP V sub(V a, V b) { return _mm256_sub_epi8(a, b); }
+        SW_OP V max(V a, V b) { return _mm256_max_epi8(a, b); }
+        SW_OP V subst(V a, V b, V match, V mis) {
+            return _mm256_mask_blend_epi8(_mm256_cmpeq_epi8_mask(a, b), mis, match);
+        }
+        SW_OP M gt(V a, V b) { return _mm256_cmpgt_epi8_mask(a, b); }
+        SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
+            const M planes[4] = {gap, down, new_h, new_v};
+            for (int q = 0; q < 4; ++q) std::memcpy(out + 8 * q, &planes[q], sizeof(M));
+        }
+    };
+    SW_OP Half::V low(V v) { return _mm512_castsi512_si256(v); }
+    SW_OP V widen(Half::V v) { return _mm512_castsi256_si512(v); }  // lanes 32-63 undefined
 };
 #include "sw_cpu_diff_kernel.h"
 }  // namespace w8
@@ -105,7 +133,9 @@ struct Ops {
 // one two-source byte permute (vpermt2b) instead of valignq + vpalignr.
 #pragma GCC push_options
 #if !defined(PYPHMM_SW_EMULATE_AVX512)
-#pragma GCC target("avx512f,avx512bw,avx512vbmi")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vbmi")
+#else
+#pragma GCC target("avx2")
 #endif
 namespace pyphmm {
 namespace sw_cpu {
