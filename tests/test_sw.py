@@ -174,7 +174,8 @@ def test_max_length_pair(gkl_sw):
 
 
 def test_simd_paths_agree():
-    """The SSE, AVX2 and AVX-512 fills give identical results (ISA forced per process)."""
+    """The SSE, AVX2 and AVX-512 (with and without VBMI) fills give identical
+    results (ISA forced per process)."""
     code = (
         "import sys; from devtools.sw_pairs import make_pairs; from pyphmm import sw;"
         "r, a, _ = make_pairs(600, 5);"
@@ -183,7 +184,7 @@ def test_simd_paths_agree():
         "for s in ('SOFTCLIP', 'INDEL', 'LEADING_INDEL', 'IGNORE')))))"
     )
     outs = set()
-    for isa in ("sse", "avx2", "avx512"):
+    for isa in ("sse", "avx2", "avx512", "avx512vbmi"):
         env = child_env(ROOT, PYPHMM_DEV=f"sw_isa={isa}", PYTHONHASHSEED="0")
         outs.add(
             subprocess.run(

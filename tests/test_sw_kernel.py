@@ -124,7 +124,7 @@ def test_in_process_vs_gkl(gkl_results):
     check(rows, pairs, expected)
 
 
-@pytest.mark.parametrize("isa", ["portable", "sse", "avx2", "avx512"])
+@pytest.mark.parametrize("isa", ["portable", "sse", "avx2", "avx512", "avx512vbmi"])
 def test_each_width_vs_gkl(gkl_results, isa):
     """Each vector width (a width this CPU lacks falls back with a warning
     to the widest it has, so every width available here is covered)."""
@@ -132,12 +132,16 @@ def test_each_width_vs_gkl(gkl_results, isa):
     check(run_child(isa, pairs), pairs, expected)
 
 
-def test_avx512_instance_emulated_vs_gkl(gkl_results, native_check_exe):
-    """The AVX-512 instance, compiled against portable definitions of its
-    intrinsics (tests/native/sw_avx512_emulation.h), so it runs and is checked
-    on CPUs without AVX-512 too."""
+@pytest.mark.parametrize("isa", ["avx512", "avx512vbmi"])
+def test_avx512_instance_emulated_vs_gkl(gkl_results, native_check_exe, isa):
+    """The AVX-512 instances (with and without VBMI), compiled against
+    portable definitions of their intrinsics (tests/native/sw_avx512_emulation.h),
+    so they run and are checked on CPUs without AVX-512 too."""
     if not sys.platform.startswith("linux") or os.uname().machine != "x86_64":
         pytest.skip("the AVX-512 instance exists on x86-64 only")
+    with open("/proc/cpuinfo") as f:
+        if " avx2" not in f.read():
+            pytest.skip("the emulated AVX-512 instance runs its 256-bit half vectors with AVX2")
     exe = native_check_exe(
         "sw_avx512_check",
         "cpu/sw_cpu.cc",
@@ -161,7 +165,7 @@ def test_avx512_instance_emulated_vs_gkl(gkl_results, native_check_exe):
     res = subprocess.run(
         [exe],
         input="\n".join(lines) + "\n",
-        env=dict(os.environ, PYPHMM_DEV="sw_isa=avx512"),
+        env=dict(os.environ, PYPHMM_DEV=f"sw_isa={isa}"),
         capture_output=True,
         text=True,
     )

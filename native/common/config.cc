@@ -64,7 +64,7 @@ const Spec kSpecs[] = {
     {Knob::kCpuKernel, Scope::kDev, "cpu_kernel", Type::kString, 0, 0, 0, nullptr, "first use",
      "force a CPU PairHMM and PDHMM kernel (avx512, avx2, neon, portable; PDHMM also scalar)"},
     {Knob::kSwIsa, Scope::kDev, "sw_isa", Type::kString, 0, 0, 0, nullptr, "first use",
-     "force a CPU Smith-Waterman fill (sse, avx2, avx512, neon)"},
+     "force a CPU Smith-Waterman fill (sse, avx2, avx512, avx512vbmi, neon)"},
     {Knob::kPackScalar, Scope::kDev, "pack_scalar", Type::kBool, 0, 0, 1, nullptr, "first use",
      "pack GPU PairHMM input with scalar code instead of AVX2"},
     {Knob::kCudaArith, Scope::kDev, "cuda_arith", Type::kEnum, kFast, 0, 0, "fast|exact", "first use",

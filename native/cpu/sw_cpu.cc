@@ -89,12 +89,30 @@ class BtReader {
 };
 
 // Last occurrence of alt in ref, or -1 (GATK's Utils.lastIndexOf). The
-// first four bytes are compared as one word before the whole.
+// first four bytes are compared as one word before the whole; 16 positions
+// at a time first (byte compares of ref at offsets 0-3 with alt's first four
+// bases, GCC vector extensions, so any target), the positions left over one
+// by one.
 int last_index_of(const uint8_t* ref, int m, const uint8_t* alt, int n) {
     if (n >= 4) {
+        typedef uint8_t V16 __attribute__((vector_size(16)));
         uint32_t head;
         std::memcpy(&head, alt, 4);
-        for (int pos = m - n; pos >= 0; --pos) {
+        int pos = m - n;
+        for (; pos >= 15; pos -= 16) {  // positions pos-15..pos; loads end at pos + 3 <= m - 1
+            V16 hit = V16{} == V16{};
+            for (int k = 0; k < 4; ++k) {
+                V16 v;
+                std::memcpy(&v, ref + pos - 15 + k, 16);
+                hit &= v == alt[k];
+            }
+            uint64_t halves[2];
+            std::memcpy(halves, &hit, 16);
+            if (!(halves[0] | halves[1])) continue;
+            for (int p = pos; p > pos - 16; --p)
+                if (hit[p - (pos - 15)] && std::memcmp(ref + p + 4, alt + 4, n - 4) == 0) return p;
+        }
+        for (; pos >= 0; --pos) {
             uint32_t w;
             std::memcpy(&w, ref + pos, 4);
             if (w == head && std::memcmp(ref + pos + 4, alt + 4, n - 4) == 0) return pos;
@@ -109,21 +127,15 @@ int last_index_of(const uint8_t* ref, int m, const uint8_t* alt, int n) {
 // Where the alignment ends for SOFTCLIP, IGNORE and LEADING_INDEL (GATK's
 // rule, docs/SMITH_WATERMAN.md): the bottom-most maximum of the last column;
 // then, unless LEADING_INDEL, a last-row cell that scores more, or as much
-// and closer to the diagonal, scanning left to right. Maxima first (loops
-// that vectorise), then only the cells that can win. Returns the overhang
-// (alt bases after the end cell).
+// and closer to the diagonal, scanning left to right. The fill keeps both
+// maxima (ws.best), so the row is scanned only where a cell can win.
+// Returns the overhang (alt bases after the end cell).
 int32_t find_end(const Workspace& ws, int m, int n, bool scan_row, int& p1, int& p2) {
-    const int32_t* col = ws.last_col.data();
-    int32_t best = INT_MIN;
-    for (int i = 1; i <= m; ++i) best = std::max(best, col[i]);
-    p1 = m;
-    while (col[p1] != best) --p1;
+    int32_t best = ws.best.col_max;
+    p1 = ws.best.col_at;
     p2 = n;
-    if (!scan_row) return 0;
+    if (!scan_row || ws.best.row_max < best) return 0;
     const int32_t* row = ws.last_row.data();
-    int32_t row_best = INT_MIN;
-    for (int j = 1; j <= n; ++j) row_best = std::max(row_best, row[j]);
-    if (row_best < best) return 0;
     int32_t segment = 0;
     for (int j = 1; j <= n; ++j) {
         const int32_t s = row[j];

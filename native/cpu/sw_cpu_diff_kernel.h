@@ -23,117 +23,384 @@
 // shifted by B: the backtrack bits are GATK's exactly. The bounds that make
 // a lane type exact are derived in sw_cpu_fill.cc (diff_range).
 //
-// Anti-diagonal order (d = i + j), vectorised along i: the inputs of cell
-// (i, j) are slot i-1 (cell (i-1, j)) and slot i (cell (i, j-1)) of diagonal
-// d-1, so two diagonals of state suffice. Lanes past the diagonal's end
-// compute garbage that is never read as a cell; the boundary slots they may
-// overrun are rewritten after each diagonal.
+// Anti-diagonal order (d = i + j), vectorised along i. Lane L of diagonal
+// d's state holds cell i = lo(d) + L (the backtrack blocks' order too).
+// Cell (i, j) reads cell (i-1, j) (dh, te... of slot i-1) and cell (i, j-1)
+// (slot i) of diagonal d-1, which with delta = lo(d) - lo(d-1) (0 while
+// d <= n + 1, then 1) are lanes L - 1 + delta and L + delta there: one pair
+// of arrays is read in place, the other shifted by one lane in registers.
+// So every vector of state is read back whole from where it was written
+// (in registers, or at the same address: store-forwarded), never across two
+// earlier stores, which would stall each diagonal on the previous one's.
+// Edge cells: cell (0, d-1) enters lane 0 by the shift (delta 0 only, which
+// is exactly while that cell exists); cell (d, 0) is the lane just past
+// diagonal d's last cell and is blended in after the diagonal. Lanes past
+// the diagonal's end compute garbage that is never read as a cell.
 
-// Slot arrays of diagonals d-1 (prev) and d (cur), each four arrays S lanes
-// apart: dh, dv, te, tf (te and tf hold de + extend and df + extend: the
-// only way the next diagonal uses them). A constant S makes every access one
-// base register plus a displacement, so the loop keeps its pointers in
-// registers. Everything the sweep reads is a local copy: the backtrack
-// stores are bytes, which may alias anything, so ws's members would be
-// reloaded after every store.
-struct DiffSweep {
+// Whether the instruction set's Ops has a half-width set (Ops::Half).
+template <typename O, typename = void>
+struct HasHalf : std::false_type {};
+template <typename O>
+struct HasHalf<O, std::void_t<typename O::Half>> : std::true_type {};
+
+// What both sweeps share: parameters, outputs and one vector of cells.
+// Everything the sweep reads is a local copy: the backtrack stores are
+// bytes, which may alias anything, so ws's members would be reloaded after
+// every store.
+struct SweepBase {
     typedef Ops::V V;
     typedef Ops::T T;
+    typedef Ops::M M;
     static constexpr int W = 1 << Ops::kShift;
-    static constexpr int S = kStateStride / sizeof(T);
-    static constexpr int DH = 0, DV = S, TE = 2 * S, TF = 3 * S;
 
     const int m, n;
     const V match, mis, open, ext;
+    const V edge_v, no_gap;  // dv of a cell (d, 0) (or dh of (0, d)), d >= 2, and te / tf of either
     const T* const ref;
     const T* const alt_r;
-    const T edge_step;  // dh(0, d) and dv(d, 0) for d >= 2: extend with edge gaps, else 0
     int32_t* const last_col;
     int32_t* const last_row;
     int64_t* const blk_start;
     uint8_t* const base;
-    T* prev;
-    T* cur;
     uint8_t* out;
     int32_t col_sum, row_sum;  // H[d-n][n] and H[m][d-m] so far
+    ColRowMax best;
+    V row_dh;  // dh of cell (0, d-1), shifted into lane 0 while d <= n + 1
 
-    DiffSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
+    SweepBase(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
         : m(m_),
           n(n_),
           match(Ops::set1(p.match)),
           mis(Ops::set1(p.mismatch)),
           open(Ops::set1(p.gap_open)),
           ext(Ops::set1(p.gap_extend)),
+          edge_v(Ops::set1(edge ? p.gap_extend : 0)),
+          no_gap(Ops::set1(Ops::kNoGap)),
           ref(lanes<T>(ws.ref16)),
           alt_r(lanes<T>(ws.alt16)),
-          edge_step(static_cast<T>(edge ? p.gap_extend : 0)),
           last_col(ws.last_col.data()),
           last_row(ws.last_row.data()),
           blk_start(ws.blk_start.data()),
           base(ws.bt.data()),
-          prev(lanes<T>(ws.diag)),
-          cur(lanes<T>(ws.diag) + 4 * S),
           out(ws.bt.data()),
           col_sum(edge ? p.gap_open + (n_ - 1) * p.gap_extend : 0),
-          row_sum(edge ? p.gap_open + (m_ - 1) * p.gap_extend : 0) {}
+          row_sum(edge ? p.gap_open + (m_ - 1) * p.gap_extend : 0),
+          row_dh(Ops::set1(edge ? p.gap_open : 0)) {}
 
-    // Diagonals d0..d1 (inclusive), all on the same side of m and n, so
-    // which edges and last row / column they touch is known at compile time:
-    // kRowEdge: d <= n (cell (0, d)), kColEdge: d <= m (cell (d, 0)),
-    // kLastCol: d > n (cell (d-n, n)), kLastRow: d > m (cell (m, d-m)).
-    template <bool kRowEdge, bool kColEdge, bool kLastCol, bool kLastRow>
-    __attribute__((always_inline)) inline void run(int d0, int d1) {
-        // The diagonal's cells lo..hi and alt_d (alt_d[i] = alt[d - i - 1])
-        // move by at most one per diagonal, as the phase fixes.
-        int lo = kLastCol ? d0 - n : 1, hi = kLastRow ? m : d0 - 1;
-        const T* alt_d = alt_r + (n - d0);
-        for (int d = d0; d <= d1; ++d, --alt_d) {
-            blk_start[d] = out - base;
-            for (int i = lo; i <= hi; i += W, out += W / 2) {
-                const V s = Ops::subst(Ops::load(ref + i - 1), Ops::load(alt_d + i), match, mis);
-                const V up = Ops::load(prev + DH + i - 1);  // H[i-1][j] - B
-                const V tf = Ops::load(prev + TF + i - 1);
-                const V down = Ops::add(up, Ops::max(open, tf));
-                const V left = Ops::load(prev + DV + i);  // H[i][j-1] - B
-                const V te = Ops::load(prev + TE + i);
-                const V right = Ops::add(left, Ops::max(open, te));
-                const V gap = Ops::max(down, right);
-                const V h = Ops::max(s, gap);
-                const V h_ext = Ops::sub(h, ext);
-                Ops::store(cur + DH + i, Ops::sub(h, left));
-                Ops::store(cur + DV + i, Ops::sub(h, up));
-                Ops::store(cur + TF + i, Ops::sub(down, h_ext));
-                Ops::store(cur + TE + i, Ops::sub(right, h_ext));
-                Ops::put_bits(out, Ops::gt(gap, s), Ops::gt(down, right), Ops::gt(open, te), Ops::gt(open, tf));
-            }
-            if (kLastCol) last_col[lo] = col_sum += cur[DV + lo];  // cell (d-n, n)
-            if (kLastRow) last_row[d - m] = row_sum += cur[DH + m];
-            if (kRowEdge) {
-                cur[DH] = edge_step;
-                cur[TF] = Ops::kNoGap;
-            }
-            if (kColEdge) {  // cell (d, 0): hi = d - 1
-                cur[DV + hi + 1] = edge_step;
-                cur[TE + hi + 1] = Ops::kNoGap;
-            }
-            T* t = prev;
-            prev = cur;
-            cur = t;
-            if (kLastCol) ++lo;  // lo = d - n
-            if (kColEdge) ++hi;  // hi = d - 1
+    // One vector of cells, in operations O (Ops, or Ops::Half for a half
+    // vector), from its two neighbours' state (relative to B) and s; writes
+    // the new state and the backtrack block at bits.
+    template <typename O>
+    __attribute__((always_inline)) static inline void cell(typename O::V s, typename O::V up, typename O::V tf_in,
+                                                           typename O::V left, typename O::V te_in, typename O::V open,
+                                                           typename O::V ext, uint8_t* bits, typename O::V& dh,
+                                                           typename O::V& dv, typename O::V& te, typename O::V& tf) {
+        const auto down = O::add(up, O::max(open, tf_in));     // F - B
+        const auto right = O::add(left, O::max(open, te_in));  // E - B
+        const auto gap = O::max(down, right);
+        const auto h = O::max(s, gap);
+        const auto h_ext = O::sub(h, ext);
+        dh = O::sub(h, left);
+        dv = O::sub(h, up);
+        tf = O::sub(down, h_ext);
+        te = O::sub(right, h_ext);
+        O::put_bits(bits, O::gt(gap, s), O::gt(down, right), O::gt(open, te_in), O::gt(open, tf_in));
+    }
+    __attribute__((always_inline)) inline void step(V s, V up, V tf_in, V left, V te_in, uint8_t* bits, V& dh, V& dv,
+                                                    V& te, V& tf) const {
+        cell<Ops>(s, up, tf_in, left, te_in, open, ext, bits, dh, dv, te, tf);
+    }
+    // The same on the low half of the vectors (O = Ops, only where it has a
+    // Half); the high half of the new state is undefined.
+    template <typename O = Ops>
+    __attribute__((always_inline)) inline void step_half(V fixed, const T* slide, V up, V tf_in, V left, V te_in,
+                                                         uint8_t* bits, V& dh, V& dv, V& te, V& tf) const {
+        typedef typename O::Half H;
+        typename H::V ndh, ndv, nte, ntf;
+        cell<H>(H::subst(O::low(fixed), H::load(slide), O::low(match), O::low(mis)), O::low(up), O::low(tf_in),
+                O::low(left), O::low(te_in), O::low(open), O::low(ext), bits, ndh, ndv, nte, ntf);
+        dh = O::widen(ndh);
+        dv = O::widen(ndv);
+        te = O::widen(nte);
+        tf = O::widen(ntf);
+    }
+
+    // The diagonals split where delta (d = n + 1 | n + 2), the column edge
+    // (m | m + 1) and the last column (n | n + 1) change:
+    // run<delta, cell (d, 0) exists, cell (d-n, n) exists>(d0, d1), where
+    // no cell (d, 0) means that cell (m, d-m) exists.
+    template <typename S>
+    __attribute__((always_inline)) static inline void sweep(S& s, int m, int n) {
+        if (n < m) {
+            s.template run<false, true, false>(2, n);
+            s.template run<false, true, true>(n + 1, n + 1);
+            s.template run<true, true, true>(n + 2, m);
+            s.template run<true, false, true>(m + 1, m + n);
+        } else {
+            s.template run<false, true, false>(2, m);
+            s.template run<false, false, false>(m + 1, n);
+            s.template run<false, false, true>(n + 1, n + 1);
+            s.template run<true, false, true>(n + 2, m + n);
         }
     }
 };
 
-// Fills ws.bt (layout in sw_cpu_fill.h), ws.blk_start, ws.last_col and
-// ws.last_row; prepare() has written the inputs and prepare_diff() diagonal 1.
+// The whole diagonal in registers, for diagonals of at most NV * W - 1
+// cells (a read against its haplotype: two or three vectors).
+template <int NV>
+struct RegSweep : SweepBase {
+    V dh[NV], dv[NV], te[NV], tf[NV];  // diagonal d-1
+
+    RegSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge) : SweepBase(ws, m_, n_, p, edge) {
+        for (int t = 0; t < NV; ++t) {  // diagonal 1: cell (1, 0) in lane 0
+            dh[t] = tf[t] = Ops::set1(0);
+            dv[t] = row_dh;
+            te[t] = no_gap;
+        }
+    }
+
+    template <typename F, int... I>
+    __attribute__((always_inline)) static inline void each(F&& f, std::integer_sequence<int, I...>) {
+        (f(std::integral_constant<int, I>{}), ...);
+    }
+    // f(std::integral_constant<int, t>) for t = 0..NV-1, unrolled, so that
+    // every index into the state arrays is a constant and they stay in registers.
+    template <typename F>
+    __attribute__((always_inline)) static inline void each(F&& f) {
+        each(f, std::make_integer_sequence<int, NV>{});
+    }
+
+    template <bool kD1, bool kColEdge, bool kLastCol>
+    __attribute__((always_inline)) inline void run(int d0, int d1) {
+        // One sequence is constant per lane (ref, i = L + 1 for delta 0; alt,
+        // j = n - L for delta 1), the other slides by one base per diagonal.
+        V fixed[NV];
+        each([&](auto tc) __attribute__((always_inline)) {
+            constexpr int t = decltype(tc)::value;
+            fixed[t] = Ops::load((kD1 ? alt_r : ref) + W * t);
+        });
+        const T* slide = kD1 ? ref + (d0 - n - 1) : alt_r + (n + 1 - d0);
+        int lo = kD1 ? d0 - n : 1, hi = kColEdge ? d0 - 1 : m;
+        for (int d = d0; d <= d1; ++d) {
+            blk_start[d] = out - base;
+            const int active = (hi - lo + W) >> Ops::kShift;  // vectors holding cells
+            V ndh[NV], ndv[NV], nte[NV], ntf[NV];
+            each([&](auto tc) __attribute__((always_inline)) {
+                constexpr int t = decltype(tc)::value;
+                ndh[t] = dh[t];
+                ndv[t] = dv[t];
+                nte[t] = te[t];
+                ntf[t] = tf[t];
+                if (t >= active) return;
+                constexpr int before = t ? t - 1 : 0, after = t + 1 < NV ? t + 1 : t;
+                const V up = kD1 ? dh[t] : Ops::shift_up(dh[t], t ? dh[before] : row_dh);
+                const V tf_in = kD1 ? tf[t] : Ops::shift_up(tf[t], t ? tf[before] : no_gap);
+                const V left = kD1 ? Ops::shift_down(dv[t], dv[after]) : dv[t];
+                const V te_in = kD1 ? Ops::shift_down(te[t], te[after]) : te[t];
+                uint8_t* bits = out + t * (W / 2);
+                if constexpr (HasHalf<Ops>::value) {
+                    if (t == active - 1 && hi - lo < W * t + W / 2) {  // at most W/2 cells in this vector
+                        step_half(fixed[t], slide + W * t, up, tf_in, left, te_in, bits, ndh[t], ndv[t], nte[t],
+                                  ntf[t]);
+                        return;
+                    }
+                }
+                step(Ops::subst(fixed[t], Ops::load(slide + W * t), match, mis), up, tf_in, left, te_in, bits, ndh[t],
+                     ndv[t], nte[t], ntf[t]);
+            });
+            out += active * (W / 2);
+            if (kColEdge) {  // cell (d, 0), in lane d - lo
+                const int edge = kD1 ? n : d - 1;
+                each([&](auto tc) __attribute__((always_inline)) {
+                    constexpr int t = decltype(tc)::value;
+                    if (W * (t + 1) <= edge) return;  // no lane at or above the edge
+                    const M above = Ops::lanes_from(edge - W * t);
+                    ndv[t] = Ops::blend(above, ndv[t], edge_v);
+                    nte[t] = Ops::blend(above, nte[t], no_gap);
+                });
+            }
+            if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(ndv[0]));  // cell (d-n, n), lane 0
+            if (!kColEdge) {                                                         // cell (m, d-m), lane m - lo
+                const int lane = m - lo;
+                V v = ndh[0];
+                each([&](auto tc) __attribute__((always_inline)) {
+                    constexpr int t = decltype(tc)::value;
+                    if (t && t == lane >> Ops::kShift) v = ndh[t];
+                });
+                alignas(64) T buf[W];
+                Ops::store(buf, v);
+                best.row(last_row, d - m, row_sum += buf[lane & (W - 1)]);
+            }
+            each([&](auto tc) __attribute__((always_inline)) {
+                constexpr int t = decltype(tc)::value;
+                dh[t] = ndh[t];
+                dv[t] = ndv[t];
+                te[t] = nte[t];
+                tf[t] = ntf[t];
+            });
+            if (!kD1) row_dh = edge_v;
+            if (kD1) {
+                ++slide;
+                ++lo;
+            } else {
+                --slide;
+            }
+            if (kColEdge) ++hi;
+        }
+    }
+};
+
+// Longer diagonals: the state in slot arrays, lane-addressed as the
+// registers above, for diagonals d-1 (prev) and d (cur), each four arrays
+// S lanes apart: dh, dv, te, tf, lane 0 kLead lanes into its array. A
+// constant S makes every access one base register plus a displacement. The
+// neighbour vector a shift needs is the one the previous iteration loaded
+// (delta 0) or loads ahead (delta 1). Where Ops::kShiftByLoad (SSE2, whose
+// two-register shift costs three instructions), the shifted vectors are
+// loaded one lane off instead, with the row edge in lane -1: those loads
+// span two stores, but diagonals of many 8-lane vectors are long enough
+// for the stores to have reached the cache.
+template <typename O, typename = void>
+struct ShiftByLoad : std::false_type {};
+template <typename O>
+struct ShiftByLoad<O, std::enable_if_t<O::kShiftByLoad>> : std::true_type {};
+
+struct MemSweep : SweepBase {
+    static constexpr int S = kStateStride / sizeof(T);
+    static constexpr int DH = 0, DV = S, TE = 2 * S, TF = 3 * S;
+    static constexpr bool kLoads = ShiftByLoad<Ops>::value;
+    static constexpr int kLead = kLoads ? 64 : 0;  // room for lane -1
+    T* prev;
+    T* cur;
+
+    // The arrays from the first 64-byte boundary (kStateStride a multiple
+    // of 64): vectors of state do not straddle cache lines.
+    static T* aligned(Workspace& ws) {
+        const uintptr_t a = reinterpret_cast<uintptr_t>(ws.diag.data());
+        return reinterpret_cast<T*>((a + 63) & ~uintptr_t(63));
+    }
+    // Diagonal 1: cell (1, 0) in lane 0, cell (0, 1) in lane -1 (or row_dh).
+    MemSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
+        : SweepBase(ws, m_, n_, p, edge), prev(aligned(ws) + kLead), cur(aligned(ws) + 4 * S + kLead) {
+        prev[DV] = static_cast<T>(edge ? p.gap_open : 0);
+        prev[TE] = Ops::kNoGap;
+        if (kLoads) {
+            prev[DH - 1] = prev[DV];
+            prev[TF - 1] = Ops::kNoGap;
+        }
+    }
+
+    template <bool kD1, bool kColEdge, bool kLastCol>
+    __attribute__((always_inline)) inline void run(int d0, int d1) {
+        const T* fixed = kD1 ? alt_r : ref;  // as in RegSweep
+        const T* slide = kD1 ? ref + (d0 - n - 1) : alt_r + (n + 1 - d0);
+        int lo = kD1 ? d0 - n : 1, hi = kColEdge ? d0 - 1 : m;
+        for (int d = d0; d <= d1; ++d) {
+            blk_start[d] = out - base;
+            const int cells = hi - lo + 1;
+            const int edge = kD1 ? n : d - 1;  // lane of cell (d, 0) where kColEdge
+            V carry_a = kD1 ? Ops::load(prev + DV) : row_dh;
+            V carry_b = kD1 ? Ops::load(prev + TE) : no_gap;
+            V col = no_gap;
+            for (int i = 0; i < cells; i += W, out += W / 2) {
+                V up, tf_in, left, te_in;
+                if (kLoads) {
+                    up = Ops::load(prev + DH + i - 1 + kD1);
+                    tf_in = Ops::load(prev + TF + i - 1 + kD1);
+                    left = Ops::load(prev + DV + i + kD1);
+                    te_in = Ops::load(prev + TE + i + kD1);
+                } else if (kD1) {
+                    const V next_dv = Ops::load(prev + DV + i + W), next_te = Ops::load(prev + TE + i + W);
+                    up = Ops::load(prev + DH + i);
+                    tf_in = Ops::load(prev + TF + i);
+                    left = Ops::shift_down(carry_a, next_dv);
+                    te_in = Ops::shift_down(carry_b, next_te);
+                    carry_a = next_dv;
+                    carry_b = next_te;
+                } else {
+                    const V dh_i = Ops::load(prev + DH + i), tf_i = Ops::load(prev + TF + i);
+                    up = Ops::shift_up(dh_i, carry_a);
+                    tf_in = Ops::shift_up(tf_i, carry_b);
+                    left = Ops::load(prev + DV + i);
+                    te_in = Ops::load(prev + TE + i);
+                    carry_a = dh_i;
+                    carry_b = tf_i;
+                }
+                V dh, dv, te, tf;
+                step(Ops::subst(Ops::load(fixed + i), Ops::load(slide + i), match, mis), up, tf_in, left, te_in, out,
+                     dh, dv, te, tf);
+                if (!kLoads && kColEdge && edge < i + W) {  // the last vector: cell (d, 0) in it
+                    const M above = Ops::lanes_from(edge - i);
+                    dv = Ops::blend(above, dv, edge_v);
+                    te = Ops::blend(above, te, no_gap);
+                }
+                if (kLastCol && i == 0) col = dv;
+                Ops::store(cur + DH + i, dh);
+                Ops::store(cur + DV + i, dv);
+                Ops::store(cur + TE + i, te);
+                Ops::store(cur + TF + i, tf);
+            }
+            if (!kLoads && kColEdge && (edge & (W - 1)) == 0) {  // cell (d, 0) starts a vector past the last
+                Ops::store(cur + DV + edge, edge_v);
+                Ops::store(cur + TE + edge, no_gap);
+            }
+            if (kLoads && kColEdge) {  // out of the loop, which then has no branch: the vector read back whole
+                const int at = edge & -W;
+                const M above = Ops::lanes_from(edge - at);
+                Ops::store(cur + DV + at, Ops::blend(above, Ops::load(cur + DV + at), edge_v));
+                Ops::store(cur + TE + at, Ops::blend(above, Ops::load(cur + TE + at), no_gap));
+            }
+            if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(col));
+            if (!kColEdge) best.row(last_row, d - m, row_sum += cur[DH + m - lo]);
+            T* t = prev;
+            prev = cur;
+            cur = t;
+            if (!kD1) {
+                row_dh = edge_v;
+                if (kLoads) {  // cell (0, d) of the diagonal now in prev
+                    prev[DH - 1] = Ops::first(edge_v);
+                    prev[TF - 1] = Ops::kNoGap;
+                }
+            }
+            if (kD1) {
+                ++slide;
+                ++lo;
+            } else {
+                --slide;
+            }
+            if (kColEdge) ++hi;
+        }
+    }
+};
+
+// Fills ws.bt (layout in sw_cpu_fill.h), ws.blk_start, ws.last_col,
+// ws.last_row and ws.best; prepare() has written the inputs and
+// size_diff_state() sized ws.diag.
 static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p, bool edge_gaps) {
-    DiffSweep sweep(ws, m, n, p, edge_gaps);
-    const int lo = std::min(m, n), hi = std::max(m, n);
-    sweep.run<true, true, false, false>(2, lo);
-    if (n < m)
-        sweep.run<false, true, true, false>(lo + 1, hi);
-    else
-        sweep.run<true, false, false, true>(lo + 1, hi);
-    sweep.run<false, false, true, true>(hi + 1, m + n);
+    switch ((std::min(m, n) + SweepBase::W) >> Ops::kShift) {  // vectors for the cells and an edge lane
+        case 1: {
+            RegSweep<1> s(ws, m, n, p, edge_gaps);
+            SweepBase::sweep(s, m, n);
+            ws.best = s.best;
+            return;
+        }
+        case 2: {
+            RegSweep<2> s(ws, m, n, p, edge_gaps);
+            SweepBase::sweep(s, m, n);
+            ws.best = s.best;
+            return;
+        }
+        case 3: {
+            RegSweep<3> s(ws, m, n, p, edge_gaps);
+            SweepBase::sweep(s, m, n);
+            ws.best = s.best;
+            return;
+        }
+        default: {
+            MemSweep s(ws, m, n, p, edge_gaps);
+            SweepBase::sweep(s, m, n);
+            ws.best = s.best;
+            return;
+        }
+    }
 }

@@ -27,6 +27,8 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -137,19 +139,12 @@ void prepare(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n
     ws.blk_start.resize(static_cast<size_t>(m) + n + 1);
 }
 
-// Diagonal 1, cells (0, 1) and (1, 0), of the difference fill in lanes of T.
-// Slot arrays as in sw_cpu_diff_kernel.h: dh, dv, te, tf, kStateStride
-// bytes apart, diagonal d-1 first.
-template <typename T>
-void prepare_diff(Workspace& ws, const pyphmm_sw_params& p, bool edge_gaps) {
-    constexpr int S = kStateStride / sizeof(T);
-    if (ws.diag.size() < 4 * static_cast<size_t>(kStateStride)) ws.diag.resize(4 * static_cast<size_t>(kStateStride));
-    T* prev = lanes<T>(ws.diag);
-    const T first = static_cast<T>(edge_gaps ? p.gap_open : 0);
-    prev[0] = first;                              // dh(0, 1)
-    prev[3 * S] = std::numeric_limits<T>::min();  // no vertical gap above row 1
-    prev[S + 1] = first;                          // dv(1, 0)
-    prev[2 * S + 1] = std::numeric_limits<T>::min();
+// Room for the difference fill's slot arrays (MemSweep in
+// sw_cpu_diff_kernel.h: eight arrays kStateStride bytes apart from a 64-byte
+// boundary), which writes its own diagonal 1.
+void size_diff_state(Workspace& ws) {
+    const size_t size = 4 * static_cast<size_t>(kStateStride) + 32;  // and up to 64 bytes to a line boundary
+    if (ws.diag.size() < size) ws.diag.resize(size);
 }
 
 // The absolute fill: GATK's int32 scores with the -1e8 floor, one cell at a
@@ -167,6 +162,7 @@ void absolute_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
     h1[1] = ws.col0[1];
     f1[0] = e1[1] = kLowInit;
     uint8_t* out = ws.bt.data();
+    ColRowMax best;
     for (int d = 2; d <= m + n; ++d) {
         const int lo = std::max(1, d - n), hi = std::min(m, d - 1);
         ws.blk_start[d] = out - ws.bt.data();
@@ -188,8 +184,8 @@ void absolute_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
             }
             std::memcpy(out, planes, 4);
         }
-        if (d > n) ws.last_col[d - n] = h0[d - n];
-        if (d > m) ws.last_row[d - m] = h0[m];
+        if (d > n) best.col(ws.last_col.data(), d - n, h0[d - n]);
+        if (d > m) best.row(ws.last_row.data(), d - m, h0[m]);
         if (d <= n) {
             h0[0] = ws.row0[d];
             f0[0] = kLowInit;
@@ -205,6 +201,7 @@ void absolute_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
         std::swap(e0, e1);
         std::swap(f0, f1);
     }
+    ws.best = best;
 }
 
 #define SW_OP __attribute__((always_inline)) static inline
@@ -218,6 +215,7 @@ struct Ops {
     static constexpr T kNoGap = INT16_MIN;
     static constexpr int kShift = 3;
     static constexpr BtLayout kLayout = kPlanar;
+    static constexpr bool kShiftByLoad = true;  // see MemSweep
     typedef int16_t V __attribute__((vector_size(16)));
     typedef V M;
     SW_OP V load(const T* p) {
@@ -232,6 +230,25 @@ struct Ops {
     SW_OP V max(V a, V b) { return a > b ? a : b; }
     SW_OP V subst(V a, V b, V match, V mis) { return a == b ? match : mis; }
     SW_OP M gt(V a, V b) { return a > b; }
+#if defined(__x86_64__) || defined(__i386__)
+    // Byte shifts and an or: SSE2 has no palignr, and GCC builds the
+    // two-source shuffle below lane by lane there.
+    SW_OP V shift_up(V v, V before) {
+        return (V)_mm_or_si128(_mm_slli_si128((__m128i)v, 2), _mm_srli_si128((__m128i)before, 14));
+    }
+    SW_OP V shift_down(V v, V after) {
+        return (V)_mm_or_si128(_mm_srli_si128((__m128i)v, 2), _mm_slli_si128((__m128i)after, 14));
+    }
+#else
+    SW_OP V shift_up(V v, V before) { return __builtin_shuffle(before, v, V{7, 8, 9, 10, 11, 12, 13, 14}); }
+    SW_OP V shift_down(V v, V after) { return __builtin_shuffle(v, after, V{1, 2, 3, 4, 5, 6, 7, 8}); }
+#endif
+    SW_OP V blend(M m, V a, V b) { return m ? b : a; }
+    SW_OP M lanes_from(int x) {
+        const V iota{0, 1, 2, 3, 4, 5, 6, 7};
+        return iota >= set1(x < 0 ? 0 : x > 8 ? 8 : x);
+    }
+    SW_OP T first(V v) { return v[0]; }
     SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
 #if defined(__x86_64__) || defined(__i386__)
         const uint16_t lo = static_cast<uint16_t>(_mm_movemask_epi8(_mm_packs_epi16((__m128i)gap, (__m128i)down)));
@@ -282,18 +299,22 @@ struct Fill {
 };
 
 // The widest fill this CPU runs, or the one PYPHMM_DEV's sw_isa names (a testing
-// aid: sse or portable, avx2, avx512 on x86-64; neon or portable on AArch64;
+// aid: sse or portable, avx2, avx512, avx512vbmi on x86-64; neon or portable on AArch64;
 // a fill the CPU cannot run is refused with a note).
 const Fill& pick_fill() {
     static const Fill portable{"portable", {nullptr, 0, kPlanar}, SW_KERNEL(base::w16), true};
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     static const Fill fills[] = {
-        {"avx512", SW_KERNEL(avx512::w8), SW_KERNEL(avx512::w16),
 #if defined(PYPHMM_SW_EMULATE_AVX512)
-         true},
+        {"avx512vbmi", SW_KERNEL(avx512vbmi::w8), SW_KERNEL(avx512::w16), true},
+        {"avx512", SW_KERNEL(avx512::w8), SW_KERNEL(avx512::w16), true},
 #else
-         __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")},
+        {"avx512vbmi", SW_KERNEL(avx512vbmi::w8), SW_KERNEL(avx512::w16),
+         __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi")},
+        {"avx512", SW_KERNEL(avx512::w8), SW_KERNEL(avx512::w16),
+         __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")},
 #endif
         {"avx2", SW_KERNEL(avx2::w8), SW_KERNEL(avx2::w16), __builtin_cpu_supports("avx2") != 0},
         {"sse", {nullptr, 0, kPlanar}, SW_KERNEL(base::w16), true},
@@ -336,10 +357,7 @@ void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, c
     const Kernel& k = bytes == 1 ? chosen.k8 : chosen.k16;
     prepare(ws, ref, m, alt, n, p, edge_gaps, k.lane_shift, bytes);
     ws.layout = k.layout;
-    if (bytes == 1)
-        prepare_diff<int8_t>(ws, p, edge_gaps);
-    else
-        prepare_diff<int16_t>(ws, p, edge_gaps);
+    size_diff_state(ws);
     k.fn(ws, m, n, p, edge_gaps);
 }
 

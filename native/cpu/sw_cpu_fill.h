@@ -2,6 +2,7 @@
 // workspace it leaves for the traceback (sw_cpu.cc): per-thread buffers,
 // the backtrack bits of every cell, the last row and column.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -15,6 +16,7 @@ namespace sw_cpu {
 // diagonals): room for the longest sequence plus vector padding, and not a
 // multiple of 4 KiB, so the eight arrays fall into different cache sets.
 constexpr int kStateStride = 2 * (PYPHMM_SW_MAX_LENGTH + 1 + 128) + 512;
+static_assert(kStateStride % 64 == 0, "slot arrays of 64-byte vectors stay aligned");
 
 // Buffers above this many bytes are released after the call instead of being
 // kept for the next call of the same thread.
@@ -37,6 +39,25 @@ enum BtPlane : unsigned {
 };
 
 enum BtLayout { kPlanar, kPaired, kNibble };
+
+// The last column's bottom-most maximum and the last row's maximum, kept
+// by the fill as it writes them (rows, then columns, in increasing order),
+// so that the traceback's start needs no pass over them.
+struct ColRowMax {
+    int32_t col_max = INT32_MIN, row_max = INT32_MIN;
+    int col_at = 0;  // the largest i with H[i][n] == col_max
+    void col(int32_t* last_col, int i, int32_t h) {
+        last_col[i] = h;
+        if (h >= col_max) {
+            col_max = h;
+            col_at = i;
+        }
+    }
+    void row(int32_t* last_row, int j, int32_t h) {
+        last_row[j] = h;
+        row_max = std::max(row_max, h);
+    }
+};
 
 // Per-thread scratch, grown on demand and reused across calls.
 //
@@ -62,6 +83,7 @@ struct Workspace {
     int lane_shift = 3;
     BtLayout layout = kPlanar;
     std::vector<int32_t> last_col, last_row;  // H[i][n], H[m][j]
+    ColRowMax best;                           // of last_col and last_row
     std::vector<int32_t> row0, col0;          // edge scores of the absolute fill
     std::vector<Op> ops;
 
@@ -72,7 +94,7 @@ struct Workspace {
 
 // GATK's score recurrence over the m x n matrix of ref x alt, with gap
 // penalties on the edges (edge_gaps: the INDEL and LEADING_INDEL overhang
-// strategies) or free edges. Fills ws.bt, ws.last_col and ws.last_row with
+// strategies) or free edges. Fills ws.bt, ws.last_col, ws.last_row and ws.best with
 // the widest vector code this CPU runs (or PYPHMM_DEV's sw_isa).
 void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
           bool edge_gaps);
