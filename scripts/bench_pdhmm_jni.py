@@ -5,7 +5,7 @@ VectorLoglessPairPDHMM makes them (java_shim/bench/BenchPdhmm.java does the
 timing): total seconds, GCUPS, per-call latency median / p99, and every
 mode's max |diff| against GKL's first mode.
 
-  PYTHONPATH=. python3 scripts/bench_pdhmm_jni.py [--shape hc|issue] [--regions N]
+  PYTHONPATH=. python3 scripts/bench_pdhmm_jni.py [--shape hc|gatk] [--regions N]
         [--reps K] [--threads T] [--gkl09-classpath CP] [--classes DIR] [--shim-jar JAR]
         [--warmup W] [--jvms K [--mps off|on|both]]
 
