@@ -1,15 +1,14 @@
-"""scripts/bench_pdhmm_jni.py's side-by-side JVMs (--jvms): the regions
-dealt out to K JVMs come back in region order, and a small run through the
-shim (pyphmm's CPU backend where there is no GPU) prints its phase with
-results equal to pyphmm's. Checks bookkeeping, never timings."""
+"""scripts/bench_pdhmm_jni.py's side-by-side JVMs (--jvms): a small run
+through the shim (pyphmm's CPU backend where there is no GPU) prints its
+phase, and the likelihoods dealt out to two JVMs (regions of different
+shapes, taken alternately) come back in region order, equal to pyphmm's.
+Checks bookkeeping, never timings."""
 
-import importlib.util
 import os
 import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from devtools import ROOT
@@ -17,25 +16,6 @@ from devtools.child import child_env
 from devtools.oracle import shim
 
 SCRIPT = os.path.join(ROOT, "scripts", "bench_pdhmm_jni.py")
-
-
-def bench_module():
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_pdhmm_jni", SCRIPT)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.pop(0)
-
-
-def test_results_of_k_jvms_come_back_in_region_order():
-    shapes = [(2, 3), (1, 1), (4, 2), (3, 3), (1, 2)]
-    flat = [np.arange(r * h, dtype=np.float64) + 100 * i for i, (r, h) in enumerate(shapes)]
-    k = 2  # JVM p held regions p, p + k, ...
-    recs = [{"res": np.concatenate([flat[i] for i in range(p, len(shapes), k)])} for p in range(k)]
-    np.testing.assert_array_equal(bench_module().in_region_order(recs, shapes), np.concatenate(flat))
 
 
 @pytest.mark.jvm
