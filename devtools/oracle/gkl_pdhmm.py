@@ -17,7 +17,8 @@ lines (haplotype bases, PD bytes as ints); pairs as one line each
 (``HAP PD READ QUALS INS DEL GCP``). Output: one ``%.17g`` value per pair, or
 ``ERROR`` and the exception GKL would throw.
 
-Nothing here builds or contains GKL or GATK code; it runs the given builds.
+Nothing here contains GKL or GATK code; it runs the given builds
+(devtools/oracle/gkl09/build.sh makes GKL's from its source).
 """
 
 from __future__ import annotations
