@@ -34,7 +34,8 @@ events), summed over the regions in four size classes.
 cut to it (one bin each; kernel GCUPS in the notes), for tuning the bins.
 
 The diff column: max |GPU - CPU backend| over every pair, and how many
-results differ in any bit (the GPU keeps the CPU's operation order: 0).
+results differ in any bit (the GPU rounds in its own order; certified
+within 1e-10, docs/PDHMM.md).
 
     PYTHONPATH=. python3 scripts/bench_pdhmm_gpu.py [--regions N] [--shape hc] [--threads 1,16] [--gkl DIR]
         [--gkl-cells 1e9] [--read-lengths 48,80,128,250]

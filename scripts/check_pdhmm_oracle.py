@@ -3,9 +3,10 @@
 
 Generates seeded regions (HaplotypeCaller-shaped and GATK-shaped, see
 devtools/pd_regions.py, plus the edge cases of devtools/pd_edges.py) until
-at least ``--pairs`` read x haplotype pairs, computes them with pyphmm's CPU
-backend (the kernel PYPHMM_DEV's cpu_kernel names, else the best), and
-compares with:
+at least ``--pairs`` read x haplotype pairs, computes them with pyphmm
+(``--backend``: the CPU backend, the kernel PYPHMM_DEV's cpu_kernel names,
+else the best; or the GPU, ``cuda``, all regions in one call and the first
+``--per-region`` regions again one call each), and compares with:
 
 - GKL 0.9's serial PDHMM (always): one batch call per region, as GATK's
   computeLikelihoods makes it; pyphmm follows this code path;
@@ -24,6 +25,7 @@ devtools/oracle/gkl_pdhmm.py). Run from anywhere (scripts/_checkout.py
 makes this checkout importable):
 
     python3 scripts/check_pdhmm_oracle.py --gkl /path/to/oracle --pairs 100000 --avx2 --java
+    python3 scripts/check_pdhmm_oracle.py --gkl /path/to/oracle --pairs 100000 --backend cuda
 """
 
 from __future__ import annotations
@@ -86,6 +88,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--avx2", action="store_true", help="also compare with GKL's AVX2 code")
     p.add_argument("--java", action="store_true", help="also compare with GATK's LoglessPDPairHMM")
+    p.add_argument("--backend", choices=("cpu", "cuda"), default="cpu", help="pyphmm's backend (default cpu)")
+    p.add_argument("--per-region", type=int, default=200, help="cuda: regions also computed one call each")
     args = p.parse_args(argv)
     if missing(args.gkl):
         p.error(missing(args.gkl))
@@ -97,8 +101,15 @@ def main(argv=None) -> int:
     cells = sum(sum(len(x[0]) for x in r) * sum(len(x[0]) for x in h) for r, h in regions)
     print(f"{len(regions)} regions, {total} pairs, {cells / 1e9:.2f} G cells", flush=True)
     t = time.perf_counter()
-    ours = np.concatenate([v.ravel() for v in raw_pdhmm(regions, backend="cpu")])
-    print(f"pyphmm CPU: {time.perf_counter() - t:.2f} s", flush=True)
+    ours = np.concatenate([v.ravel() for v in raw_pdhmm(regions, backend=args.backend)])
+    print(f"pyphmm {args.backend}: {time.perf_counter() - t:.2f} s", flush=True)
+    if args.backend == "cuda":  # GATK's way too: one call per region, the same bits
+        each = [raw_pdhmm([g], backend="cuda")[0].ravel() for g in regions[: args.per_region]]
+        head = ours[: sum(v.size for v in each)]
+        same = bool(each) and np.array_equal(np.concatenate(each), head)
+        print(f"pyphmm cuda, {len(each)} regions one call each: {'the same bits' if same else 'DIFFERENT'}")
+        if not same:
+            return 1
     t = time.perf_counter()
     serial = np.concatenate([gkl_region(args.gkl, r, h, "serial").ravel() for r, h in regions])
     print(f"GKL serial: {time.perf_counter() - t:.2f} s (one oracle process per region)", flush=True)

@@ -7,7 +7,8 @@ Compiles native/cuda/pdhmm_cuda.cu for one architecture (--arch, default
 the kernel, disassembles it (cuobjdump, or --cuobjdump PATH) and finds the
 loops over 4-step blocks (innermost loops with double-precision multiplies).
 A loop's bin: its lanes per pair from the width of its shuffles, its rows
-per lane from its multiplies (8 per row and step), the striped bin by its
+per lane from its multiplies (4 per row and step, beside 3 fused
+multiply-adds), the striped bin by its
 asynchronous copies. For each loop, three paths from the loop's head to its
 back edge, through the basic blocks of the loop:
 
@@ -23,7 +24,7 @@ back edge, through the basic blocks of the loop:
 Among paths that tie, the longest (a lane's side path, as the last lane's
 scratch store, is issued by the whole warp). A block computes 4 steps of K
 rows for each of a warp's 32 lanes: instructions per cell = per block / 4K
-(a warp instruction counts once per lane's cell). DP: DMUL, DADD, DSETP.
+(a warp instruction counts once per lane's cell). DP: DMUL, DFMA, DADD, DSETP.
 
     PYTHONPATH=. python3 scripts/pdhmm_gpu_instructions.py [--arch 90] [--show plain|gated|general]
 """
@@ -162,7 +163,7 @@ def path(ins: list, lo: int, hi: int, mode: str) -> list:
 
 def bin_of(loop: list) -> str:
     widths = {WIDTH.get(t.split(",")[-1].strip(), 0) for _, _, op, t in loop if op.startswith("SHFL.UP")}
-    rows = count(loop, "DMUL") // 32
+    rows = count(loop, "DMUL") // 16
     striped = " striped" if count(loop, "LDGSTS") else ""
     return f"{max(widths) if widths else '?'} x {rows}{striped}", rows
 
@@ -190,7 +191,7 @@ def main(argv=None) -> int:
         for mode in ("plain", "gated", "general"):
             p = plain if mode == "plain" else path(ins, lo, hi, mode)
             cells = 4 * rows
-            dp = count(p, "DMUL", "DADD", "DSETP")
+            dp = count(p, "DMUL", "DFMA", "DADD", "DSETP")
             classes = collections.Counter(x[2].split(".")[0] for x in p).most_common(8)
             print(
                 f"| {name:<20} | {mode:<8} | {len(p):>11} | {len(p) / cells:>10.1f} | {dp / cells:>7.1f} | "

@@ -1,12 +1,14 @@
 """The GPU PDHMM (native/cuda/pdhmm_*, docs/PDHMM.md "GPU") against the CPU
 backend and GKL 0.9.
 
-The GPU kernel rounds every product and sum in GKL's serial order, as the
-CPU backend does, and the host takes the log10 of each sum with the CPU
-backend's expression: GPU results must equal the CPU backend's bit for bit,
-and GKL's (the stored data of tests/data/) within GATK's tolerance (1e-5;
-GKL's own test files, printed to 7 digits, 1e-4), with -inf exactly where
-GKL has -inf and never NaN.
+The GPU kernel rounds in its own order (fused multiply-adds); the host
+keeps a sum where it is certified within 1e-10 of GKL's serial result in
+log10 and recomputes the others in GKL's order (docs/PDHMM.md, "GPU"): GPU
+results must lie within 1e-10 of the CPU backend's (itself GKL's serial
+code bit for bit), with -inf at the same pairs, and within GATK's tolerance
+of GKL's stored data (tests/data/: 1e-5; GKL's own test files, printed to 7
+digits, 1e-4), never NaN. A pair's bits do not depend on the call it comes
+in (one region or many, several threads).
 
 Three kinds of tests:
 - on a GPU (pytest.mark.gpu, skipped without one): GKL's test files, the
@@ -15,7 +17,9 @@ Three kinds of tests:
   per-region calls from concurrent threads;
 - with a C++ compiler (everywhere): the kernel's own code run on the CPU
   by an emulator (tests/native/pdhmm_cuda_emu.cc), every sum against the
-  CPU reference, bit for bit;
+  CPU reference in the kernel's operation order bit for bit, every result
+  of the host's against GKL's serial one within 1e-10 (results near and
+  under the certified floor included);
 - everywhere: the dispatch of PDHMM calls, with PYPHMM_TEST=fake_gpu=N
   stand-ins for the GPU (the CPU backend on one thread) in child processes:
   backend choice, threshold, device, fallback, statistics.
@@ -45,14 +49,20 @@ def flat(arrays):
     return np.concatenate([np.asarray(a, np.float64).ravel() for a in arrays]) if len(arrays) else np.zeros(0)
 
 
-def same_bits(got, want, what):
-    """GPU == CPU bit for bit (-inf included), never NaN."""
+CPU_TOL = 1e-10  # the GPU's certified distance from GKL's serial results
+
+
+def near_cpu(got, want, what):
+    """|GPU - CPU| <= CPU_TOL, -inf at the same pairs, never NaN."""
     g, w = flat(got), flat(want)
     assert g.shape == w.shape, what
     assert not np.isnan(g).any(), f"{what}: NaN"
+    assert np.array_equal(np.isneginf(g), np.isneginf(w)), f"{what}: -inf where the CPU has none, or not where it has"
+    fin = np.isfinite(w)
+    worst = float(np.abs(g[fin] - w[fin]).max()) if fin.any() else 0.0
     differ = int(np.count_nonzero(g.view(np.int64) != w.view(np.int64)))
-    print(f"{what}: {g.size} pairs, {differ} differ from the CPU backend's bits")
-    assert differ == 0, f"{what}: {differ} of {g.size} results differ from the CPU backend"
+    print(f"{what}: {g.size} pairs, max |GPU - CPU| {worst:.2g} ({differ} differ in any bit)")
+    assert worst <= CPU_TOL, f"{what}: max |GPU - CPU| {worst:.3g}"
 
 
 def near_gkl(got, want, what, tol=TOL):
@@ -89,7 +99,7 @@ def test_gkl_test_files(name, per_region):
         cpu = raw_pdhmm(regions, backend="cpu")
     else:
         got, cpu = both(regions)
-    same_bits(got, cpu, name)
+    near_cpu(got, cpu, name)
     near_gkl(got, [e for _, _, e in cases[: len(regions)]], name, GKL_FILE_TOL)
 
 
@@ -101,7 +111,7 @@ def test_stored_regions(shape):
     st = {}
     got = pyphmm.compute_pd_regions(regions, backend="cuda", stats=st)
     assert st["backend"] == "cuda" and st["gpu_regions"] == len(regions) and st["pairs"] == flat(gkl).size
-    same_bits(got, pyphmm.compute_pd_regions(regions, backend="cpu"), f"{shape} regions")
+    near_cpu(got, pyphmm.compute_pd_regions(regions, backend="cpu"), f"{shape} regions")
     near_gkl(got, gkl, f"{shape} regions")
     # one call per region, as GATK calls: the same bits
     for (reads, haps), g in zip(regions[:6], got[:6]):
@@ -118,7 +128,7 @@ def test_edge_cases():
     cases = read_edge_file()
     got, cpu = both([(r, h) for _, r, h, _ in cases])
     for (name, _, _, want), g, c in zip(cases, got, cpu):
-        same_bits([g], [c], name)
+        near_cpu([g], [c], name)
         near_gkl([g], [want], name)
     assert np.isneginf(flat(got)).sum() >= 10
 
@@ -140,9 +150,10 @@ def test_100k_generated_pairs():
     st = {}
     got = pyphmm.compute_pd_regions(regions, backend="cuda", stats=st)
     assert st["pairs"] == pairs and st["cells"] == cells and st["gpu_cells"] == cells
-    same_bits(got, cpu, f"{len(regions)} regions in one call")
+    near_cpu(got, cpu, f"{len(regions)} regions in one call")
     per = [pyphmm.compute_pd_likelihoods(r, h, backend="cuda") for r, h in regions[:40]]
-    same_bits(per, cpu[:40], "one call per region")
+    near_cpu(per, cpu[:40], "one call per region")
+    assert all(np.array_equal(a, b) for a, b in zip(per, got[:40])), "a pair's bits depend on its call"
 
 
 def _long_and_wide():
@@ -180,9 +191,26 @@ def _long_and_wide():
 def test_long_reads_large_regions_unclosed_spans():
     regions = _long_and_wide()
     got, cpu = both(regions)
-    same_bits(got, cpu, "long and wide")
+    near_cpu(got, cpu, "long and wide")
     assert np.isneginf(got[0][5]).all() and np.isneginf(got[0][:, 3]).all()  # empty read, empty haplotype
     assert np.isfinite(got[2]).all() and got[2].shape == (500, 100)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_results_near_the_certified_floor():
+    """Random reads of 590-650 bases against random haplotypes: log10
+    likelihoods around -590 to -630 and -inf, where the kernel's sums meet
+    the certified floor and GKL's are subnormal; the host recomputes those
+    in GKL's order."""
+    rng = np.random.default_rng(11)
+    acgt = np.frombuffer(b"ACGT", np.uint8)
+    reads = [read(bytes(acgt[rng.integers(0, 4, int(m))])) for m in rng.integers(590, 651, 24)]
+    haps = [hap(bytes(acgt[rng.integers(0, 4, int(n))])) for n in rng.integers(100, 201, 6)]
+    got, cpu = both([(reads, haps)])
+    low = flat(cpu)
+    assert (low < -600).sum() >= 20 and np.isfinite(low).sum() >= 20, np.sort(low)
+    near_cpu(got, cpu, "near the floor")
 
 
 @pytest.mark.gpu
@@ -194,7 +222,7 @@ def test_concurrent_per_region_calls():
     alone = [pyphmm.compute_pd_likelihoods(r, h, backend="cuda") for r, h in regions]
     with ThreadPoolExecutor(16) as pool:
         shared = list(pool.map(lambda g: pyphmm.compute_pd_likelihoods(*g, backend="cuda"), regions * 3))
-    same_bits(shared, alone * 3, "16 threads")
+    assert all(np.array_equal(a, b) for a, b in zip(shared, alone * 3)), "16 threads: bits differ from calls alone"
 
 
 # ---- everywhere: the kernel's code on the CPU -------------------------------------------
@@ -204,7 +232,10 @@ def test_concurrent_per_region_calls():
 def test_kernel_emulated_on_cpu(native_check_exe):
     """The kernel's code (pdhmm_kernels.cuh) on the host plans of the GPU
     backend (pdhmm_plan.cc), lanes as fibers, against the CPU reference bit
-    for bit: regions of every bin (1 to 170 bp reads, 8 to 32 lanes a pair),
+    for bit in the kernel's operation order, and the host's results within
+    1e-10 of GKL's serial code (random reads of 590-650 bases included:
+    results under the certified floor, recomputed): regions of every bin (1
+    to 170 bp reads, 8 to 32 lanes a pair),
     long reads in stripes, random and GATK-shaped PD bytes (spans never
     closed included), per-row and uniform gap qualities; the capture and
     merging steps taken where no lane needs them 0%, 30% and 100% of the
@@ -218,11 +249,13 @@ def test_kernel_emulated_on_cpu(native_check_exe):
         "common/config.cc",
         opt="-O1",
     )
-    for args in ((1, 120, 0, 3), (2, 120, 30, 3), (3, 80, 100, 2)):
+    for args in ((1, 120, 0, 3, 0), (2, 120, 30, 3, 0), (3, 80, 100, 2, 0), (5, 4, 0, 0, 6)):
         res = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True)
         print(res.stdout.strip())
         assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-        assert " 0 mismatches" in res.stdout and "0 bad entries" in res.stdout
+        assert " 0 mismatches, 0 results off GKL's" in res.stdout and "0 bad entries" in res.stdout
+    recomputed = int(res.stdout.rsplit(", ", 1)[1].split()[0])  # the deep regions': under the floor
+    assert recomputed >= 50, res.stdout
 
 
 # ---- everywhere: dispatch with stand-in GPUs --------------------------------------------

@@ -28,6 +28,10 @@ struct PdPair {
 // GKL's serial PDHMM for one pair: the sum over the last row of M + X,
 // scaled by 2^1020 (the result is log10(sum) - log10(2^1020)).
 double pd_sum_scalar(const PdPair& p);
+// The same in the GPU kernel's operation order (fused multiply-adds): the
+// kernel's sums bit for bit (the tests' reference for the kernel; how far
+// from pd_sum_scalar's: cuda/pdhmm_plan.h).
+double pd_sum_gpu_order(const PdPair& p);
 
 // Lanes of the widest kernel (AVX-512 doubles).
 constexpr int kPdMaxLanes = 8;

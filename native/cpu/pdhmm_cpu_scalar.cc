@@ -9,7 +9,12 @@
 // sum is evaluated left to right as written (the build has no FMA
 // contraction), merges are max(), and the final sum runs over the columns
 // in order, M + X first.
+//
+// The same code in the GPU kernel's operation order (pd_sum_gpu_order:
+// fused multiply-adds, docs/PDHMM.md "GPU") is the kernel's reference in
+// the tests.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "common/pd_tables.h"
@@ -52,9 +57,20 @@ inline DelState next_state(DelState s, uint8_t pd) {
     return s == DelState::kAfter ? DelState::kNormal : s;
 }
 
-}  // namespace
+// A cell's three sums: GKL's order, or the GPU kernel's (pdhmm_kernels.cuh).
+template <bool kGpuOrder>
+inline double match_sum(const Cells& d, double mm, double gm) {
+    if (kGpuOrder) return std::fma(d.x + d.y, gm, d.m * mm);
+    return (d.m * mm + d.x * gm) + d.y * gm;
+}
+template <bool kGpuOrder>
+inline double gap_sum(double open_from, double open, double cont_from, double cont) {
+    if (kGpuOrder) return std::fma(cont_from, cont, open_from * open);
+    return open_from * open + cont_from * cont;
+}
 
-double pd_sum_scalar(const PdPair& p) {
+template <bool kGpuOrder>
+double pd_sum(const PdPair& p) {
     if (p.n == 0) return 0.0;
     const PdTables& t = pd_tables();
     static thread_local std::vector<Cells> row;
@@ -87,12 +103,12 @@ double pd_sum_scalar(const PdPair& p) {
                 m_left = std::max(m_left, left.bm), y_left = std::max(y_left, left.by);
             }
             const double prior = pd_match(x, p.hap[j - 1], pd) ? p_match : p_mismatch;
-            c.m = prior * ((diag.m * mm + diag.x * gap_to_match) + diag.y * gap_to_match);
-            c.y = m_left * to_del + y_left * cont;
+            c.m = prior * match_sum<kGpuOrder>(diag, mm, gap_to_match);
+            c.y = gap_sum<kGpuOrder>(m_left, to_del, y_left, cont);
             if (pd & kPdDelEnd) {
-                c.x = std::max(top.bm, top.m) * to_ins + std::max(top.bx, top.x) * cont;
+                c.x = gap_sum<kGpuOrder>(std::max(top.bm, top.m), to_ins, std::max(top.bx, top.x), cont);
             } else {
-                c.x = top.m * to_ins + top.x * cont;
+                c.x = gap_sum<kGpuOrder>(top.m, to_ins, top.x, cont);
             }
             state = next_state(state, pd);
             row[j] = c;
@@ -104,6 +120,11 @@ double pd_sum_scalar(const PdPair& p) {
     for (int j = 1; j <= p.n; ++j) sum += row[j].m + row[j].x;
     return sum;
 }
+
+}  // namespace
+
+double pd_sum_scalar(const PdPair& p) { return pd_sum<false>(p); }
+double pd_sum_gpu_order(const PdPair& p) { return pd_sum<true>(p); }
 
 }  // namespace cpu
 }  // namespace pyphmm

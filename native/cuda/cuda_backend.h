@@ -53,12 +53,14 @@ int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, 
                  pyphmm_stats* stats, pyphmm_error* error);
 
 // PDHMM on device `device` (initialised): same contract as cpu_pdhmm for
-// validated regions (out gets every pair's log10 likelihood, bit-identical
-// to the CPU backend's), except the check of the results, which the
-// dispatcher makes. Returns PYPHMM_OK or an error (device failure, out of
-// device memory); the dispatcher then falls back to the CPU. call:
-// timing and nap_percent (double_precision is moot: PDHMM is double).
-int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions, double* out,
+// validated regions, except two things the dispatcher does: the check of
+// the results, and the pairs whose result is NaN (*marked of them: the
+// kernel's sum was not certified within 1e-10 of GKL's serial one,
+// pdhmm_plan.h), which it recomputes on the CPU. Returns PYPHMM_OK or an
+// error (device failure, out of device memory); the dispatcher then falls
+// back to the CPU. call: timing and nap_percent (double_precision is moot:
+// PDHMM is double).
+int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions, double* out, int64_t* marked,
                const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* error);
 
 // Smith-Waterman on device `device`: same contract as cpu_sw_align for a

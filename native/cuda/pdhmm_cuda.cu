@@ -94,6 +94,7 @@ struct Slot {
     // the chunk in flight
     bool pending = false, watched = false, timed = false;
     const PdChunk* chunk = nullptr;
+    PdCertify cert{};   // which of its sums are kept
     int64_t steps = 1;  // its longest haplotype times its bins' rows a lane (the size of its wait)
 };
 
@@ -125,6 +126,7 @@ struct CallState {
     int device = 0;
     const pyphmm_pd_region* regions = nullptr;
     double* out = nullptr;
+    int64_t marked = 0;   // results left NaN for the CPU (pd_checked_result)
     bool timing = false;  // host phases and kernel intervals into the stats
     int nap_percent = 0;
     cudaEvent_t first = nullptr;
@@ -202,7 +204,7 @@ void learn_wait(const Slot& s, double us, bool done_on_waking) {
 // and then so that a failed launch ends the wait; writes each pair's
 // result as soon as its slot is filled, in whatever order the kernel's
 // warps finish (the log10s of the early ones overlap the kernel's end).
-cudaError_t wait_watched(Slot& s, int nap_percent, double* out) {
+cudaError_t wait_watched(Slot& s, int nap_percent, double* out, int64_t* marked) {
     const Clock::time_point t0 = Clock::now();
     const bool napped = nap(s, nap_percent);
     const volatile uint64_t* slot = reinterpret_cast<const volatile uint64_t*>(s.hout.p);  // (the GPU writes them)
@@ -223,7 +225,8 @@ cudaError_t wait_watched(Slot& s, int nap_percent, double* out) {
             }
             double sum;
             std::memcpy(&sum, &bits, sizeof(sum));
-            dst[i] = pd_result(sum, log10_ic);
+            dst[i] = pd_checked_result(s.cert, sum, log10_ic);
+            *marked += std::isnan(dst[i]);
         }
         if (left == pending.size()) {
             cpu_relax();
@@ -246,12 +249,12 @@ cudaError_t finish_slot(Slot& s, CallState& st) {
     s.pending = false;
     Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
     if (s.watched) {
-        PYPHMM_CUDA_TRY(wait_watched(s, st.nap_percent, st.out));
+        PYPHMM_CUDA_TRY(wait_watched(s, st.nap_percent, st.out, &st.marked));
         st.lap(t, kWait);
     } else {
         PYPHMM_CUDA_TRY(cudaStreamSynchronize(s.stream));
         st.lap(t, kWait);
-        pd_unpack_results(*s.chunk, reinterpret_cast<const double*>(s.hout.p), st.out);
+        st.marked += pd_unpack_results(*s.chunk, s.cert, reinterpret_cast<const double*>(s.hout.p), st.out);
         st.lap(t, kCopyOut);
     }
     if (s.timed) {
@@ -317,6 +320,7 @@ cudaError_t run_chunk(const PdChunk& c, Slot& s, CallState& st) {
     for (int e = 0; e < plan.nb; ++e) most_k = std::max(most_k, kPdBins[plan.bin[e]].K);
     s.pending = true;
     s.chunk = &c;
+    s.cert = pd_certify(packed);
     s.steps = static_cast<int64_t>(packed.max_hap_len + 32) * most_k;
     s.timed = st.timing;
     return cudaSuccess;
@@ -335,7 +339,7 @@ cudaError_t run_chunks(const std::vector<PdChunk>& chunks, Context& ctx, CallSta
 
 }  // namespace
 
-int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions, double* out,
+int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions, double* out, int64_t* marked,
                const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* err) {
     const Clock::time_point start = Clock::now();
     CallState st;
@@ -372,6 +376,7 @@ int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions,
             return cuda::cuda_status(err, e, "CUDA PDHMM");
         }
     }
+    *marked = st.marked;
     if (stats) {
         stats->pairs = total_pairs;
         stats->cells = total_cells;

@@ -34,10 +34,16 @@
 // only when one is at a DEL_END column (two warp votes per step); a lane at
 // a column without the flag leaves the same values either way.
 //
-// Arithmetic: every product and sum rounded on its own, in GKL's order
-// (__dmul_rn / __dadd_rn: nvcc cannot contract them into fused
-// multiply-adds), so every sum is bit-identical to the CPU reference,
-// which is GKL's serial code. The host takes the log10.
+// Arithmetic: fused multiply-adds in a fixed order (pd_fma, __dmul_rn,
+// __dadd_rn: nvcc contracts nothing else), 8 double-precision operations
+// a cell where GKL's order takes 12:
+//   M = prior * fma(Ld.X + Ld.Y, gm, Ld.M * mm)
+//   X = fma(T.X, cont, T.M * to_ins)      Y = fma(Ll.Y, cont, Ll.M * to_del)
+// (the row-to-row term last: the X chain down a lane's rows is one fma a
+// row). A lane's first row takes the same operations from the edge, so a
+// pair's sum does not depend on its bin; it equals cpu::pd_sum_gpu_order
+// bit for bit. The host takes the log10, and recomputes in GKL's order
+// the sums that are not certified close to GKL's (pdhmm_plan.h).
 //
 // Reads longer than 32 * K rows are swept in stripes of 32 * K rows: the
 // last lane stores, per column, what the next stripe's first row needs
@@ -47,6 +53,7 @@
 // The emulator (tests/native/pdhmm_cuda_emu.cc) compiles this file as host
 // code, with lanes as fibers.
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #include "cuda/pdhmm_layout.h"
@@ -80,6 +87,7 @@ PYPHMM_PD_DEV double pd_mul(double a, double b) { return __dmul_rn(a, b); }
 PYPHMM_PD_DEV double pd_add(double a, double b) { return __dadd_rn(a, b); }
 PYPHMM_PD_DEV double pd_sub(double a, double b) { return __dsub_rn(a, b); }
 PYPHMM_PD_DEV double pd_div(double a, double b) { return __ddiv_rn(a, b); }
+PYPHMM_PD_DEV double pd_fma(double a, double b, double c) { return __fma_rn(a, b, c); }
 // std::max's rule, the CPU reference's (cheaper than fmax, whose NaN rules
 // cost instructions: no operand is ever NaN)
 PYPHMM_PD_DEV double pd_max(double a, double b) { return a < b ? b : a; }
@@ -113,6 +121,7 @@ PYPHMM_PD_DEV double pd_mul(double a, double b) { return a * b; }
 PYPHMM_PD_DEV double pd_add(double a, double b) { return a + b; }
 PYPHMM_PD_DEV double pd_sub(double a, double b) { return a - b; }
 PYPHMM_PD_DEV double pd_div(double a, double b) { return a / b; }
+PYPHMM_PD_DEV double pd_fma(double a, double b, double c) { return std::fma(a, b, c); }
 PYPHMM_PD_DEV double pd_max(double a, double b) { return a < b ? b : a; }
 template <typename T>
 PYPHMM_PD_DEV T pd_ldg(const T* p) {
@@ -160,8 +169,7 @@ PYPHMM_PD_DEV void pd_store2(double* p, const PdEdge& e) {
 }
 
 PYPHMM_PD_DEV PdEdge pd_edge(const PdGaps& below, double lm, double lx, double ly, double tm, double tx) {
-    return {pd_add(pd_add(pd_mul(lm, below.mm), pd_mul(lx, below.gm)), pd_mul(ly, below.gm)),
-            pd_add(pd_mul(tm, below.to_ins), pd_mul(tx, below.cont))};
+    return {pd_fma(pd_add(lx, ly), below.gm, pd_mul(lm, below.mm)), pd_fma(tx, below.cont, pd_mul(tm, below.to_ins))};
 }
 
 // A lane's K rows: transitions, emissions (match, mismatch) and read codes.
@@ -216,11 +224,10 @@ PYPHMM_PD_DEV void pd_lane_step(const PdLaneRows<K>& r, uint32_t code, const PdE
             M = pd_mul(prior, d.w);
             X = u.v;
         } else {
-            M = pd_mul(prior, pd_add(pd_add(pd_mul(oM[k - 1], r.mm[k]), pd_mul(oX[k - 1], r.gm[k])),
-                                     pd_mul(oY[k - 1], r.gm[k])));
-            X = pd_add(pd_mul(am, r.to_ins[k]), pd_mul(ax, r.cont[k]));
+            M = pd_mul(prior, pd_fma(pd_add(oX[k - 1], oY[k - 1]), r.gm[k], pd_mul(oM[k - 1], r.mm[k])));
+            X = pd_fma(ax, r.cont[k], pd_mul(am, r.to_ins[k]));
         }
-        double Y = pd_add(pd_mul(oM[k], r.to_del[k]), pd_mul(oY[k], r.cont[k]));
+        double Y = pd_fma(oY[k], r.cont[k], pd_mul(oM[k], r.to_del[k]));
         if (k == K - 1) {
             sm = M;
             sx = X;

@@ -121,12 +121,17 @@ PieceCursor pack_rows(const pyphmm_pd_region& g, const PdPiece& p, PdRowElem* ro
     return sz;
 }
 
+// What pass 2 learns of a piece's pairs.
+struct PieceMax {
+    int hap_len = 1, del_ends = 0;
+    int64_t pair_cells = 0;
+};
+
 // Pass 2 for one piece: its haplotypes' codes and one descriptor per
 // non-empty (read, haplotype) in its bins (haplotype-major within a bin, so
-// the groups of a warp share a haplotype length); result slots. Returns the
-// longest haplotype.
-int pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, PieceCursor cur, PdPairDesc* desc,
-               uint32_t* codes, uint64_t* slots, uint64_t pending) {
+// the groups of a warp share a haplotype length); result slots.
+PieceMax pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, PieceCursor cur, PdPairDesc* desc,
+                    uint32_t* codes, uint64_t* slots, uint64_t pending) {
     struct Read {
         uint32_t roff;
         int32_t m, r;
@@ -135,15 +140,22 @@ int pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, PieceCu
     thread_local std::vector<Read> reads;  // the piece's non-empty reads, by bin
     hoff.resize(g.num_haps);
     reads.resize(p.r1 - p.r0);
-    int longest = 1;
+    PieceMax most;
     for (int32_t h = 0; h < g.num_haps; ++h) {
         const int64_t n = hap_len(g, h), at = g.hap_offsets[h];
         hoff[h] = static_cast<uint32_t>(kPdCodeGap + cur.code);
-        pd_column_codes(g.hap_bases + at, g.hap_pd + at, static_cast<int>(n), codes + cur.code);
-        std::fill(codes + cur.code + n, codes + cur.code + pd_code_stride(n), 0u);
+        uint32_t* hc = codes + cur.code;
+        pd_column_codes(g.hap_bases + at, g.hap_pd + at, static_cast<int>(n), hc);
+        std::fill(hc + n, codes + cur.code + pd_code_stride(n), 0u);
         cur.code += pd_code_stride(n);
-        longest = std::max<int>(longest, static_cast<int>(n));
+        int del_ends = 0;
+        for (int64_t j = 0; j < n; ++j) del_ends += (hc[j] & kDelEnd) != 0u;
+        most.hap_len = std::max<int>(most.hap_len, static_cast<int>(n));
+        most.del_ends = std::max(most.del_ends, del_ends);
     }
+    int64_t longest_read = 0;
+    for (int32_t r = p.r0; r < p.r1; ++r) longest_read = std::max(longest_read, read_len(g, r));
+    most.pair_cells = longest_read * most.hap_len;
     const int32_t nr = p.r1 - p.r0, nh = g.num_haps;
     int32_t first[kPdNumBins + 1] = {};  // reads of bin b: [first[b], first[b + 1])
     for (int32_t r = p.r0; r < p.r1; ++r)
@@ -172,7 +184,7 @@ int pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, PieceCu
             }
         }
     }
-    return longest;
+    return most;
 }
 
 }  // namespace
@@ -195,7 +207,7 @@ PdPacked pd_pack_chunk(const pyphmm_pd_region* regions, const PdChunk& c, const 
         row_first[k + 1] = row_first[k] + ro[p.r1] - ro[p.r0];
     }
     std::vector<PieceCursor> cur(np);
-    std::vector<int> longest(np, 1);
+    std::vector<PieceMax> most(np);
     std::atomic<bool> no_memory{false};
     auto each_piece = [&](auto&& fn) {  // parallel_for's fn must not throw
         auto guarded = [&](int64_t k) {
@@ -239,9 +251,13 @@ PdPacked pd_pack_chunk(const pyphmm_pd_region* regions, const PdChunk& c, const 
         for (int b = 0; b < kPdNumBins; ++b) pc.bin[b] += start[b];
     each_piece([&](int64_t k) {
         const PdPiece& p = c.pieces[k];
-        longest[k] = pack_piece(regions[p.region], p, p.out_first - c.out_first, cur[k], desc, codes, slots, pending);
+        most[k] = pack_piece(regions[p.region], p, p.out_first - c.out_first, cur[k], desc, codes, slots, pending);
     });
-    out.max_hap_len = np ? *std::max_element(longest.begin(), longest.end()) : 1;
+    for (const PieceMax& pm : most) {
+        out.max_hap_len = std::max(out.max_hap_len, pm.hap_len);
+        out.max_del_ends = std::max(out.max_del_ends, pm.del_ends);
+        out.max_pair_cells = std::max(out.max_pair_cells, pm.pair_cells);
+    }
     out.kernel_cells = total.cells;
     return out;
 }
@@ -273,19 +289,31 @@ int pd_striped_warps(const PdLaunchPlan& plan) {
 }
 
 // ---------------------------------------------------------------- results
-void pd_unpack_results(const PdChunk& c, const double* sums, double* out) {
+PdCertify pd_certify(const PdPacked& p) {
+    const double cells = static_cast<double>(std::max<int64_t>(p.max_pair_cells, 1));
+    return {std::ldexp(cells, p.max_del_ends - 1000), std::ldexp(1.0 - std::ldexp(1.0, -30), 1020)};
+}
+
+int64_t pd_unpack_results(const PdChunk& c, const PdCertify& cert, const double* sums, double* out) {
     const double log10_ic = pd_tables().log10_initial_condition;
     double* dst = out + c.out_first;
     constexpr int64_t kBlockPairs = 4096;
     const int64_t blocks = (c.pairs + kBlockPairs - 1) / kBlockPairs;
+    std::atomic<int64_t> marked{0};
     auto block = [&](int64_t b) {
         const int64_t lo = b * kBlockPairs, hi = std::min(c.pairs, lo + kBlockPairs);
-        for (int64_t i = lo; i < hi; ++i) dst[i] = pd_result(sums[i], log10_ic);
+        int64_t nan = 0;
+        for (int64_t i = lo; i < hi; ++i) {
+            dst[i] = pd_checked_result(cert, sums[i], log10_ic);
+            nan += std::isnan(dst[i]);
+        }
+        if (nan) marked += nan;
     };
     if (blocks > 1)
         parallel_for(blocks, 0, block);
     else if (blocks == 1)
         block(0);
+    return marked;
 }
 
 }  // namespace pdk

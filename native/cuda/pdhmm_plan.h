@@ -63,9 +63,11 @@ struct PdPacked {
     int bin[kPdNumBins] = {};
     int first[kPdNumBins] = {};
     int count[kPdNumBins] = {};
-    int64_t descs = 0;         // pairs sent to the kernels
-    int max_hap_len = 1;       // the longest haplotype among them
-    int64_t kernel_cells = 0;  // their cells
+    int64_t descs = 0;           // pairs sent to the kernels
+    int max_hap_len = 1;         // the longest haplotype among them
+    int64_t kernel_cells = 0;    // their cells
+    int max_del_ends = 0;        // the most DEL_END columns of a haplotype (pd_certify)
+    int64_t max_pair_cells = 0;  // at least the cells of the largest pair
 };
 
 // Fills buf (pd_layout_of(c).in_bytes bytes) with the chunk. slots (may be
@@ -91,9 +93,38 @@ inline int pd_scratch_stride(int max_hap_len) { return (max_hap_len + 48 + 31) /
 // backend's expression (so the bits are the same).
 inline double pd_result(double sum, double log10_ic) { return std::log10(sum) - log10_ic; }
 
-// pd_result of a chunk's sums, into the caller's output (parallel for large
-// chunks).
-void pd_unpack_results(const PdChunk& c, const double* sums, double* out);
+// ---- the kernel's rounding ----------------------------------------------
+// The kernel rounds in its own order (fused multiply-adds: fewer
+// double-precision instructions a cell), so its sums differ from GKL's
+// serial ones in the last bits. Every quantity is a sum of products of
+// non-negative factors (a maximum picks one of two such values), so where
+// nothing is subnormal a rounding perturbs a value by a relative 2^-53 at
+// most, and either order's sum lies within a relative D 2^-53 of the
+// exact one, D the roundings along the longest chain of operations (at
+// most 4 a cell along a path of m + n cells, then n for the final sum:
+// D <= 5 (m + n) + 2). The two results are thus within 1e-10 of each other
+// in log10 for m + n up to 200,000. A subnormal rounding errs by an
+// absolute 2^-1075, at most 8 m n of them, each reaching the sum with a
+// weight of at most 2^E (E: DEL_END columns of the haplotype, where a
+// value may go on by two routes): above a floor of 2^(E - 1000) m n they
+// are below a relative 2^-70. A sum under the floor (log10 likelihoods
+// below about -600, and -inf) or within 2^-30 of 2^1020 (where GKL's check
+// of a positive result could go either way) gets the result NaN: the
+// dispatcher recomputes those pairs on the CPU (dispatch/gpu.cc).
+struct PdCertify {
+    double floor, ceiling;  // a sum in [floor, ceiling) is the kernel's to keep
+};
+PdCertify pd_certify(const PdPacked& p);
+
+// A pair's result from the kernel's sum: pd_result, or NaN where the sum
+// is not certified.
+inline double pd_checked_result(const PdCertify& cert, double sum, double log10_ic) {
+    return sum >= cert.floor && sum < cert.ceiling ? pd_result(sum, log10_ic) : std::nan("");
+}
+
+// pd_checked_result of a chunk's sums, into the caller's output (parallel
+// for large chunks). Returns how many are NaN.
+int64_t pd_unpack_results(const PdChunk& c, const PdCertify& cert, const double* sums, double* out);
 
 }  // namespace pdk
 }  // namespace pyphmm

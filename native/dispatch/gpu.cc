@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -362,6 +363,26 @@ int fake_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
     return cpu_pairhmm(regions, num_regions, out, 1, call.double_precision, stats);
 }
 
+// The pairs the CUDA PDHMM left NaN (sums it could not certify close to
+// GKL's serial ones: far under the subnormal range's edge, or at 1):
+// each on the CPU backend, in GKL's order, through a view of one read and
+// one haplotype of its region. Its result stands whatever the CPU's check
+// says of it (the dispatcher checks every result afterwards).
+void recompute_marked_pd(const pyphmm_pd_region* regions, int64_t num_regions, double* out) {
+    for (int64_t k = 0; k < num_regions; ++k) {
+        const pyphmm_pd_region& g = regions[k];
+        for (int32_t r = 0; r < g.num_reads; ++r)
+            for (int32_t h = 0; h < g.num_haps; ++h, ++out) {
+                if (!std::isnan(*out)) continue;
+                pyphmm_pd_region one = g;
+                one.num_reads = one.num_haps = 1;
+                one.read_offsets = g.read_offsets + r;
+                one.hap_offsets = g.hap_offsets + h;
+                cpu_pdhmm(&one, 1, out, 1, nullptr, nullptr);
+            }
+    }
+}
+
 }  // namespace
 
 int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, int32_t device,
@@ -400,7 +421,9 @@ int gpu_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions, double* out,
             rc = PYPHMM_OK;
         }
     } else {
-        rc = cuda_pdhmm(lease.ordinal(), regions, num_regions, out, napping, stats, err);
+        int64_t marked = 0;
+        rc = cuda_pdhmm(lease.ordinal(), regions, num_regions, out, &marked, napping, stats, err);
+        if (rc == PYPHMM_OK && marked > 0) recompute_marked_pd(regions, num_regions, out);
     }
     if (stats && rc == PYPHMM_OK) {
         stats->backend_used = PYPHMM_BACKEND_CUDA;
