@@ -347,8 +347,16 @@ def test_pdhmm_equals_gkl_and_x86(arm, tmp_path):
 
 
 # Parameters at the bounds of the NEON kernel's lane types (int8 up to a low
-# end of -127, int16 from -128, the int32 absolute fill past int16's).
-EDGE_PARAMS = [(20, -30, -40, -27), (20, -30, -40, -28), (10000, -10000, -10000, -2000), (10000, -10000, -11000, -2000)]
+# end of -127 and a high end of 127, int16 from -128 or 128, the int32
+# absolute fill past int16's; diff_lane_bytes in sw_cpu_fill.cc).
+EDGE_PARAMS = [
+    (12, -15, -40, -5),
+    (13, -15, -40, -5),
+    (21, -30, -40, -33),
+    (22, -30, -40, -33),
+    (6000, -6000, -9000, -1000),
+    (10000, -10000, -11000, -2000),
+]
 
 
 def sw_settings(n_short, n_hap, n_read, n_mix=0):

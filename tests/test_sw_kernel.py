@@ -21,13 +21,17 @@ from pyphmm import sw
 
 pytestmark = [pytest.mark.jvm, pytest.mark.slow]
 
-# Beside GATK's sets: the last int8 set and the first int16 one (the bounds
-# of diff_lane_bytes: low end -127 vs -128), an int16 set near its low end,
-# one past it and one with open > extend (both the absolute fill).
+# Beside GATK's sets: sets at the bounds of diff_lane_bytes (the kernel's
+# values in [lo, hi]): the last int8 set and the first int16 one at the low
+# end (lo -127 vs -128) and at the high end (hi 127 vs 128), an int16 set
+# near its low end, one past it and one with open > extend (both the
+# absolute fill).
 PARAMS = list(sw.PRESETS.values()) + [
-    (20, -30, -40, -27),
-    (20, -30, -40, -28),
-    (10000, -10000, -10000, -2000),
+    (12, -15, -40, -5),
+    (13, -15, -40, -5),
+    (21, -30, -40, -33),
+    (22, -30, -40, -33),
+    (6000, -6000, -9000, -1000),
     (10000, -10000, -11000, -2000),
     (5, -4, -2, -6),
 ]

@@ -12,16 +12,22 @@
 //   F     = max(H[i-1][j] + open, F[i-1][j] + extend)   (deletion, column state)
 //   E     = max(H[i][j-1] + open, E[i][j-1] + extend)   (insertion, row state)
 //   H     = max(diag, F, E)
-// Every quantity is kept relative to a neighbour, in narrow lanes:
-//   dh(i, j) = H[i][j] - H[i][j-1]     dv(i, j) = H[i][j] - H[i-1][j]
-//   de(i, j) = E[i][j] - H[i][j]       df(i, j) = F[i][j] - H[i][j]
-// so the cell's candidates relative to B are
-//   diag - B = s,  F - B = dh(i-1, j) + max(open, df(i-1, j) + extend),
-//   E - B = dv(i, j-1) + max(open, de(i, j-1) + extend),
-// and every comparison GATK makes (which candidate wins, whether a gap is
-// opened or extended) compares two of these, i.e. is the same comparison
-// shifted by B: the backtrack bits are GATK's exactly. The bounds that make
-// a lane type exact are derived in sw_cpu_fill.cc (diff_range).
+// Every quantity is kept relative to a neighbour, in narrow lanes; with
+// x = extend, a cell's state is
+//   dh = H[i][j] - H[i][j-1] - x     tf = F[i][j] - H[i][j-1] - x
+//   dv = H[i][j] - H[i-1][j] - x     te = E[i][j] - H[i-1][j] - x
+// (dh, tf read by cell (i+1, j), dv, te by cell (i, j+1)), and its
+// candidates are computed relative to B + 2x:
+//   up = dh(i-1, j), left = dv(i, j-1)
+//   F - B - 2x = max(up + open - x, tf(i-1, j))             (down)
+//   E - B - 2x = max(left + open - x, te(i, j-1))           (right)
+//   diag - B - 2x = s - 2x,  H - B - 2x = max of the three  (h)
+// and the new state is one subtraction each: dh = h - left, tf = down - left,
+// dv = h - up, te = right - up. Every comparison GATK makes (which candidate
+// wins, whether a gap is opened or extended) compares two of these, i.e. is
+// the same comparison shifted by B + 2x: the backtrack bits are GATK's
+// exactly. The bounds that make a lane type exact are derived in
+// sw_cpu_fill.cc (diff_lane_bytes).
 //
 // Anti-diagonal order (d = i + j), vectorised along i. Lane L of diagonal
 // d's state holds cell i = lo(d) + L (the backtrack blocks' order too).
@@ -54,8 +60,9 @@ struct SweepBase {
     static constexpr int W = 1 << Ops::kShift;
 
     const int m, n;
-    const V match, mis, open, ext;
-    const V edge_v, no_gap;  // dv of a cell (d, 0) (or dh of (0, d)), d >= 2, and te / tf of either
+    const V match, mis, open;  // s - 2x for a match and a mismatch, open - x
+    const V edge_v, no_gap;    // dv of a cell (d, 0) (or dh of (0, d)), d >= 2, and te / tf of either
+    const int32_t ext;
     const T* const ref;
     const T* const alt_r;
     int32_t* const last_col;
@@ -70,12 +77,12 @@ struct SweepBase {
     SweepBase(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
         : m(m_),
           n(n_),
-          match(Ops::set1(p.match)),
-          mis(Ops::set1(p.mismatch)),
-          open(Ops::set1(p.gap_open)),
-          ext(Ops::set1(p.gap_extend)),
-          edge_v(Ops::set1(edge ? p.gap_extend : 0)),
+          match(Ops::set1(p.match - 2 * p.gap_extend)),
+          mis(Ops::set1(p.mismatch - 2 * p.gap_extend)),
+          open(Ops::set1(p.gap_open - p.gap_extend)),
+          edge_v(Ops::set1(edge ? 0 : -p.gap_extend)),
           no_gap(Ops::set1(Ops::kNoGap)),
+          ext(p.gap_extend),
           ref(lanes<T>(ws.ref16)),
           alt_r(lanes<T>(ws.alt16)),
           last_col(ws.last_col.data()),
@@ -85,40 +92,43 @@ struct SweepBase {
           out(ws.bt.data()),
           col_sum(edge ? p.gap_open + (n_ - 1) * p.gap_extend : 0),
           row_sum(edge ? p.gap_open + (m_ - 1) * p.gap_extend : 0),
-          row_dh(Ops::set1(edge ? p.gap_open : 0)) {}
+          row_dh(Ops::set1((edge ? p.gap_open : 0) - p.gap_extend)) {}
 
     // One vector of cells, in operations O (Ops, or Ops::Half for a half
-    // vector), from its two neighbours' state (relative to B) and s; writes
-    // the new state and the backtrack block at bits.
-    template <typename O>
+    // vector), from its two neighbours' state and s - 2x; writes the new
+    // state and the backtrack block at bits. kLate: the left neighbour's
+    // state is the one shifted in registers (delta 1), so h takes its
+    // candidate last, one step after the shift instead of two.
+    template <typename O, bool kLate>
     __attribute__((always_inline)) static inline void cell(typename O::V s, typename O::V up, typename O::V tf_in,
                                                            typename O::V left, typename O::V te_in, typename O::V open,
-                                                           typename O::V ext, uint8_t* bits, typename O::V& dh,
-                                                           typename O::V& dv, typename O::V& te, typename O::V& tf) {
-        const auto down = O::add(up, O::max(open, tf_in));     // F - B
-        const auto right = O::add(left, O::max(open, te_in));  // E - B
-        const auto gap = O::max(down, right);
-        const auto h = O::max(s, gap);
-        const auto h_ext = O::sub(h, ext);
+                                                           uint8_t* bits, typename O::V& dh, typename O::V& dv,
+                                                           typename O::V& te, typename O::V& tf) {
+        const auto open_v = O::add(up, open), open_h = O::add(left, open);
+        const auto down = O::max(open_v, tf_in);
+        const auto right = O::max(open_h, te_in);
+        const auto h = kLate ? O::max(O::max(s, down), right) : O::max(O::max(s, right), down);
         dh = O::sub(h, left);
+        tf = O::sub(down, left);
         dv = O::sub(h, up);
-        tf = O::sub(down, h_ext);
-        te = O::sub(right, h_ext);
-        O::put_bits(bits, O::gt(gap, s), O::gt(down, right), O::gt(open, te_in), O::gt(open, tf_in));
+        te = O::sub(right, up);
+        // h > s: a gap beats the diagonal (GATK's ties prefer the diagonal).
+        O::put_bits(bits, O::gt(h, s), O::gt(down, right), O::gt(open_h, te_in), O::gt(open_v, tf_in));
     }
+    template <bool kLate>
     __attribute__((always_inline)) inline void step(V s, V up, V tf_in, V left, V te_in, uint8_t* bits, V& dh, V& dv,
                                                     V& te, V& tf) const {
-        cell<Ops>(s, up, tf_in, left, te_in, open, ext, bits, dh, dv, te, tf);
+        cell<Ops, kLate>(s, up, tf_in, left, te_in, open, bits, dh, dv, te, tf);
     }
     // The same on the low half of the vectors (O = Ops, only where it has a
     // Half); the high half of the new state is undefined.
-    template <typename O = Ops>
+    template <bool kLate, typename O = Ops>
     __attribute__((always_inline)) inline void step_half(V fixed, const T* slide, V up, V tf_in, V left, V te_in,
                                                          uint8_t* bits, V& dh, V& dv, V& te, V& tf) const {
         typedef typename O::Half H;
         typename H::V ndh, ndv, nte, ntf;
-        cell<H>(H::subst(O::low(fixed), H::load(slide), O::low(match), O::low(mis)), O::low(up), O::low(tf_in),
-                O::low(left), O::low(te_in), O::low(open), O::low(ext), bits, ndh, ndv, nte, ntf);
+        cell<H, kLate>(H::subst(O::low(fixed), H::load(slide), O::low(match), O::low(mis)), O::low(up),
+                       O::low(tf_in), O::low(left), O::low(te_in), O::low(open), bits, ndh, ndv, nte, ntf);
         dh = O::widen(ndh);
         dv = O::widen(ndv);
         te = O::widen(nte);
@@ -200,13 +210,13 @@ struct RegSweep : SweepBase {
                 uint8_t* bits = out + t * (W / 2);
                 if constexpr (HasHalf<Ops>::value) {
                     if (t == active - 1 && hi - lo < W * t + W / 2) {  // at most W/2 cells in this vector
-                        step_half(fixed[t], slide + W * t, up, tf_in, left, te_in, bits, ndh[t], ndv[t], nte[t],
+                        step_half<kD1>(fixed[t], slide + W * t, up, tf_in, left, te_in, bits, ndh[t], ndv[t], nte[t],
                                   ntf[t]);
                         return;
                     }
                 }
-                step(Ops::subst(fixed[t], Ops::load(slide + W * t), match, mis), up, tf_in, left, te_in, bits, ndh[t],
-                     ndv[t], nte[t], ntf[t]);
+                step<kD1>(Ops::subst(fixed[t], Ops::load(slide + W * t), match, mis), up, tf_in, left, te_in, bits,
+                          ndh[t], ndv[t], nte[t], ntf[t]);
             });
             out += active * (W / 2);
             if (kColEdge) {  // cell (d, 0), in lane d - lo
@@ -219,7 +229,7 @@ struct RegSweep : SweepBase {
                     nte[t] = Ops::blend(above, nte[t], no_gap);
                 });
             }
-            if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(ndv[0]));  // cell (d-n, n), lane 0
+            if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(ndv[0]) + ext);  // cell (d-n, n), lane 0
             if (!kColEdge) {                                                         // cell (m, d-m), lane m - lo
                 const int lane = m - lo;
                 V v = ndh[0];
@@ -229,7 +239,7 @@ struct RegSweep : SweepBase {
                 });
                 alignas(64) T buf[W];
                 Ops::store(buf, v);
-                best.row(last_row, d - m, row_sum += buf[lane & (W - 1)]);
+                best.row(last_row, d - m, row_sum += buf[lane & (W - 1)] + ext);
             }
             each([&](auto tc) __attribute__((always_inline)) {
                 constexpr int t = decltype(tc)::value;
@@ -282,7 +292,7 @@ struct MemSweep : SweepBase {
     // Diagonal 1: cell (1, 0) in lane 0, cell (0, 1) in lane -1 (or row_dh).
     MemSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
         : SweepBase(ws, m_, n_, p, edge), prev(aligned(ws) + kLead), cur(aligned(ws) + 4 * S + kLead) {
-        prev[DV] = static_cast<T>(edge ? p.gap_open : 0);
+        prev[DV] = Ops::first(row_dh);
         prev[TE] = Ops::kNoGap;
         if (kLoads) {
             prev[DH - 1] = prev[DV];
@@ -327,8 +337,8 @@ struct MemSweep : SweepBase {
                     carry_b = tf_i;
                 }
                 V dh, dv, te, tf;
-                step(Ops::subst(Ops::load(fixed + i), Ops::load(slide + i), match, mis), up, tf_in, left, te_in, out,
-                     dh, dv, te, tf);
+                step<kD1>(Ops::subst(Ops::load(fixed + i), Ops::load(slide + i), match, mis), up, tf_in, left, te_in,
+                          out, dh, dv, te, tf);
                 if (!kLoads && kColEdge && edge < i + W) {  // the last vector: cell (d, 0) in it
                     const M above = Ops::lanes_from(edge - i);
                     dv = Ops::blend(above, dv, edge_v);
@@ -350,8 +360,8 @@ struct MemSweep : SweepBase {
                 Ops::store(cur + DV + at, Ops::blend(above, Ops::load(cur + DV + at), edge_v));
                 Ops::store(cur + TE + at, Ops::blend(above, Ops::load(cur + TE + at), no_gap));
             }
-            if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(col));
-            if (!kColEdge) best.row(last_row, d - m, row_sum += cur[DH + m - lo]);
+            if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(col) + ext);
+            if (!kColEdge) best.row(last_row, d - m, row_sum += cur[DH + m - lo] + ext);
             T* t = prev;
             prev = cur;
             cur = t;

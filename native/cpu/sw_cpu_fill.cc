@@ -71,19 +71,21 @@ bool floor_reachable(const pyphmm_sw_params& p, int m, int n) {
 //   exceeds H[i][j-1] by at most dh(i-k, j) (the same gap ends at (i, j-1)),
 //   which by induction down to row 0 (dh(0, j) <= 0) obeys the same bound;
 //   column 0 gives the same with extend >= open;
-// - de, df in [open - D, 0] (E >= H[i][j-1] + open), so the stored
-//   de + extend and df + extend lie in [open - D + extend, 0].
-// The kernel's intermediates then lie in [lo, hi] below: candidates in
-// [2 open, D], H - extend up to D - extend. Wrapping arithmetic is exact when
-// every value fits; the "no gap yet" sentinel is the lane's minimum, below
-// every real value (lo > minimum), so open beats it as GATK's open beats
+// - so the candidates minus B lie in [min(2 open, match, mismatch), D], and
+//   F[i][j] - H[i][j-1] in [2 open - D, D]: F[i][j] >= H[i-1][j] + open and
+//   H[i-1][j] - H[i][j-1] = dh(i-1, j) - dv(i, j-1) >= open - D (E alike).
+// The kernel (sw_cpu_diff_kernel.h) keeps these shifted by extend (its
+// state) or 2 extend (its candidates, and up + open - extend); its values
+// then lie in [lo, hi] below. Wrapping arithmetic is exact when every value
+// fits; the "no gap yet" sentinel is the lane's minimum, below every real
+// value (lo > minimum), so open beats it as GATK's open beats
 // INT_MIN/2 + extend.
 int diff_lane_bytes(const pyphmm_sw_params& p, int m, int n) {
     if (p.gap_open > p.gap_extend || p.gap_extend > 0 || floor_reachable(p, m, n)) return 0;
     const int64_t open = p.gap_open, ext = p.gap_extend;
-    const int64_t s_min = std::min(p.match, p.mismatch), s_max = std::max(p.match, p.mismatch);
-    const int64_t d = std::max(s_max, open) - open;
-    const int64_t lo = std::min({2 * open, open - d + ext, s_min}), hi = std::max(d - ext, s_max);
+    const int64_t s_min = std::min(p.match, p.mismatch);
+    const int64_t d = std::max<int64_t>(std::max(p.match, p.mismatch), open) - open;
+    const int64_t lo = std::min({2 * open - 2 * ext, 2 * open - d - ext, s_min - 2 * ext}), hi = d - 2 * ext;
     if (lo > INT8_MIN && hi <= INT8_MAX) return 1;
     if (lo > INT16_MIN && hi <= INT16_MAX) return 2;
     return 0;

@@ -48,10 +48,11 @@ struct ColRowMax {
     int col_at = 0;  // the largest i with H[i][n] == col_max
     void col(int32_t* last_col, int i, int32_t h) {
         last_col[i] = h;
-        if (h >= col_max) {
-            col_max = h;
-            col_at = i;
-        }
+        // Selects, not a branch: along the last column a new maximum comes
+        // at no predictable step.
+        const bool ge = h >= col_max;
+        col_max = ge ? h : col_max;
+        col_at = ge ? i : col_at;
     }
     void row(int32_t* last_row, int j, int32_t h) {
         last_row[j] = h;
