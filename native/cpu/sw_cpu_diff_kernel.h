@@ -127,8 +127,8 @@ struct SweepBase {
                                                          uint8_t* bits, V& dh, V& dv, V& te, V& tf) const {
         typedef typename O::Half H;
         typename H::V ndh, ndv, nte, ntf;
-        cell<H, kLate>(H::subst(O::low(fixed), H::load(slide), O::low(match), O::low(mis)), O::low(up),
-                       O::low(tf_in), O::low(left), O::low(te_in), O::low(open), bits, ndh, ndv, nte, ntf);
+        cell<H, kLate>(H::subst(O::low(fixed), H::load(slide), O::low(match), O::low(mis)), O::low(up), O::low(tf_in),
+                       O::low(left), O::low(te_in), O::low(open), bits, ndh, ndv, nte, ntf);
         dh = O::widen(ndh);
         dv = O::widen(ndv);
         te = O::widen(nte);
@@ -211,7 +211,7 @@ struct RegSweep : SweepBase {
                 if constexpr (HasHalf<Ops>::value) {
                     if (t == active - 1 && hi - lo < W * t + W / 2) {  // at most W/2 cells in this vector
                         step_half<kD1>(fixed[t], slide + W * t, up, tf_in, left, te_in, bits, ndh[t], ndv[t], nte[t],
-                                  ntf[t]);
+                                       ntf[t]);
                         return;
                     }
                 }
@@ -230,7 +230,7 @@ struct RegSweep : SweepBase {
                 });
             }
             if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(ndv[0]) + ext);  // cell (d-n, n), lane 0
-            if (!kColEdge) {                                                         // cell (m, d-m), lane m - lo
+            if (!kColEdge) {                                                               // cell (m, d-m), lane m - lo
                 const int lane = m - lo;
                 V v = ndh[0];
                 each([&](auto tc) __attribute__((always_inline)) {
