@@ -368,8 +368,8 @@ int fake_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
 // each on the CPU backend, in GKL's order, through a view of one read and
 // one haplotype of its region. Its result stands whatever the CPU's check
 // says of it (the dispatcher checks every result afterwards).
-void recompute_marked_pd(const pyphmm_pd_region* regions, int64_t num_regions, double* out) {
-    for (int64_t k = 0; k < num_regions; ++k) {
+void recompute_marked_pd(const pyphmm_pd_region* regions, int64_t num_regions, double* out, int64_t marked) {
+    for (int64_t k = 0; k < num_regions && marked > 0; ++k) {
         const pyphmm_pd_region& g = regions[k];
         for (int32_t r = 0; r < g.num_reads; ++r)
             for (int32_t h = 0; h < g.num_haps; ++h, ++out) {
@@ -379,6 +379,7 @@ void recompute_marked_pd(const pyphmm_pd_region* regions, int64_t num_regions, d
                 one.read_offsets = g.read_offsets + r;
                 one.hap_offsets = g.hap_offsets + h;
                 cpu_pdhmm(&one, 1, out, 1, nullptr, nullptr);
+                --marked;
             }
     }
 }
@@ -423,7 +424,7 @@ int gpu_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions, double* out,
     } else {
         int64_t marked = 0;
         rc = cuda_pdhmm(lease.ordinal(), regions, num_regions, out, &marked, napping, stats, err);
-        if (rc == PYPHMM_OK && marked > 0) recompute_marked_pd(regions, num_regions, out);
+        if (rc == PYPHMM_OK && marked > 0) recompute_marked_pd(regions, num_regions, out, marked);
     }
     if (stats && rc == PYPHMM_OK) {
         stats->backend_used = PYPHMM_BACKEND_CUDA;
