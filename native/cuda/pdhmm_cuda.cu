@@ -3,15 +3,16 @@
 // One call = one or more chunks (pdhmm_plan.h). A chunk is packed on the
 // host into one pinned buffer, sent with ONE host-to-device copy, computed
 // by ONE launch (every bin of the chunk, pdhmm_kernels.cuh) and returned as
-// one sum per pair: small chunks (per-region calls) have the kernel write
-// the sums straight into mapped host memory, which the calling thread
-// watches; larger ones come back with ONE device-to-host copy. The host
-// takes the log10 of each sum, with the CPU backend's expression, so GPU
-// and CPU results are the same bits. Whole-workload calls alternate their
-// chunks between two slots (stream + buffers), so the host packs chunk c+1
-// and unpacks chunk c-1 while the GPU computes chunk c. Buffers only grow
-// and live in a per-device pool of contexts, so a call allocates nothing
-// once they have grown, and concurrent callers never share a stream.
+// one result per pair, finished by the kernel (log10, or NaN where the sum
+// is not certified): chunks of up to kMappedOutPairs pairs (per-region
+// calls) have the kernel write them straight into mapped host memory,
+// which the calling thread watches and copies out as they arrive; larger
+// ones come back with ONE device-to-host copy. Whole-workload calls
+// alternate their chunks between two slots (stream + buffers), so the host
+// packs chunk c+1 and copies out chunk c-1 while the GPU computes chunk c.
+// Buffers only grow and live in a per-device pool of contexts, so a call
+// allocates nothing once they have grown, and concurrent callers never
+// share a stream.
 #include <cuda_runtime.h>
 #include <time.h>
 
@@ -40,11 +41,11 @@ using namespace pdk;
 // Host phases of a call (PYPHMM_FLAG_TIMING), pyphmm_stats.phase_seconds.
 enum Phase { kSetup, kPack, kEnqueue, kWait, kCopyOut, kPhases };
 
-// Chunks of at most this many pairs have their sums written straight into
-// mapped host memory.
-constexpr int64_t kMappedOutPairs = 4096;
-// A watched slot holds this NaN until the kernel writes the pair's sum (no
-// sum is a NaN with this payload; see pairhmm_layout.h's kPendingMark).
+// Chunks of at most this many pairs have their results written straight
+// into mapped host memory.
+constexpr int64_t kMappedOutPairs = 65536;
+// A watched slot holds this NaN until the kernel writes the pair's result
+// (no result is a NaN with this payload: kPdUncertifiedBits is another).
 constexpr uint64_t kPending = 0x7ff8000000000001ull;
 // Warps of the striped bin per SM (its grid is capped: each warp has a
 // scratch): as many as an SM holds.
@@ -94,7 +95,6 @@ struct Slot {
     // the chunk in flight
     bool pending = false, watched = false, timed = false;
     const PdChunk* chunk = nullptr;
-    PdCertify cert{};   // which of its sums are kept
     int64_t steps = 1;  // its longest haplotype times its bins' rows a lane (the size of its wait)
 };
 
@@ -201,14 +201,13 @@ void learn_wait(const Slot& s, double us, bool done_on_waking) {
 }
 
 // Spins until no slot of a watched chunk is pending, asking the stream now
-// and then so that a failed launch ends the wait; writes each pair's
-// result as soon as its slot is filled, in whatever order the kernel's
-// warps finish (the log10s of the early ones overlap the kernel's end).
+// and then so that a failed launch ends the wait; copies each pair's
+// result out as soon as its slot is filled, in whatever order the kernel's
+// warps finish (the early ones overlap the kernel's end).
 cudaError_t wait_watched(Slot& s, int nap_percent, double* out, int64_t* marked) {
     const Clock::time_point t0 = Clock::now();
     const bool napped = nap(s, nap_percent);
     const volatile uint64_t* slot = reinterpret_cast<const volatile uint64_t*>(s.hout.p);  // (the GPU writes them)
-    const double log10_ic = pd_tables().log10_initial_condition;
     double* dst = out + s.chunk->out_first;
     thread_local std::vector<int32_t> pending;
     pending.resize(static_cast<size_t>(s.chunk->pairs));
@@ -223,10 +222,10 @@ cudaError_t wait_watched(Slot& s, int nap_percent, double* out, int64_t* marked)
                 pending[left++] = i;
                 continue;
             }
-            double sum;
-            std::memcpy(&sum, &bits, sizeof(sum));
-            dst[i] = pd_checked_result(s.cert, sum, log10_ic);
-            *marked += std::isnan(dst[i]);
+            double result;
+            std::memcpy(&result, &bits, sizeof(result));
+            dst[i] = result;
+            *marked += std::isnan(result);
         }
         if (left == pending.size()) {
             cpu_relax();
@@ -254,7 +253,7 @@ cudaError_t finish_slot(Slot& s, CallState& st) {
     } else {
         PYPHMM_CUDA_TRY(cudaStreamSynchronize(s.stream));
         st.lap(t, kWait);
-        st.marked += pd_unpack_results(*s.chunk, s.cert, reinterpret_cast<const double*>(s.hout.p), st.out);
+        st.marked += pd_copy_results(*s.chunk, reinterpret_cast<const double*>(s.hout.p), st.out);
         st.lap(t, kCopyOut);
     }
     if (s.timed) {
@@ -295,6 +294,9 @@ cudaError_t run_chunk(const PdChunk& c, Slot& s, CallState& st) {
     a.third = tab.third;
     a.m2m = tab.m2m;
     a.ic = pd_tables().initial_condition;
+    a.cert = pd_certify(packed);
+    a.log10_ic = pd_tables().log10_initial_condition;
+    a.finish = true;
     a.out = reinterpret_cast<double*>(mapped ? s.hout.dev : static_cast<char*>(s.dout.p));
     a.scratch = s.dscratch.as<double>();
     a.scratch_stride = stride;
@@ -303,7 +305,8 @@ cudaError_t run_chunk(const PdChunk& c, Slot& s, CallState& st) {
     s.watched = mapped && !st.timing;
 
     PYPHMM_CUDA_TRY(cudaMemcpyAsync(din, s.hin.p, L.in_bytes, cudaMemcpyHostToDevice, s.stream));
-    if (!mapped) PYPHMM_CUDA_TRY(cudaMemsetAsync(s.dout.p, 0, L.out_bytes, s.stream));  // (empty pairs: sum 0)
+    if (!mapped)  // (empty pairs: all ones, a NaN)
+        PYPHMM_CUDA_TRY(cudaMemsetAsync(s.dout.p, 0xFF, L.out_bytes, s.stream));
     if (st.timing) {
         if (!st.first_recorded) PYPHMM_CUDA_TRY(cudaEventRecord(st.first, s.stream));
         st.first_recorded = true;
@@ -320,7 +323,6 @@ cudaError_t run_chunk(const PdChunk& c, Slot& s, CallState& st) {
     for (int e = 0; e < plan.nb; ++e) most_k = std::max(most_k, kPdBins[plan.bin[e]].K);
     s.pending = true;
     s.chunk = &c;
-    s.cert = pd_certify(packed);
     s.steps = static_cast<int64_t>(packed.max_hap_len + 32) * most_k;
     s.timed = st.timing;
     return cudaSuccess;

@@ -42,8 +42,8 @@
 // (the row-to-row term last: the X chain down a lane's rows is one fma a
 // row). A lane's first row takes the same operations from the edge, so a
 // pair's sum does not depend on its bin; it equals cpu::pd_sum_gpu_order
-// bit for bit. The host takes the log10, and recomputes in GKL's order
-// the sums that are not certified close to GKL's (pdhmm_plan.h).
+// bit for bit. The kernel takes the log10 of a certified sum and marks
+// the others, which the host recomputes in GKL's order (pdhmm_plan.h).
 //
 // Reads longer than 32 * K rows are swept in stripes of 32 * K rows: the
 // last lane stores, per column, what the next stripe's first row needs
@@ -76,7 +76,10 @@ struct PdArgs {
     const double* third;      // error_prob / 3.0, as the host divides
     const double* m2m;        // GKL's match-to-match table (gap qualities <= 127)
     double ic;                // 2^1020
-    double* out;              // sums, by PdPairDesc::out
+    PdCertify cert;           // the chunk's certified sums (pd_certify)
+    double log10_ic;          // log10(2^1020)
+    bool finish;              // out gets results (pd_checked_result); false: the sums (the emulator's check)
+    double* out;              // by PdPairDesc::out
     double* scratch;          // striped entry: 2 * scratch_stride doubles per warp ((w, v) per column)
     int scratch_stride;
 };
@@ -494,7 +497,7 @@ PYPHMM_PD_DEV void pd_run_bin(const PdArgs& a, int first, int count, int block, 
         const int n_act = valid ? d.n : 0;
         const int steps = __reduce_max_sync(0xffffffffu, valid ? d.n + P - 1 : 0);
         const double sum = pd_forward<P, K, STRIPED>(a, d, n_act, steps, t, bs, scratch, stage);
-        if (valid && t == P - 1) a.out[d.out] = sum;
+        if (valid && t == P - 1) a.out[d.out] = a.finish ? pd_checked_result(a.cert, sum, a.log10_ic) : sum;
     }
 }
 

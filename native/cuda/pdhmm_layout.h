@@ -6,7 +6,9 @@
 // functions under nvcc.
 #pragma once
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #ifdef __CUDACC__
 #define PYPHMM_PD_HD __host__ __device__
@@ -153,15 +155,23 @@ struct PdCodeTables {
 };
 inline constexpr PdCodeTables kPdCodeTables{};
 
-inline void pd_column_codes(const uint8_t* hap, const uint8_t* pd, int n, uint32_t* out) {
+// Writes a haplotype's n codes; returns its DEL_END columns (pd_certify).
+inline int pd_column_codes(const uint8_t* hap, const uint8_t* pd, int n, uint32_t* out) {
     const PdCodeTables& T = kPdCodeTables;
     constexpr uint8_t kMarks = kPdBitDelStart | kPdBitDelEnd;
-    for (int j = 0; j < n; ++j) out[j] = T.hap[hap[j]] | T.pd[pd[j]];
+    uint32_t marks = 0;
+    int del_ends = 0;
+    for (int j = 0; j < n; ++j) {
+        out[j] = T.hap[hap[j]] | T.pd[pd[j]];
+        marks |= pd[j];
+        del_ends += (pd[j] >> 2) & 1;
+    }
+    if (!(marks & kMarks)) return 0;  // (no capture flags, no state changes)
     // The state row 1 ends in (every later row's start): the last marked
     // column's, or NORMAL a column after an AFTER_DEL.
     int last = n - 1;
     while (last >= 0 && !(pd[last] & kMarks)) --last;
-    const int end = last < 0 ? static_cast<int>(kNormal) : T.next[kNormal][(pd[last] >> 1) & 3];
+    const int end = T.next[kNormal][(pd[last] >> 1) & 3];
     int s1 = kNormal, s2 = last < n - 1 && end == kAfterDel ? kNormal : end;
     // Only a marked column captures or changes a state (but AFTER_DEL,
     // which an unmarked column ends).
@@ -177,6 +187,7 @@ inline void pd_column_codes(const uint8_t* hap, const uint8_t* pd, int n, uint32
         s2 = T.next[s2][b];
         prev = j;
     }
+    return del_ends;
 }
 
 // A read byte's code.
@@ -205,6 +216,32 @@ PYPHMM_PD_HD inline bool pd_matches_fast(uint32_t column, uint32_t read) { retur
 // zeros before) and, clamped, up to 3 after column n.
 constexpr int kPdCodeGap = 32;
 PYPHMM_PD_HD inline int64_t pd_code_stride(int64_t n) { return (n + 3) / 4 * 4 + kPdCodeGap; }
+
+// ---- results -----------------------------------------------------------------
+// The kernel finishes each pair: its result is log10(sum) - log10(2^1020)
+// (the CPU backend's expression, CUDA's log10) where the sum is certified
+// close to GKL's (pd_certify, pdhmm_plan.h: in [floor, ceiling)), else the
+// NaN kPdUncertifiedBits, which the dispatcher recomputes on the CPU. An
+// empty pair (no kernel computes it) gets that NaN from the host, so GKL's
+// answer for it comes from the CPU too.
+struct PdCertify {
+    double floor, ceiling;  // a sum in [floor, ceiling) is the kernel's to keep
+};
+constexpr uint64_t kPdUncertifiedBits = 0x7ff8000000000000ull;
+
+PYPHMM_PD_HD inline double pd_uncertified() {
+#ifdef __CUDA_ARCH__
+    return __longlong_as_double(static_cast<long long>(kPdUncertifiedBits));
+#else
+    double v;
+    std::memcpy(&v, &kPdUncertifiedBits, sizeof(v));
+    return v;
+#endif
+}
+PYPHMM_PD_HD inline double pd_result(double sum, double log10_ic) { return log10(sum) - log10_ic; }
+PYPHMM_PD_HD inline double pd_checked_result(const PdCertify& cert, double sum, double log10_ic) {
+    return sum >= cert.floor && sum < cert.ceiling ? pd_result(sum, log10_ic) : pd_uncertified();
+}
 
 // ---- bins ------------------------------------------------------------------
 // A bin maps reads of up to max_rows rows to one kernel instantiation: P

@@ -145,11 +145,9 @@ PieceMax pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, Pi
         const int64_t n = hap_len(g, h), at = g.hap_offsets[h];
         hoff[h] = static_cast<uint32_t>(kPdCodeGap + cur.code);
         uint32_t* hc = codes + cur.code;
-        pd_column_codes(g.hap_bases + at, g.hap_pd + at, static_cast<int>(n), hc);
+        const int del_ends = pd_column_codes(g.hap_bases + at, g.hap_pd + at, static_cast<int>(n), hc);
         std::fill(hc + n, codes + cur.code + pd_code_stride(n), 0u);
         cur.code += pd_code_stride(n);
-        int del_ends = 0;
-        for (int64_t j = 0; j < n; ++j) del_ends += (hc[j] & kDelEnd) != 0u;
         most.hap_len = std::max<int>(most.hap_len, static_cast<int>(n));
         most.del_ends = std::max(most.del_ends, del_ends);
     }
@@ -168,10 +166,11 @@ PieceMax pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, Pi
         if (m > 0) reads[fill[pd_bin_of(m)]++] = {static_cast<uint32_t>(cur.row), m, r - p.r0};
         cur.row += m;
     }
-    if (slots)  // (0: the bits of 0.0, an empty pair's sum)
+    if (slots)
         for (int32_t r = 0; r < nr; ++r) {
             const bool live = read_len(g, p.r0 + r) > 0;
-            for (int32_t h = 0; h < nh; ++h) slots[out + int64_t(r) * nh + h] = live && hap_len(g, h) > 0 ? pending : 0;
+            for (int32_t h = 0; h < nh; ++h)
+                slots[out + int64_t(r) * nh + h] = live && hap_len(g, h) > 0 ? pending : kPdUncertifiedBits;
         }
     for (int b = 0; b < kPdNumBins; ++b) {
         PdPairDesc* d = desc + cur.bin[b];
@@ -294,18 +293,17 @@ PdCertify pd_certify(const PdPacked& p) {
     return {std::ldexp(cells, p.max_del_ends - 1000), std::ldexp(1.0 - std::ldexp(1.0, -30), 1020)};
 }
 
-int64_t pd_unpack_results(const PdChunk& c, const PdCertify& cert, const double* sums, double* out) {
-    const double log10_ic = pd_tables().log10_initial_condition;
+int64_t pd_copy_results(const PdChunk& c, const double* results, double* out) {
     double* dst = out + c.out_first;
-    constexpr int64_t kBlockPairs = 4096;
+    constexpr int64_t kBlockPairs = 16384;
     const int64_t blocks = (c.pairs + kBlockPairs - 1) / kBlockPairs;
     std::atomic<int64_t> marked{0};
     auto block = [&](int64_t b) {
         const int64_t lo = b * kBlockPairs, hi = std::min(c.pairs, lo + kBlockPairs);
         int64_t nan = 0;
         for (int64_t i = lo; i < hi; ++i) {
-            dst[i] = pd_checked_result(cert, sums[i], log10_ic);
-            nan += std::isnan(dst[i]);
+            dst[i] = results[i];
+            nan += std::isnan(results[i]);
         }
         if (nan) marked += nan;
     };

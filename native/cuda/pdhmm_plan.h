@@ -7,9 +7,9 @@
 // A chunk's buffer: pair descriptors (sorted by launch entry: bins from the
 // longest reads down, then region piece, haplotype, read) | read rows |
 // haplotype column codes. Results come back as one double per pair of the
-// chunk, the pair's sum, in the caller's order; the host takes the log10.
-// Pairs with an empty read or haplotype (sum 0, log10 -inf) go to no
-// kernel.
+// chunk, in the caller's order: the kernel's log10 of the pair's sum, or
+// NaN where the sum is not certified (below). Pairs with an empty read or
+// haplotype go to no kernel (their NaN sends them to the CPU).
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -72,7 +72,7 @@ struct PdPacked {
 
 // Fills buf (pd_layout_of(c).in_bytes bytes) with the chunk. slots (may be
 // null): the chunk's result slots, which get `pending` (as bits) for each
-// pair the kernels compute and 0.0 for an empty pair. Parallel over pieces
+// pair the kernels compute and kPdUncertifiedBits for an empty pair. Parallel over pieces
 // for whole workloads.
 PdPacked pd_pack_chunk(const pyphmm_pd_region* regions, const PdChunk& c, const PdLayout& L, char* buf, uint64_t* slots,
                        uint64_t pending);
@@ -88,10 +88,6 @@ int pd_striped_warps(const PdLaunchPlan& plan);
 // (Columns 0 .. n, and the stage reads up to 44 columns further: the
 // warp's last block, 2 blocks ahead.)
 inline int pd_scratch_stride(int max_hap_len) { return (max_hap_len + 48 + 31) / 32 * 32; }
-
-// A pair's result from its sum: log10(sum) - log10(2^1020), the CPU
-// backend's expression (so the bits are the same).
-inline double pd_result(double sum, double log10_ic) { return std::log10(sum) - log10_ic; }
 
 // ---- the kernel's rounding ----------------------------------------------
 // The kernel rounds in its own order (fused multiply-adds: fewer
@@ -110,21 +106,14 @@ inline double pd_result(double sum, double log10_ic) { return std::log10(sum) - 
 // are below a relative 2^-70. A sum under the floor (log10 likelihoods
 // below about -600, and -inf) or within 2^-30 of 2^1020 (where GKL's check
 // of a positive result could go either way) gets the result NaN: the
-// dispatcher recomputes those pairs on the CPU (dispatch/gpu.cc).
-struct PdCertify {
-    double floor, ceiling;  // a sum in [floor, ceiling) is the kernel's to keep
-};
+// dispatcher recomputes those pairs on the CPU (dispatch/gpu.cc). The
+// kernel applies the bounds (pd_checked_result, pdhmm_layout.h).
 PdCertify pd_certify(const PdPacked& p);
 
-// A pair's result from the kernel's sum: pd_result, or NaN where the sum
-// is not certified.
-inline double pd_checked_result(const PdCertify& cert, double sum, double log10_ic) {
-    return sum >= cert.floor && sum < cert.ceiling ? pd_result(sum, log10_ic) : std::nan("");
-}
-
-// pd_checked_result of a chunk's sums, into the caller's output (parallel
-// for large chunks). Returns how many are NaN.
-int64_t pd_unpack_results(const PdChunk& c, const PdCertify& cert, const double* sums, double* out);
+// A chunk's results (the kernel's, one per pair in the caller's order)
+// into the caller's output (parallel for large chunks). Returns how many
+// are NaN (uncertified or empty pairs).
+int64_t pd_copy_results(const PdChunk& c, const double* results, double* out);
 
 }  // namespace pdk
 }  // namespace pyphmm

@@ -2,11 +2,13 @@
 // the plans of the GPU backend's host code (native/cuda/pdhmm_plan: chunks,
 // descriptor order, read rows, column codes, launch entries), and compares
 // every pair's sum bit for bit with the CPU reference in the kernel's
-// operation order (cpu::pd_sum_gpu_order), and every result the host makes
-// of the sums (pd_unpack_results: the kernel's, or NaN where not certified,
-// which the dispatcher recomputes with GKL's serial algorithm) with GKL's
-// serial algorithm's (cpu::pd_sum_scalar): within 1e-10, -inf at the same
-// pairs. Used by tests/test_pdhmm_cuda.py where no GPU is.
+// operation order (cpu::pd_sum_gpu_order), and every result (the log10 of
+// a certified sum, or NaN, which the dispatcher recomputes with GKL's
+// serial algorithm) with GKL's serial algorithm's (cpu::pd_sum_scalar):
+// within 1e-10, -inf at the same pairs. With `finish` the kernel makes the
+// results, as on the GPU (compared bit for bit with pd_checked_result of
+// the reference's sums); without, it writes the sums and the host makes
+// them. Used by tests/test_pdhmm_cuda.py where no GPU is.
 //
 // Emulation: a warp is 32 fibers (ucontext) run by one thread, each
 // lane running the kernel's own code until it must wait. The kernel
@@ -28,7 +30,7 @@
 //   g++ -std=c++17 -O1 -pthread -Inative/include -Inative tests/native/pdhmm_cuda_emu.cc
 //       native/cuda/pdhmm_plan.cc native/cpu/pdhmm_cpu_scalar.cc native/common/pd_tables.cc
 //       native/common/thread_pool.cc native/common/config.cc -o pdhmm_cuda_emu
-//   ./pdhmm_cuda_emu [seed] [regions] [general-coin percent] [long regions] [deep regions]
+//   ./pdhmm_cuda_emu [seed] [regions] [general-coin percent] [long regions] [deep regions] [finish]
 #include <ucontext.h>
 
 #include <algorithm>
@@ -310,10 +312,12 @@ struct Tables {
 
 // Runs the kernel on every chunk of the regions: each launch entry with
 // `warp_blocks` blocks (of kPdBlock / 32 warps), so the warps' loops over
-// pairs are exercised. Returns the sums by output; the host's results of
-// them into *results.
-std::vector<double> emulate(const std::vector<pyphmm_pd_region>& regions, int warp_blocks, uint64_t seed,
-                            long* bad_entries, int64_t* pairs_out, std::vector<double>* results) {
+// pairs are exercised. Returns what the kernel wrote by output (sums, or
+// with `finish` results); the results into *results, and each pair's
+// certification into *certs.
+std::vector<double> emulate(const std::vector<pyphmm_pd_region>& regions, int warp_blocks, uint64_t seed, bool finish,
+                            long* bad_entries, int64_t* pairs_out, std::vector<double>* results,
+                            std::vector<PdCertify>* certs) {
     static const Tables tab;
     int64_t cells = 0, outputs = 0;
     for (const pyphmm_pd_region& g : regions) {
@@ -322,6 +326,8 @@ std::vector<double> emulate(const std::vector<pyphmm_pd_region>& regions, int wa
     }
     std::vector<double> sums(outputs, -1.0);
     results->assign(outputs, -1.0);
+    certs->assign(outputs, PdCertify{});
+    const double log10_ic = pd_tables().log10_initial_condition;
     for (const PdChunk& c : pd_plan_chunks(regions.data(), static_cast<int64_t>(regions.size()), cells)) {
         const PdLayout L = pd_layout_of(c);
         std::vector<uint64_t> buf((L.in_bytes + 7) / 8 + 2);
@@ -343,6 +349,9 @@ std::vector<double> emulate(const std::vector<pyphmm_pd_region>& regions, int wa
         a.third = tab.third.data();
         a.m2m = tab.m2m.data();
         a.ic = pd_tables().initial_condition;
+        a.cert = pd_certify(p);
+        a.log10_ic = log10_ic;
+        a.finish = finish;
         a.out = reinterpret_cast<double*>(slots.data());
         a.scratch = scratch.data();
         a.scratch_stride = pd_scratch_stride(p.max_hap_len);
@@ -350,16 +359,24 @@ std::vector<double> emulate(const std::vector<pyphmm_pd_region>& regions, int wa
             for (int b = 0; b < warp_blocks; ++b)
                 for (int w = 0; w < kPdBlock / 32; ++w)
                     run_warp(b, w, warp_blocks, a, plan.bin[e], plan.first[e], plan.count[e], seed + e * 7 + b);
-        for (int64_t i = 0; i < c.pairs; ++i) std::memcpy(&sums[c.out_first + i], &slots[i], 8);
-        pd_unpack_results(c, pd_certify(p), sums.data() + c.out_first, results->data());
+        std::vector<double> made(c.pairs);  // the results, as the GPU backend copies them out
+        for (int64_t i = 0; i < c.pairs; ++i) {
+            double& v = sums[c.out_first + i];
+            std::memcpy(&v, &slots[i], 8);
+            (*certs)[c.out_first + i] = a.cert;
+            made[i] = finish ? v : pd_checked_result(a.cert, v, log10_ic);  // (an empty pair's NaN stays)
+        }
+        pd_copy_results(c, made.data(), results->data());
         *pairs_out += p.descs;
     }
     return sums;
 }
 
 // A reference for every pair, read-major: GKL's serial algorithm
-// (cpu::pd_sum_scalar) or the kernel's operation order.
-std::vector<double> reference(const std::vector<pyphmm_pd_region>& regions, double (*sum)(const cpu::PdPair&)) {
+// (cpu::pd_sum_scalar) or the kernel's operation order; `empty` for a pair
+// with an empty read or haplotype.
+std::vector<double> reference(const std::vector<pyphmm_pd_region>& regions, double (*sum)(const cpu::PdPair&),
+                              double empty) {
     std::vector<double> out;
     for (const pyphmm_pd_region& g : regions)
         for (int32_t r = 0; r < g.num_reads; ++r)
@@ -377,7 +394,7 @@ std::vector<double> reference(const std::vector<pyphmm_pd_region>& regions, doub
                               0};
                 p.m = static_cast<int32_t>(g.read_offsets[r + 1] - ro);
                 p.n = static_cast<int32_t>(g.hap_offsets[h + 1] - ho);
-                out.push_back(p.m && p.n ? sum(p) : 0.0);
+                out.push_back(p.m && p.n ? sum(p) : empty);
             }
     return out;
 }
@@ -390,6 +407,7 @@ int main(int argc, char** argv) {
     g_general_percent = argc > 3 ? std::atoi(argv[3]) : 0;
     const int nlong = argc > 4 ? std::atoi(argv[4]) : 2;
     const int ndeep = argc > 5 ? std::atoi(argv[5]) : 0;
+    const bool finish = argc > 6 && std::atoi(argv[6]) != 0;
     Gen gen(seed);
     std::vector<Region> owned;
     for (int k = 0; k < nregions; ++k) {
@@ -407,13 +425,16 @@ int main(int argc, char** argv) {
 
     long bad_entries = 0;
     int64_t computed = 0;
-    const std::vector<double> want = reference(regions, cpu::pd_sum_gpu_order);
-    const std::vector<double> gkl = reference(regions, cpu::pd_sum_scalar);
+    std::vector<double> want = reference(regions, cpu::pd_sum_gpu_order, pd_uncertified());
+    const std::vector<double> gkl = reference(regions, cpu::pd_sum_scalar, 0.0);
     std::vector<double> results;
-    const std::vector<double> got = emulate(regions, 4, seed, &bad_entries, &computed, &results);
+    std::vector<PdCertify> certs;
+    const std::vector<double> got = emulate(regions, 4, seed, finish, &bad_entries, &computed, &results, &certs);
+    const double log10_ic = pd_tables().log10_initial_condition;
+    if (finish)  // (what the kernel should have written)
+        for (size_t i = 0; i < want.size(); ++i) want[i] = pd_checked_result(certs[i], want[i], log10_ic);
     int64_t mismatches = 0, special = 0, far = 0, recomputed = 0;
     double worst = 0;
-    const double log10_ic = pd_tables().log10_initial_condition;
     for (size_t i = 0; i < want.size(); ++i) {
         const double g = pd_result(gkl[i], log10_ic);
         if (std::isnan(results[i])) {  // (the dispatcher's part)
