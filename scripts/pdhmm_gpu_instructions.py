@@ -7,7 +7,7 @@ Compiles native/cuda/pdhmm_cuda.cu for one architecture (--arch, default
 the kernel, disassembles it (cuobjdump, or --cuobjdump PATH) and finds the
 loops over 4-step blocks (innermost loops with double-precision multiplies).
 A loop's bin: its lanes per pair from the width of its shuffles, its rows
-per lane from its multiplies (4 per row and step, beside 3 fused
+per lane from its multiplies (3 per row and step, beside 3 fused
 multiply-adds), the striped bin by its
 asynchronous copies. For each loop, three paths from the loop's head to its
 back edge, through the basic blocks of the loop:
@@ -163,7 +163,7 @@ def path(ins: list, lo: int, hi: int, mode: str) -> list:
 
 def bin_of(loop: list) -> str:
     widths = {WIDTH.get(t.split(",")[-1].strip(), 0) for _, _, op, t in loop if op.startswith("SHFL.UP")}
-    rows = count(loop, "DMUL") // 16
+    rows = count(loop, "DMUL") // 12  # (3 a row and step, 4 steps; 1 a step for the edge)
     striped = " striped" if count(loop, "LDGSTS") else ""
     return f"{max(widths) if widths else '?'} x {rows}{striped}", rows
 

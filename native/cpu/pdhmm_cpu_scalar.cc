@@ -58,10 +58,21 @@ inline DelState next_state(DelState s, uint8_t pd) {
 }
 
 // A cell's three sums: GKL's order, or the GPU kernel's (pdhmm_kernels.cuh).
-template <bool kGpuOrder>
-inline double match_sum(const Cells& d, double mm, double gm) {
-    if (kGpuOrder) return std::fma(d.x + d.y, gm, d.m * mm);
-    return (d.m * mm + d.x * gm) + d.y * gm;
+// The kernel's match sum is in one of two forms per row, with the factor
+// mult folded into the row's priors (the kernel's PdGaps): form A (mm >=
+// gm) fma(x + y, gm / mm, m), form B fma(m, mm / gm, x + y).
+struct MatchForm {
+    bool b;
+    double ratio, mult;
+};
+inline MatchForm match_form(double mm, double gm) {
+    const bool b = gm > mm;
+    const double mult = b ? gm : mm;
+    return {b, mult > 0.0 ? (b ? mm : gm) / mult : 0.0, mult};
+}
+inline double match_sum(const Cells& d, double mm, double gm) { return (d.m * mm + d.x * gm) + d.y * gm; }
+inline double match_sum_gpu(const Cells& d, const MatchForm& f) {
+    return f.b ? std::fma(d.m, f.ratio, d.x + d.y) : std::fma(d.x + d.y, f.ratio, d.m);
 }
 template <bool kGpuOrder>
 inline double gap_sum(double open_from, double open, double cont_from, double cont) {
@@ -85,6 +96,8 @@ double pd_sum(const PdPair& p) {
         const double cont = t.error_prob[p.gcp[k]];
         const double p_match = 1.0 - t.error_prob[p.quals[k]];
         const double p_mismatch = t.error_prob[p.quals[k]] / 3.0;
+        const MatchForm form = match_form(mm, gap_to_match);
+        const double pg_match = p_match * form.mult, pg_mismatch = p_mismatch * form.mult;
         const uint8_t x = p.read[k];
         Cells left{0, 0, 0, 0, 0, 0}, diag{0, 0, i == 1 ? row[0].y : 0.0, 0, 0, 0};
         for (int j = 1; j <= p.n; ++j) {
@@ -102,8 +115,11 @@ double pd_sum(const PdPair& p) {
                 diag.y = std::max(diag.y, diag.by);
                 m_left = std::max(m_left, left.bm), y_left = std::max(y_left, left.by);
             }
-            const double prior = pd_match(x, p.hap[j - 1], pd) ? p_match : p_mismatch;
-            c.m = prior * match_sum<kGpuOrder>(diag, mm, gap_to_match);
+            const bool match = pd_match(x, p.hap[j - 1], pd);
+            if (kGpuOrder)
+                c.m = (match ? pg_match : pg_mismatch) * match_sum_gpu(diag, form);
+            else
+                c.m = (match ? p_match : p_mismatch) * match_sum(diag, mm, gap_to_match);
             c.y = gap_sum<kGpuOrder>(m_left, to_del, y_left, cont);
             if (pd & kPdDelEnd) {
                 c.x = gap_sum<kGpuOrder>(std::max(top.bm, top.m), to_ins, std::max(top.bx, top.x), cont);

@@ -35,12 +35,13 @@
 // a column without the flag leaves the same values either way.
 //
 // Arithmetic: fused multiply-adds in a fixed order (pd_fma, __dmul_rn,
-// __dadd_rn: nvcc contracts nothing else), 8 double-precision operations
-// a cell where GKL's order takes 12:
-//   M = prior * fma(Ld.X + Ld.Y, gm, Ld.M * mm)
+// __dadd_rn: nvcc contracts nothing else), 7 double-precision operations
+// a cell where GKL's order takes 12 (form A of PdGaps; form B swaps the
+// fma's first and last operands):
+//   M = (prior * mm) * fma(Ld.X + Ld.Y, gm / mm, Ld.M)
 //   X = fma(T.X, cont, T.M * to_ins)      Y = fma(Ll.Y, cont, Ll.M * to_del)
-// (the row-to-row term last: the X chain down a lane's rows is one fma a
-// row). A lane's first row takes the same operations from the edge, so a
+// (prior * mm and gm / mm once a row; the row-to-row term last: the X
+// chain down a lane's rows is one fma a row). A lane's first row takes the same operations from the edge, so a
 // pair's sum does not depend on its bin; it equals cpu::pd_sum_gpu_order
 // bit for bit. The kernel takes the log10 of a certified sum and marks
 // the others, which the host recomputes in GKL's order (pdhmm_plan.h).
@@ -140,22 +141,42 @@ template <int N>
 PYPHMM_PD_DEV void pd_copy_wait_prior() {}
 #endif
 
-// A row's gap transitions (GKL's order of names: mm = matchToMatch, gm =
-// indelToMatch, to_ins, to_del, cont = insertion/deletion continuation).
+// A row's gap transitions (GKL's names: mm = matchToMatch, gm =
+// indelToMatch, to_ins, to_del, cont = insertion/deletion continuation),
+// with its match sum Ld.M mm + (Ld.X + Ld.Y) gm in one of two forms,
+// whichever has a ratio of at most 1 (so no term grows):
+//   form A (mm >= gm): mm * fma(Ld.X + Ld.Y, gm / mm, Ld.M)
+//   form B (gm > mm):  gm * fma(Ld.M, mm / gm, Ld.X + Ld.Y)
+// `mult` (mm or gm) is folded into the row's priors (pg = prior * mult,
+// M = pg * fma(..)), so a cell takes one multiply fewer. mm = gm = 0 gives
+// ratio 0 and mult 0 (M = 0). Plain steps take form A only: a lane with a
+// form-B row, or a form-B row below it, is exotic (general steps).
 struct PdGaps {
-    double mm, gm, to_ins, to_del, cont;
+    double ratio, mult, to_ins, to_del, cont;
+    bool formb;
 };
 
 PYPHMM_PD_DEV PdGaps pd_gaps(const PdArgs& a, PdRowElem e) {
     const uint32_t ins = (e.x >> 16) & 0xFFu, del = e.x >> 24, gcp = e.y;
     const uint32_t lo = ins < del ? ins : del, hi = ins < del ? del : ins;
-    const double cont = pd_ldg(a.err + gcp);
-    return {pd_ldg(a.m2m + hi * (hi + 1) / 2 + lo), pd_sub(1.0, cont), pd_ldg(a.err + ins), pd_ldg(a.err + del), cont};
+    const double cont = pd_ldg(a.err + gcp), mm = pd_ldg(a.m2m + hi * (hi + 1) / 2 + lo), gm = pd_sub(1.0, cont);
+    const bool formb = gm > mm;
+    const double mult = formb ? gm : mm;
+    const double ratio = mult > 0.0 ? pd_div(formb ? mm : gm, mult) : 0.0;
+    return {ratio, mult, pd_ldg(a.err + ins), pd_ldg(a.err + del), cont, formb};
+}
+
+// A cell's match sum in the row's form (ANY: form B possible).
+template <bool ANY>
+PYPHMM_PD_DEV double pd_match_sum(bool formb, double ratio, double m, double x, double y) {
+    const double xy = pd_add(x, y);
+    if (ANY && formb) return pd_fma(m, ratio, xy);
+    return pd_fma(xy, ratio, m);
 }
 
 // What a lane hands the lane below after each step, from its last row at
 // the step's column j, already combined with the next row's transitions:
-// w = that row's M sum at column j + 1 (its M = prior * w), v = its X at
+// w = that row's match sum at column j + 1 (its M = pg * w), v = its X at
 // column j. The same operations as a row within a lane, so the bits agree.
 struct PdEdge {
     double w, v;
@@ -171,15 +192,18 @@ PYPHMM_PD_DEV void pd_store2(double* p, const PdEdge& e) {
 #endif
 }
 
+template <bool ANY>
 PYPHMM_PD_DEV PdEdge pd_edge(const PdGaps& below, double lm, double lx, double ly, double tm, double tx) {
-    return {pd_fma(pd_add(lx, ly), below.gm, pd_mul(lm, below.mm)), pd_fma(tx, below.cont, pd_mul(tm, below.to_ins))};
+    return {pd_match_sum<ANY>(below.formb, below.ratio, lm, lx, ly), pd_fma(tx, below.cont, pd_mul(tm, below.to_ins))};
 }
 
-// A lane's K rows: transitions, emissions (match, mismatch) and read codes.
+// A lane's K rows: transitions, priors times the match sum's factor
+// (match, mismatch), read codes, and which rows are form B (bit k).
 template <int K>
 struct PdLaneRows {
-    double mm[K], gm[K], to_ins[K], to_del[K], cont[K], em[K], ex[K];
+    double ratio[K], to_ins[K], to_del[K], cont[K], pgm[K], pgx[K];
     uint32_t rc[K];
+    unsigned formb;
 };
 
 // The branch values a thread captured, in shared memory (they are read and
@@ -207,7 +231,7 @@ PYPHMM_PD_DEV void pd_capture(uint32_t code, int r1k, const double (&oM)[K], con
 // j (the edge's top), sm/sx its unmerged M and X (the result's terms).
 // MERGE (a warp with a lane at a DEL_END column): where this lane's column
 // has DEL_END, L = max(v, b), b = B(i, j) (kCap makes sure). Without MERGE,
-// L = v. FAST: the lane's read bytes are none exotic (pd_matches_fast).
+// L = v. FAST: the lane is not exotic (pd_matches_fast, form A).
 // GATED: a lane that has not started (j < 1) computes with priors of 0, so
 // its rows keep column 0 (M = 0 exactly, w finite; then X = 0 and Y stays
 // 0, or 2^1020 / n in a padding row) and it hands column 0's edge on.
@@ -221,13 +245,13 @@ PYPHMM_PD_DEV void pd_lane_step(const PdLaneRows<K>& r, uint32_t code, const PdE
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         const bool match = FAST ? pd_matches_fast(code, r.rc[k]) : pd_matches(code, r.rc[k]);
-        const double prior = GATED && !started ? 0.0 : match ? r.em[k] : r.ex[k];
+        const double pg = GATED && !started ? 0.0 : match ? r.pgm[k] : r.pgx[k];
         double M, X;
         if (k == 0) {
-            M = pd_mul(prior, d.w);
+            M = pd_mul(pg, d.w);
             X = u.v;
         } else {
-            M = pd_mul(prior, pd_fma(pd_add(oX[k - 1], oY[k - 1]), r.gm[k], pd_mul(oM[k - 1], r.mm[k])));
+            M = pd_mul(pg, pd_match_sum<!FAST>((r.formb >> k) & 1u, r.ratio[k], oM[k - 1], oX[k - 1], oY[k - 1]));
             X = pd_fma(ax, r.cont[k], pd_mul(am, r.to_ins[k]));
         }
         double Y = pd_fma(oY[k], r.cont[k], pd_mul(oM[k], r.to_del[k]));
@@ -258,8 +282,8 @@ PYPHMM_PD_DEV PdEdge pd_shfl_edge(const PdEdge& e) {
 // A lane's rows at the start of a stripe: transitions, emissions and read
 // codes of read rows row0 .. row0 + K - 1 (rows before 0 are padding: they
 // reproduce row 0), both register sets at column 0, the branch values 0
-// (a row that starts inside a span merges with them). Returns whether a
-// read byte of the lane is exotic (pd_read_exotic).
+// (a row that starts inside a span merges with them). Returns whether the
+// lane is exotic: a read byte (pd_read_exotic) or a form-B row (PdGaps).
 template <int K>
 PYPHMM_PD_DEV bool pd_lane_rows(const PdArgs& a, const PdRowElem* rd, int row0, double ic_n, PdLaneRows<K>& r,
                                 double (&Ma)[K], double (&Xa)[K], double (&Ya)[K], double (&Mb)[K], double (&Xb)[K],
@@ -271,19 +295,22 @@ PYPHMM_PD_DEV bool pd_lane_rows(const PdArgs& a, const PdRowElem* rd, int row0, 
         elem[k] = row0 + k >= 0 ? pd_ldg(rd + row0 + k) : PdRowElem{'N', 0};
         exotic = exotic || pd_read_exotic(elem[k].x & 0xFFu);
     }
+    r.formb = 0;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         const bool padding = row0 + k < 0;
         const PdGaps g = pd_gaps(a, elem[k]);
         const uint32_t q = (elem[k].x >> 8) & 0xFFu;
         const double e = pd_ldg(a.err + q);
-        r.mm[k] = padding ? 0.0 : g.mm;
-        r.gm[k] = padding ? 0.0 : g.gm;
+        r.ratio[k] = padding ? 0.0 : g.ratio;
         r.to_ins[k] = padding ? 0.0 : g.to_ins;
         r.to_del[k] = padding ? 0.0 : g.to_del;
         r.cont[k] = padding ? 1.0 : g.cont;
-        r.em[k] = padding ? 0.0 : pd_sub(1.0, e);
-        r.ex[k] = padding ? 0.0 : pd_ldg(a.third + q);
+        r.pgm[k] = padding ? 0.0 : pd_mul(pd_sub(1.0, e), g.mult);
+        r.pgx[k] = padding ? 0.0 : pd_mul(pd_ldg(a.third + q), g.mult);
+        const bool formb = !padding && g.formb;
+        r.formb |= static_cast<unsigned>(formb) << k;
+        exotic = exotic || formb;
         r.rc[k] = padding ? 0u : pd_read_code(elem[k].x & 0xFFu);
         // Both register sets start as column 0, so a lane that has not
         // started (j < 1) reads column 0 from either.
@@ -357,13 +384,14 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
         // Below the read's last row: to_ins = cont = 1, so that the last
         // lane's edge v is M + X of the last row (its sum's term where no
         // merge changed them).
-        const PdGaps below = rb >= 0 && rb < m ? pd_gaps(a, pd_ldg(rd + rb)) : PdGaps{0.0, 0.0, 1.0, 0.0, 1.0};
+        const PdGaps below = rb >= 0 && rb < m ? pd_gaps(a, pd_ldg(rd + rb)) : PdGaps{0.0, 0.0, 1.0, 0.0, 1.0, false};
+        exotic = exotic || below.formb;
         // Lane 0's boundary: row 0 (L = (0, 0, 2^1020/n), T = (0, 0)), or
         // the previous stripe's last row from the scratch.
-        const PdGaps own{r.mm[0], r.gm[0], r.to_ins[0], r.to_del[0], r.cont[0]};
-        const PdEdge bE = pd_edge(own, 0.0, 0.0, ic_n, 0.0, 0.0);
+        const PdGaps own{r.ratio[0], 0.0, r.to_ins[0], r.to_del[0], r.cont[0], (r.formb & 1u) != 0u};
+        const PdEdge bE = pd_edge<true>(own, 0.0, 0.0, ic_n, 0.0, 0.0);
         double tm = 0.0, tx = 0.0;  // the last row's T at the step's column (column 0: 0)
-        PdEdge d0 = pd_shfl_edge<P>(pd_edge(below, Ma[K - 1], Xa[K - 1], Ya[K - 1], tm, tx));
+        PdEdge d0 = pd_shfl_edge<P>(pd_edge<true>(below, Ma[K - 1], Xa[K - 1], Ya[K - 1], tm, tx));
         PdEdge d1 = d0;
         const bool from_scratch = STRIPED && stripe > 0 && t == 0;
         if (t == 0) {
@@ -395,9 +423,9 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
 // stripe's edges (striped, the last lane), the edge to the lane below; lane
 // 0 takes its boundary instead (striped: from the stage). No branch: the
 // last lane's tests are predicates.
-#define PYPHMM_PD_STEP_END(B, NM, NX, NY, D, TERM, KEEP)                                     \
+#define PYPHMM_PD_STEP_END(B, NM, NX, NY, D, TERM, KEEP, ANY)                                \
     {                                                                                        \
-        const PdEdge e_ = pd_edge(below, NM[K - 1], NX[K - 1], NY[K - 1], tm, tx);           \
+        const PdEdge e_ = pd_edge<ANY>(below, NM[K - 1], NX[K - 1], NY[K - 1], tm, tx);      \
         const bool keep_ = t == P - 1 && (KEEP);                                             \
         if (STRIPED && keep_ && !last_stripe) pd_store2(scratch + 2 * (s0 + (B)-t + 1), e_); \
         if (keep_ && last_stripe) sum = pd_add(sum, TERM);                                   \
@@ -413,7 +441,8 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
         double sm = 0.0, sx = 0.0;                                                                               \
         const int j_ = s0 + (B)-t + 1;                                                                           \
         pd_lane_step<K, false, true, GATED>(r, c[B], D, U, OM, OX, OY, NM, NX, NY, bs, tm, tx, sm, sx, j_ >= 1); \
-        PYPHMM_PD_STEP_END(B, NM, NX, NY, D, e_.v, static_cast<unsigned>(j_ - 1) < static_cast<unsigned>(n_act)) \
+        PYPHMM_PD_STEP_END(B, NM, NX, NY, D, e_.v, static_cast<unsigned>(j_ - 1) < static_cast<unsigned>(n_act), \
+                           false)                                                                                \
     }
 
 // A general step: the warp votes for the capture and the merging step, a
@@ -432,7 +461,7 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
             else                                                                                          \
                 pd_lane_step<K, false, false>(r, code, D, U, OM, OX, OY, NM, NX, NY, bs, tm, tx, sm, sx); \
         }                                                                                                 \
-        PYPHMM_PD_STEP_END(B, NM, NX, NY, D, pd_add(sm, sx), in_hap)                                      \
+        PYPHMM_PD_STEP_END(B, NM, NX, NY, D, pd_add(sm, sx), in_hap, true)                                \
     }
 
         for (int s0 = 0, blk = 0; s0 < steps; s0 += 4, ++blk) {

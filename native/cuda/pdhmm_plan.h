@@ -97,8 +97,9 @@ inline int pd_scratch_stride(int max_hap_len) { return (max_hap_len + 48 + 31) /
 // nothing is subnormal a rounding perturbs a value by a relative 2^-53 at
 // most, and either order's sum lies within a relative D 2^-53 of the
 // exact one, D the roundings along the longest chain of operations (at
-// most 4 a cell along a path of m + n cells, then n for the final sum:
-// D <= 5 (m + n) + 2). The two results are thus within 1e-10 of each other
+// most 5 a cell along a path of m + n cells, counting those of the row's
+// factors prior * mm and gm / mm, then n for the final sum: D <= 6 (m + n)
+// + 2). The two results are thus within 1e-10 of each other
 // in log10 for m + n up to 200,000. A subnormal rounding errs by an
 // absolute 2^-1075, at most 8 m n of them, each reaching the sum with a
 // weight of at most 2^E (E: DEL_END columns of the haplotype, where a
