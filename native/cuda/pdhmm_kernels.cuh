@@ -41,9 +41,9 @@
 //   M = (prior * mm) * fma(Ld.X + Ld.Y, gm / mm, Ld.M)
 //   X = fma(T.X, cont, T.M * to_ins)      Y = fma(Ll.Y, cont, Ll.M * to_del)
 // (prior * mm and gm / mm once a row; the row-to-row term last: the X
-// chain down a lane's rows is one fma a row). A lane's first row takes the same operations from the edge, so a
-// pair's sum does not depend on its bin; it equals cpu::pd_sum_gpu_order
-// bit for bit. The kernel takes the log10 of a certified sum and marks
+// chain down a lane's rows is one fma a row). A lane's first row takes
+// the same operations from the edge, so a pair's sum does not depend on
+// its bin; it equals cpu::pd_sum_gpu_order bit for bit. The kernel takes the log10 of a certified sum and marks
 // the others, which the host recomputes in GKL's order (pdhmm_plan.h).
 //
 // Reads longer than 32 * K rows are swept in stripes of 32 * K rows: the
