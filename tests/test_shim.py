@@ -304,6 +304,31 @@ def test_sw_shim_matches_gkl(gkl_jvm, strategy):
 
 
 @pytest.mark.jvm
+def test_sw_shim_cigar_that_fills_the_output_array(gkl_jvm):
+    """align() passes a CIGAR buffer of 2 max(len(ref), len(alt)) bytes and
+    reads the CIGAR up to the first NUL: CIGARs of exactly that length (no
+    NUL left) come back whole, as GKL's trim() gives them."""
+    jpype = gkl_jvm
+    ours, gkl = _sw_objects(jpype)
+    assert gkl.load(None) and ours.load(None)
+    SWParameters = shim.shim_class("org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters")
+    SWStrategy = shim.shim_class("org.broadinstitute.gatk.nativebindings.smithwaterman.SWOverhangStrategy")
+    GParameters = jpype.JClass("org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters")
+    GStrategy = jpype.JClass("org.broadinstitute.gatk.nativebindings.smithwaterman.SWOverhangStrategy")
+    cases = [(b"A", b"A", "1M"), (b"A", b"C", "1M"), (b"AC", b"CA", "1S1M"), (b"ACGT", b"TTTT", None)]
+    full = 0
+    for ref, alt, want in cases:
+        jref, jalt = jpype.JArray(jpype.JByte)(ref), jpype.JArray(jpype.JByte)(alt)
+        p = (3, -1, -4, -3)
+        a = ours.align(jref, jalt, SWParameters(*p), SWStrategy.SOFTCLIP)
+        b = gkl.align(jref, jalt, GParameters(*p), GStrategy.SOFTCLIP)
+        assert (str(a.cigar), int(a.alignment_offset)) == (str(b.cigar), int(b.alignment_offset))
+        assert want is None or str(a.cigar) == want
+        full += len(str(a.cigar)) == 2 * max(len(ref), len(alt))
+    assert full >= 2  # the cases do fill the array
+
+
+@pytest.mark.jvm
 def test_sw_shim_input_checks(gkl_jvm):
     """GKL's Java-side checks, which run before the native call."""
     jpype = gkl_jvm

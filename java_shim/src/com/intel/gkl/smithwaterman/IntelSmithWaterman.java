@@ -86,8 +86,15 @@ public class IntelSmithWaterman implements SWAlignerNativeBinding {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("Ran into invalid argument issue: " + e.getMessage(), e);
         }
-        return new SWNativeAlignerResult(new String(cigarArray, java.nio.charset.StandardCharsets.UTF_8).trim(),
-                                         offset);
+        // The native side writes the CIGAR (digits and letters) and pads with
+        // NULs: its length ends at the first NUL, which is what GKL's trim()
+        // of the whole array returns without scanning the padding.
+        int length = 0;
+        while (length < cigarArray.length && cigarArray[length] != 0) {
+            ++length;
+        }
+        return new SWNativeAlignerResult(
+                new String(cigarArray, 0, length, java.nio.charset.StandardCharsets.US_ASCII), offset);
     }
 
     /** GKL's byte code for a strategy (no enum switch: it would add a class). */
