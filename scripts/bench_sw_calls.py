@@ -9,7 +9,9 @@ summed call time), from
   - Python: pyphmm.align, one call per pair;
   - Java, 1 thread: IntelSmithWaterman.align through pyphmm's shim and
     through GKL's own library (AVX-512 where the CPU has it, else AVX2), one
-    JVM each (java_shim/bench/BenchSwCalls.java);
+    JVM each (java_shim/bench/BenchSwCalls.java), then both in one JVM,
+    their timed passes over the mix in turn: a host whose speed drifts over
+    minutes moves the separate runs apart, the passes in turn much less;
   - Java, --jvms JVMs at once (default 16, each one thread), shim and GKL
     in turn, released together after their warm-up: per-call figures over
     all JVMs and the aggregate rate.
@@ -95,30 +97,35 @@ def write_pairs(pairs, path):
             f.write(f"{r.decode()}\t{a.decode()}\t{','.join(map(str, p))}\t{s}\t{kind}\n")
 
 
-def java_cmd(cfg, pairs_file, mode, reps, out=None):
+def java_cmd(cfg, pairs_file, mode, reps, outs=()):
     cp = os.pathsep.join(gkl_oracle.class_path() + [cfg["classes"]])
     cmd = [cfg["java"], "-Xss4m"]
     if os.environ.get("GKL_JNI"):
         cmd.append(f"-Djava.library.path={os.environ['GKL_JNI']}")
     cmd += ["-cp", cp, "BenchSwCalls", pairs_file, cfg["shim_jar"], shim.BINDINGS_JAR, mode, str(reps)]
-    return cmd + ([out] if out else [])
+    return cmd + list(outs)
 
 
-def parse_rows(stdout):
+def parse_rows(stdout, mode=None):
+    """{kind: row} of the JSON lines (of one mode's, where given)."""
     rows = {}
     for ln in stdout.splitlines():
         if ln.startswith("{"):
             r = json.loads(ln)
+            if mode and r["mode"] != mode:
+                continue
             r["gcups"] = r["cells"] / r["best_seconds"] / 1e9 if r["best_seconds"] else 0.0
             rows[r["kind"]] = r
     return rows
 
 
-def java_one(cfg, pairs_file, mode, reps, out):
-    p = subprocess.run(java_cmd(cfg, pairs_file, mode, reps, out), capture_output=True, text=True)
+def java_one(cfg, pairs_file, mode, reps, outs):
+    """One JVM, one thread: {kind: row} (for "both": {mode: {kind: row}}), and its log lines."""
+    p = subprocess.run(java_cmd(cfg, pairs_file, mode, reps, outs), capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"bench_sw_calls: {mode} JVM failed:\n{p.stderr[-4000:]}")
-    return parse_rows(p.stdout), [ln for ln in p.stderr.splitlines() if ln.strip()]
+    rows = {m: parse_rows(p.stdout, m) for m in ("shim", "gkl")} if mode == "both" else parse_rows(p.stdout)
+    return rows, [ln for ln in p.stderr.splitlines() if ln.strip()]
 
 
 def java_many(cfg, pairs_file, mode, reps, jvms):
@@ -246,19 +253,22 @@ def main(argv=None) -> int:
         else:
             pairs_file = os.path.join(work, "pairs.tsv")
             write_pairs(pairs, pairs_file)
-            shim_rows, shim_log = java_one(cfg, pairs_file, "shim", args.reps, os.path.join(work, "shim.out"))
-            gkl_rows, gkl_log = java_one(cfg, pairs_file, "gkl", args.reps, os.path.join(work, "gkl.out"))
+            outs = {n: os.path.join(work, f"{n}.out") for n in ("shim", "gkl", "shim2", "gkl2")}
+            shim_rows, shim_log = java_one(cfg, pairs_file, "shim", args.reps, [outs["shim"]])
+            gkl_rows, gkl_log = java_one(cfg, pairs_file, "gkl", args.reps, [outs["gkl"]])
+            turn_rows, _ = java_one(cfg, pairs_file, "both", args.reps, [outs["shim2"], outs["gkl2"]])
             for ln in gkl_log + shim_log:
                 if "smithwaterman" in ln.lower() or "pyphmm" in ln.lower() or "avx" in ln.lower():
                     print(f"  [jvm] {ln}")
             columns["shim, Java, 1 thread"] = shim_rows
             columns["GKL, Java, 1 thread"] = gkl_rows
-            shim_res, gkl_res = (
-                read_results(os.path.join(work, "shim.out")),
-                read_results(os.path.join(work, "gkl.out")),
-            )
+            columns["shim, GKL in turn"] = turn_rows["shim"]
+            columns["GKL, shim in turn"] = turn_rows["gkl"]
+            res = {n: read_results(path) for n, path in outs.items()}
+            shim_res, gkl_res = res["shim"], res["gkl"]
             bad_py = sum(1 for x, y in zip(shim_res, py_results) if x != tuple(y))
             bad_gkl = sum(1 for x, y in zip(shim_res, gkl_res) if x != y)
+            bad_gkl += sum(1 for n in ("shim2", "gkl2") for x, y in zip(shim_res, res[n]) if x != y)
             print(
                 f"results: shim == pyphmm.align: {bad_py == 0} ({bad_py} differ); shim == GKL: {bad_gkl == 0} "
                 f"({bad_gkl} differ)"
@@ -270,14 +280,18 @@ def main(argv=None) -> int:
     table("per call (median / p99 us) and GCUPS (cells over the summed time of each pair's fastest call)", columns)
     report["rows"] = columns
     one = columns.get("shim, Java, 1 thread")
-    gkl = columns.get("GKL, Java, 1 thread")
-    if one and gkl:
-        print("\nshim vs GKL, 1 thread, per-call median (x faster):")
-        for k in KINDS:
-            print(
-                f"  {k:<14} {gkl[k]['median_us'] / one[k]['median_us']:6.2f}x   "
-                f"GCUPS {one[k]['gcups'] / gkl[k]['gcups'] if gkl[k]['gcups'] else 0:6.2f}x"
-            )
+    for title, a, b in (
+        ("shim vs GKL, 1 thread, one JVM each", "shim, Java, 1 thread", "GKL, Java, 1 thread"),
+        ("shim vs GKL, 1 thread, one JVM, passes in turn", "shim, GKL in turn", "GKL, shim in turn"),
+    ):
+        if a in columns and b in columns:
+            print(f"\n{title}, per-call median (x faster):")
+            x, y = columns[a], columns[b]
+            for k in KINDS:
+                print(
+                    f"  {k:<14} {y[k]['median_us'] / x[k]['median_us']:6.2f}x   "
+                    f"GCUPS {x[k]['gcups'] / y[k]['gcups'] if y[k]['gcups'] else 0:6.2f}x"
+                )
     for label in (f"shim, {args.jvms} JVMs", f"gkl, {args.jvms} JVMs"):
         if label in columns:
             print(f"{label}: {columns[label]['all']['calls_per_s']:.0f} calls/s in all")

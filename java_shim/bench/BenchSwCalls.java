@@ -5,8 +5,13 @@
 //   java -cp gkl.jar:gatk-native-bindings.jar:commons-logging.jar:. BenchSwCalls \
 //        PAIRS.tsv SHIM.jar BINDINGS.jar MODE REPS [OUT]
 // PAIRS.tsv: REF TAB ALT TAB MATCH,MISMATCH,OPEN,EXTEND TAB STRATEGY TAB KIND.
-// MODE: shim | gkl. One warm-up pass, then REPS timed passes, each call timed
-// on its own. With BENCHSW_WAIT=1 the program prints "ready" after the
+// MODE: shim | gkl | both. One warm-up pass, then REPS timed passes, each call
+// timed on its own; "both" loads the two in this one JVM (the shim in its own
+// class loader, so each class binds its own native library) and times their
+// passes in turn, which comes first alternating, so that a change in the
+// host's speed reaches both alike while each pass runs with its own data in
+// the caches (OUT then names the shim's file and OUT2, the next argument,
+// GKL's). With BENCHSW_WAIT=1 the program prints "ready" after the
 // warm-up and waits for a line on standard input (scripts/bench_sw_calls.py
 // starts many JVMs and releases them together). Prints one JSON line per
 // KIND and one for "all": calls, cells, seconds (sum of call times),
@@ -37,54 +42,90 @@ public class BenchSwCalls {
         long cells;
     }
 
+    /** One IntelSmithWaterman (the shim's or GKL's) and the pairs in its loader's parameter types. */
+    static final class Engine {
+        final String mode;
+        final MethodHandle align, offsetOf, cigarOf;
+        final List<Pair> pairs;
+
+        Engine(String mode, String pairsFile, String shimJar, String bindingsJar) throws Throwable {
+            this.mode = mode;
+            ClassLoader cl = mode.equals("shim")
+                    ? new URLClassLoader(new URL[] {new File(shimJar).toURI().toURL(), new File(bindingsJar).toURI().toURL()},
+                            ClassLoader.getPlatformClassLoader())
+                    : BenchSwCalls.class.getClassLoader();
+            Class<?> swCls = Class.forName("com.intel.gkl.smithwaterman.IntelSmithWaterman", true, cl);
+            Class<?> paramCls =
+                    Class.forName("org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters", true, cl);
+            Class<?> stratCls =
+                    Class.forName("org.broadinstitute.gatk.nativebindings.smithwaterman.SWOverhangStrategy", true, cl);
+            Class<?> resultCls =
+                    Class.forName("org.broadinstitute.gatk.nativebindings.smithwaterman.SWNativeAlignerResult", true, cl);
+            Object sw = swCls.getConstructor().newInstance();
+            boolean loaded = (Boolean) swCls.getMethod("load", File.class).invoke(sw, (File) null);
+            if (!loaded) throw new IllegalStateException(mode + ": IntelSmithWaterman.load(null) returned false");
+            MethodHandles.Lookup lk = MethodHandles.publicLookup();
+            align = lk.findVirtual(swCls, "align",
+                    MethodType.methodType(resultCls, byte[].class, byte[].class, paramCls, stratCls)).bindTo(sw);
+            cigarOf = lk.findGetter(resultCls, "cigar", String.class);
+            offsetOf = lk.findGetter(resultCls, "alignment_offset", int.class);
+            pairs = readPairs(pairsFile, paramCls, stratCls);
+        }
+
+        Object call(int i) throws Throwable {
+            Pair p = pairs.get(i);
+            return align.invoke(p.ref, p.alt, p.params, p.strategy);
+        }
+
+        /** The warm-up pass (JIT, buffers); "CIGAR OFFSET" per pair into out if given. */
+        void warmUp(String out) throws Throwable {
+            PrintWriter w = out != null ? new PrintWriter(out) : null;
+            for (int i = 0; i < pairs.size(); ++i) {
+                Object r = call(i);
+                if (w != null) w.println((String) cigarOf.invoke(r) + " " + (int) offsetOf.invoke(r));
+            }
+            if (w != null) w.close();
+        }
+    }
+
     public static void main(String[] a) throws Throwable {
         String mode = a[3];
         int reps = Integer.parseInt(a[4]);
-        ClassLoader cl = mode.equals("shim")
-                ? new URLClassLoader(new URL[] {new File(a[1]).toURI().toURL(), new File(a[2]).toURI().toURL()},
-                        ClassLoader.getPlatformClassLoader())
-                : BenchSwCalls.class.getClassLoader();
-        Class<?> swCls = Class.forName("com.intel.gkl.smithwaterman.IntelSmithWaterman", true, cl);
-        Class<?> paramCls = Class.forName("org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters", true, cl);
-        Class<?> stratCls =
-                Class.forName("org.broadinstitute.gatk.nativebindings.smithwaterman.SWOverhangStrategy", true, cl);
-        Class<?> resultCls =
-                Class.forName("org.broadinstitute.gatk.nativebindings.smithwaterman.SWNativeAlignerResult", true, cl);
-        Object sw = swCls.getConstructor().newInstance();
-        boolean loaded = (Boolean) swCls.getMethod("load", File.class).invoke(sw, (File) null);
-        if (!loaded) throw new IllegalStateException(mode + ": IntelSmithWaterman.load(null) returned false");
-        MethodHandles.Lookup lk = MethodHandles.publicLookup();
-        MethodHandle align = lk.findVirtual(swCls, "align",
-                MethodType.methodType(resultCls, byte[].class, byte[].class, paramCls, stratCls)).bindTo(sw);
-        MethodHandle cigarOf = lk.findGetter(resultCls, "cigar", String.class);
-        MethodHandle offsetOf = lk.findGetter(resultCls, "alignment_offset", int.class);
-
-        List<Pair> pairs = readPairs(a[0], paramCls, stratCls);
-        int n = pairs.size();
-        PrintWriter out = a.length > 5 ? new PrintWriter(a[5]) : null;
-        for (Pair p : pairs) {  // warm-up pass (JIT, buffers), results kept
-            Object r = align.invoke(p.ref, p.alt, p.params, p.strategy);
-            if (out != null) out.println((String) cigarOf.invoke(r) + " " + (int) offsetOf.invoke(r));
+        boolean both = mode.equals("both");
+        List<Engine> engines = new ArrayList<Engine>();
+        for (String m : both ? new String[] {"shim", "gkl"} : new String[] {mode}) {
+            engines.add(new Engine(m, a[0], a[1], a[2]));
         }
-        if (out != null) out.close();
+        for (int e = 0; e < engines.size(); ++e) engines.get(e).warmUp(a.length > 5 + e ? a[5 + e] : null);
         if ("1".equals(System.getenv("BENCHSW_WAIT"))) {
             System.out.println("ready");
             System.out.flush();
             new BufferedReader(new InputStreamReader(System.in)).readLine();
         }
-        long[] ns = new long[n * reps];
+        List<Pair> pairs = engines.get(0).pairs;
+        int n = pairs.size(), ne = engines.size();
+        long[][] ns = new long[ne][n * reps];
         long sink = 0;
         long t0 = System.nanoTime();
         for (int rep = 0; rep < reps; ++rep) {
-            for (int i = 0; i < n; ++i) {
-                Pair p = pairs.get(i);
-                long s = System.nanoTime();
-                Object r = align.invoke(p.ref, p.alt, p.params, p.strategy);
-                ns[rep * n + i] = System.nanoTime() - s;
-                sink += (int) offsetOf.invoke(r);
+            for (int j = 0; j < ne; ++j) {
+                int e = (j + rep) % ne;  // which engine's pass comes first alternates
+                Engine g = engines.get(e);
+                for (int i = 0; i < n; ++i) {
+                    long s = System.nanoTime();
+                    Object r = g.call(i);
+                    ns[e][rep * n + i] = System.nanoTime() - s;
+                    sink += (int) g.offsetOf.invoke(r);
+                }
             }
         }
         double wall = (System.nanoTime() - t0) / 1e9;
+        for (int e = 0; e < ne; ++e) report(engines.get(e).mode, pairs, ns[e], reps, wall, sink);
+    }
+
+    /** One JSON line per kind and one for "all" (the header's fields). */
+    static void report(String mode, List<Pair> pairs, long[] ns, int reps, double wall, long sink) {
+        int n = pairs.size();
         Map<String, List<Integer>> byKind = new LinkedHashMap<String, List<Integer>>();
         byKind.put("all", new ArrayList<Integer>());
         for (int i = 0; i < n; ++i) {
