@@ -72,11 +72,11 @@ class BtReader {
         if (!bit(0, i, j)) return 0;  // kGap
         if (!bit(1, i, j)) {          // kDown: insertion
             int jj = j;
-            while (jj > 1 && !bit(2, i, jj)) --jj;  // kNewH
+            while (jj > 1 && !bit(2, i, jj - 1)) --jj;  // kNewH, stored by the cell to the left
             return -(j - jj + 1);
         }
         int ii = i;
-        while (ii > 1 && !bit(3, ii, j)) --ii;  // kNewV
+        while (ii > 1 && !bit(3, ii - 1, j)) --ii;  // kNewV, stored by the cell above
         return i - ii + 1;
     }
 

@@ -13,25 +13,28 @@
 //   E     = max(H[i][j-1] + open, E[i][j-1] + extend)   (insertion, row state)
 //   H     = max(diag, F, E)
 // Every quantity is kept relative to a neighbour, in narrow lanes; with
-// x = extend, a cell's state is
-//   dh = H[i][j] - H[i][j-1] - x     tf = F[i][j] - H[i][j-1] - x
-//   dv = H[i][j] - H[i-1][j] - x     te = E[i][j] - H[i-1][j] - x
-// (dh, tf read by cell (i+1, j), dv, te by cell (i, j+1)), and its
-// candidates are computed relative to B + 2x:
-//   up = dh(i-1, j), left = dv(i, j-1)
-//   F - B - 2x = max(up + open - x, tf(i-1, j))             (down)
-//   E - B - 2x = max(left + open - x, te(i, j-1))           (right)
-//   diag - B - 2x = s - 2x,  H - B - 2x = max of the three  (h)
-// and the new state is one subtraction each: dh = h - left, tf = down - left,
-// dv = h - up, te = right - up. Every comparison GATK makes (which candidate
-// wins, whether a gap is opened or extended) compares two of these, i.e. is
-// the same comparison shifted by B + 2x: the backtrack bits are GATK's
-// exactly. The bounds that make a lane type exact are derived in
+// x = extend, a cell's candidates are computed relative to B + 2x:
+//   down = F - B - 2x,  right = E - B - 2x,  diag - B - 2x = s - 2x,
+//   h = H - B - 2x = the largest of the three,
+// and the state it leaves is
+//   dh = H[i][j] - H[i][j-1] - x  and  dn = the down of cell (i+1, j),
+//   dv = H[i][j] - H[i-1][j] - x  and  rt = the right of cell (i, j+1),
+// (dh, dn read by cell (i+1, j) as up and down, dv, rt by cell (i, j+1) as
+// left and right). With ho = h + open - x (a gap opened here, relative):
+//   dn = max(ho, down) - left,  rt = max(ho, right) - up,
+//   dh = h - left,  dv = h - up,
+// since cell (i+1, j)'s B is H[i][j-1] = B + x + left (cell (i, j+1)'s alike).
+// Every comparison GATK makes (which candidate wins, whether a gap is
+// opened or extended) compares two of these, i.e. is the same comparison
+// shifted by B + 2x: the backtrack bits are GATK's exactly. The bits of
+// whether a gap is opened belong to the cell below and the cell to the
+// right, and are stored with the cell that computes them (kNewH, kNewV in
+// sw_cpu_fill.h). The bounds that make a lane type exact are derived in
 // sw_cpu_fill.cc (diff_lane_bytes).
 //
 // Anti-diagonal order (d = i + j), vectorised along i. Lane L of diagonal
 // d's state holds cell i = lo(d) + L (the backtrack blocks' order too).
-// Cell (i, j) reads cell (i-1, j) (dh, te... of slot i-1) and cell (i, j-1)
+// Cell (i, j) reads cell (i-1, j) (dh, dn of slot i-1) and cell (i, j-1)
 // (slot i) of diagonal d-1, which with delta = lo(d) - lo(d-1) (0 while
 // d <= n + 1, then 1) are lanes L - 1 + delta and L + delta there: one pair
 // of arrays is read in place, the other shifted by one lane in registers.
@@ -61,7 +64,7 @@ struct SweepBase {
 
     const int m, n;
     const V match, mis, open;  // s - 2x for a match and a mismatch, open - x
-    const V edge_v, no_gap;    // dv of a cell (d, 0) (or dh of (0, d)), d >= 2, and te / tf of either
+    const V edge_v, edge_gap;  // dv of a cell (d, 0) (or dh of (0, d)), d >= 2, and rt (dn) of either
     const int32_t ext;
     const T* const ref;
     const T* const alt_r;
@@ -72,7 +75,7 @@ struct SweepBase {
     uint8_t* out;
     int32_t col_sum, row_sum;  // H[d-n][n] and H[m][d-m] so far
     ColRowMax best;
-    V row_dh;  // dh of cell (0, d-1), shifted into lane 0 while d <= n + 1
+    V row_dh, row_dn;  // dh, dn of cell (0, d-1), shifted into lane 0 while d <= n + 1
 
     SweepBase(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
         : m(m_),
@@ -81,7 +84,7 @@ struct SweepBase {
           mis(Ops::set1(p.mismatch - 2 * p.gap_extend)),
           open(Ops::set1(p.gap_open - p.gap_extend)),
           edge_v(Ops::set1(edge ? 0 : -p.gap_extend)),
-          no_gap(Ops::set1(Ops::kNoGap)),
+          edge_gap(Ops::set1((edge ? 0 : -p.gap_extend) + p.gap_open - p.gap_extend)),
           ext(p.gap_extend),
           ref(lanes<T>(ws.ref16)),
           alt_r(lanes<T>(ws.alt16)),
@@ -92,47 +95,48 @@ struct SweepBase {
           out(ws.bt.data()),
           col_sum(edge ? p.gap_open + (n_ - 1) * p.gap_extend : 0),
           row_sum(edge ? p.gap_open + (m_ - 1) * p.gap_extend : 0),
-          row_dh(Ops::set1((edge ? p.gap_open : 0) - p.gap_extend)) {}
+          row_dh(Ops::set1((edge ? p.gap_open : 0) - p.gap_extend)),
+          row_dn(Ops::set1((edge ? p.gap_open : 0) + p.gap_open - 2 * p.gap_extend)) {}
 
     // One vector of cells, in operations O (Ops, or Ops::Half for a half
     // vector), from its two neighbours' state and s - 2x; writes the new
     // state and the backtrack block at bits. kLate: the left neighbour's
     // state is the one shifted in registers (delta 1), so h takes its
-    // candidate last, one step after the shift instead of two.
+    // candidate last.
     template <typename O, bool kLate>
-    __attribute__((always_inline)) static inline void cell(typename O::V s, typename O::V up, typename O::V tf_in,
-                                                           typename O::V left, typename O::V te_in, typename O::V open,
+    __attribute__((always_inline)) static inline void cell(typename O::V s, typename O::V up, typename O::V down,
+                                                           typename O::V left, typename O::V right, typename O::V open,
                                                            uint8_t* bits, typename O::V& dh, typename O::V& dv,
-                                                           typename O::V& te, typename O::V& tf) {
-        const auto open_v = O::add(up, open), open_h = O::add(left, open);
-        const auto down = O::max(open_v, tf_in);
-        const auto right = O::max(open_h, te_in);
+                                                           typename O::V& rt, typename O::V& dn) {
         const auto h = kLate ? O::max(O::max(s, down), right) : O::max(O::max(s, right), down);
+        const auto ho = O::add(h, open);
         dh = O::sub(h, left);
-        tf = O::sub(down, left);
+        dn = O::sub(O::max(ho, down), left);
         dv = O::sub(h, up);
-        te = O::sub(right, up);
-        // h > s: a gap beats the diagonal (GATK's ties prefer the diagonal).
-        O::put_bits(bits, O::gt(h, s), O::gt(down, right), O::gt(open_h, te_in), O::gt(open_v, tf_in));
+        rt = O::sub(O::max(ho, right), up);
+        // h > s: a gap beats the diagonal (GATK's ties prefer the diagonal);
+        // ho > right: the cell to the right opens its gap here (rather than
+        // extending this cell's); ho > down: the cell below.
+        O::put_bits(bits, O::gt(h, s), O::gt(down, right), O::gt(ho, right), O::gt(ho, down));
     }
     template <bool kLate>
-    __attribute__((always_inline)) inline void step(V s, V up, V tf_in, V left, V te_in, uint8_t* bits, V& dh, V& dv,
-                                                    V& te, V& tf) const {
-        cell<Ops, kLate>(s, up, tf_in, left, te_in, open, bits, dh, dv, te, tf);
+    __attribute__((always_inline)) inline void step(V s, V up, V down, V left, V right, uint8_t* bits, V& dh, V& dv,
+                                                    V& rt, V& dn) const {
+        cell<Ops, kLate>(s, up, down, left, right, open, bits, dh, dv, rt, dn);
     }
     // The same on the low half of the vectors (O = Ops, only where it has a
     // Half); the high half of the new state is undefined.
     template <bool kLate, typename O = Ops>
-    __attribute__((always_inline)) inline void step_half(V fixed, const T* slide, V up, V tf_in, V left, V te_in,
-                                                         uint8_t* bits, V& dh, V& dv, V& te, V& tf) const {
+    __attribute__((always_inline)) inline void step_half(V fixed, const T* slide, V up, V down, V left, V right,
+                                                         uint8_t* bits, V& dh, V& dv, V& rt, V& dn) const {
         typedef typename O::Half H;
-        typename H::V ndh, ndv, nte, ntf;
-        cell<H, kLate>(H::subst(O::low(fixed), H::load(slide), O::low(match), O::low(mis)), O::low(up), O::low(tf_in),
-                       O::low(left), O::low(te_in), O::low(open), bits, ndh, ndv, nte, ntf);
+        typename H::V ndh, ndv, nrt, ndn;
+        cell<H, kLate>(H::subst(O::low(fixed), H::load(slide), O::low(match), O::low(mis)), O::low(up), O::low(down),
+                       O::low(left), O::low(right), O::low(open), bits, ndh, ndv, nrt, ndn);
         dh = O::widen(ndh);
         dv = O::widen(ndv);
-        te = O::widen(nte);
-        tf = O::widen(ntf);
+        rt = O::widen(nrt);
+        dn = O::widen(ndn);
     }
 
     // The diagonals split where delta (d = n + 1 | n + 2), the column edge
@@ -159,13 +163,13 @@ struct SweepBase {
 // cells (a read against its haplotype: two or three vectors).
 template <int NV>
 struct RegSweep : SweepBase {
-    V dh[NV], dv[NV], te[NV], tf[NV];  // diagonal d-1
+    V dh[NV], dv[NV], rt[NV], dn[NV];  // diagonal d-1
 
     RegSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge) : SweepBase(ws, m_, n_, p, edge) {
         for (int t = 0; t < NV; ++t) {  // diagonal 1: cell (1, 0) in lane 0
-            dh[t] = tf[t] = Ops::set1(0);
+            dh[t] = dn[t] = Ops::set1(0);
             dv[t] = row_dh;
-            te[t] = no_gap;
+            rt[t] = row_dn;
         }
     }
 
@@ -194,29 +198,29 @@ struct RegSweep : SweepBase {
         for (int d = d0; d <= d1; ++d) {
             blk_start[d] = out - base;
             const int active = (hi - lo + W) >> Ops::kShift;  // vectors holding cells
-            V ndh[NV], ndv[NV], nte[NV], ntf[NV];
+            V ndh[NV], ndv[NV], nrt[NV], ndn[NV];
             each([&](auto tc) __attribute__((always_inline)) {
                 constexpr int t = decltype(tc)::value;
                 ndh[t] = dh[t];
                 ndv[t] = dv[t];
-                nte[t] = te[t];
-                ntf[t] = tf[t];
+                nrt[t] = rt[t];
+                ndn[t] = dn[t];
                 if (t >= active) return;
                 constexpr int before = t ? t - 1 : 0, after = t + 1 < NV ? t + 1 : t;
                 const V up = kD1 ? dh[t] : Ops::shift_up(dh[t], t ? dh[before] : row_dh);
-                const V tf_in = kD1 ? tf[t] : Ops::shift_up(tf[t], t ? tf[before] : no_gap);
+                const V down = kD1 ? dn[t] : Ops::shift_up(dn[t], t ? dn[before] : row_dn);
                 const V left = kD1 ? Ops::shift_down(dv[t], dv[after]) : dv[t];
-                const V te_in = kD1 ? Ops::shift_down(te[t], te[after]) : te[t];
+                const V right = kD1 ? Ops::shift_down(rt[t], rt[after]) : rt[t];
                 uint8_t* bits = out + t * (W / 2);
                 if constexpr (HasHalf<Ops>::value) {
                     if (t == active - 1 && hi - lo < W * t + W / 2) {  // at most W/2 cells in this vector
-                        step_half<kD1>(fixed[t], slide + W * t, up, tf_in, left, te_in, bits, ndh[t], ndv[t], nte[t],
-                                       ntf[t]);
+                        step_half<kD1>(fixed[t], slide + W * t, up, down, left, right, bits, ndh[t], ndv[t], nrt[t],
+                                       ndn[t]);
                         return;
                     }
                 }
-                step<kD1>(Ops::subst(fixed[t], Ops::load(slide + W * t), match, mis), up, tf_in, left, te_in, bits,
-                          ndh[t], ndv[t], nte[t], ntf[t]);
+                step<kD1>(Ops::subst(fixed[t], Ops::load(slide + W * t), match, mis), up, down, left, right, bits,
+                          ndh[t], ndv[t], nrt[t], ndn[t]);
             });
             out += active * (W / 2);
             if (kColEdge) {  // cell (d, 0), in lane d - lo
@@ -226,7 +230,7 @@ struct RegSweep : SweepBase {
                     if (W * (t + 1) <= edge) return;  // no lane at or above the edge
                     const M above = Ops::lanes_from(edge - W * t);
                     ndv[t] = Ops::blend(above, ndv[t], edge_v);
-                    nte[t] = Ops::blend(above, nte[t], no_gap);
+                    nrt[t] = Ops::blend(above, nrt[t], edge_gap);
                 });
             }
             if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(ndv[0]) + ext);  // cell (d-n, n), lane 0
@@ -245,10 +249,13 @@ struct RegSweep : SweepBase {
                 constexpr int t = decltype(tc)::value;
                 dh[t] = ndh[t];
                 dv[t] = ndv[t];
-                te[t] = nte[t];
-                tf[t] = ntf[t];
+                rt[t] = nrt[t];
+                dn[t] = ndn[t];
             });
-            if (!kD1) row_dh = edge_v;
+            if (!kD1) {
+                row_dh = edge_v;
+                row_dn = edge_gap;
+            }
             if (kD1) {
                 ++slide;
                 ++lo;
@@ -262,7 +269,7 @@ struct RegSweep : SweepBase {
 
 // Longer diagonals: the state in slot arrays, lane-addressed as the
 // registers above, for diagonals d-1 (prev) and d (cur), each four arrays
-// S lanes apart: dh, dv, te, tf, lane 0 kLead lanes into its array. A
+// S lanes apart: dh, dv, rt, dn, lane 0 kLead lanes into its array. A
 // constant S makes every access one base register plus a displacement. The
 // neighbour vector a shift needs is the one the previous iteration loaded
 // (delta 0) or loads ahead (delta 1). Where Ops::kShiftByLoad (SSE2, whose
@@ -277,7 +284,7 @@ struct ShiftByLoad<O, std::enable_if_t<O::kShiftByLoad>> : std::true_type {};
 
 struct MemSweep : SweepBase {
     static constexpr int S = kStateStride / sizeof(T);
-    static constexpr int DH = 0, DV = S, TE = 2 * S, TF = 3 * S;
+    static constexpr int DH = 0, DV = S, RT = 2 * S, DN = 3 * S;
     static constexpr bool kLoads = ShiftByLoad<Ops>::value;
     static constexpr int kLead = kLoads ? 64 : 0;  // room for lane -1
     T* prev;
@@ -293,10 +300,10 @@ struct MemSweep : SweepBase {
     MemSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
         : SweepBase(ws, m_, n_, p, edge), prev(aligned(ws) + kLead), cur(aligned(ws) + 4 * S + kLead) {
         prev[DV] = Ops::first(row_dh);
-        prev[TE] = Ops::kNoGap;
+        prev[RT] = Ops::first(row_dn);
         if (kLoads) {
             prev[DH - 1] = prev[DV];
-            prev[TF - 1] = Ops::kNoGap;
+            prev[DN - 1] = prev[RT];
         }
     }
 
@@ -310,55 +317,55 @@ struct MemSweep : SweepBase {
             const int cells = hi - lo + 1;
             const int edge = kD1 ? n : d - 1;  // lane of cell (d, 0) where kColEdge
             V carry_a = kD1 ? Ops::load(prev + DV) : row_dh;
-            V carry_b = kD1 ? Ops::load(prev + TE) : no_gap;
-            V col = no_gap;
+            V carry_b = kD1 ? Ops::load(prev + RT) : row_dn;
+            V col = edge_v;
             for (int i = 0; i < cells; i += W, out += W / 2) {
-                V up, tf_in, left, te_in;
+                V up, down, left, right;
                 if (kLoads) {
                     up = Ops::load(prev + DH + i - 1 + kD1);
-                    tf_in = Ops::load(prev + TF + i - 1 + kD1);
+                    down = Ops::load(prev + DN + i - 1 + kD1);
                     left = Ops::load(prev + DV + i + kD1);
-                    te_in = Ops::load(prev + TE + i + kD1);
+                    right = Ops::load(prev + RT + i + kD1);
                 } else if (kD1) {
-                    const V next_dv = Ops::load(prev + DV + i + W), next_te = Ops::load(prev + TE + i + W);
+                    const V next_dv = Ops::load(prev + DV + i + W), next_te = Ops::load(prev + RT + i + W);
                     up = Ops::load(prev + DH + i);
-                    tf_in = Ops::load(prev + TF + i);
+                    down = Ops::load(prev + DN + i);
                     left = Ops::shift_down(carry_a, next_dv);
-                    te_in = Ops::shift_down(carry_b, next_te);
+                    right = Ops::shift_down(carry_b, next_te);
                     carry_a = next_dv;
                     carry_b = next_te;
                 } else {
-                    const V dh_i = Ops::load(prev + DH + i), tf_i = Ops::load(prev + TF + i);
+                    const V dh_i = Ops::load(prev + DH + i), tf_i = Ops::load(prev + DN + i);
                     up = Ops::shift_up(dh_i, carry_a);
-                    tf_in = Ops::shift_up(tf_i, carry_b);
+                    down = Ops::shift_up(tf_i, carry_b);
                     left = Ops::load(prev + DV + i);
-                    te_in = Ops::load(prev + TE + i);
+                    right = Ops::load(prev + RT + i);
                     carry_a = dh_i;
                     carry_b = tf_i;
                 }
-                V dh, dv, te, tf;
-                step<kD1>(Ops::subst(Ops::load(fixed + i), Ops::load(slide + i), match, mis), up, tf_in, left, te_in,
-                          out, dh, dv, te, tf);
+                V dh, dv, rt, dn;
+                step<kD1>(Ops::subst(Ops::load(fixed + i), Ops::load(slide + i), match, mis), up, down, left, right,
+                          out, dh, dv, rt, dn);
                 if (!kLoads && kColEdge && edge < i + W) {  // the last vector: cell (d, 0) in it
                     const M above = Ops::lanes_from(edge - i);
                     dv = Ops::blend(above, dv, edge_v);
-                    te = Ops::blend(above, te, no_gap);
+                    rt = Ops::blend(above, rt, edge_gap);
                 }
                 if (kLastCol && i == 0) col = dv;
                 Ops::store(cur + DH + i, dh);
                 Ops::store(cur + DV + i, dv);
-                Ops::store(cur + TE + i, te);
-                Ops::store(cur + TF + i, tf);
+                Ops::store(cur + RT + i, rt);
+                Ops::store(cur + DN + i, dn);
             }
             if (!kLoads && kColEdge && (edge & (W - 1)) == 0) {  // cell (d, 0) starts a vector past the last
                 Ops::store(cur + DV + edge, edge_v);
-                Ops::store(cur + TE + edge, no_gap);
+                Ops::store(cur + RT + edge, edge_gap);
             }
             if (kLoads && kColEdge) {  // out of the loop, which then has no branch: the vector read back whole
                 const int at = edge & -W;
                 const M above = Ops::lanes_from(edge - at);
                 Ops::store(cur + DV + at, Ops::blend(above, Ops::load(cur + DV + at), edge_v));
-                Ops::store(cur + TE + at, Ops::blend(above, Ops::load(cur + TE + at), no_gap));
+                Ops::store(cur + RT + at, Ops::blend(above, Ops::load(cur + RT + at), edge_gap));
             }
             if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(col) + ext);
             if (!kColEdge) best.row(last_row, d - m, row_sum += cur[DH + m - lo] + ext);
@@ -367,9 +374,10 @@ struct MemSweep : SweepBase {
             cur = t;
             if (!kD1) {
                 row_dh = edge_v;
+                row_dn = edge_gap;
                 if (kLoads) {  // cell (0, d) of the diagonal now in prev
                     prev[DH - 1] = Ops::first(edge_v);
-                    prev[TF - 1] = Ops::kNoGap;
+                    prev[DN - 1] = Ops::first(edge_gap);
                 }
             }
             if (kD1) {

@@ -75,17 +75,17 @@ bool floor_reachable(const pyphmm_sw_params& p, int m, int n) {
 //   F[i][j] - H[i][j-1] in [2 open - D, D]: F[i][j] >= H[i-1][j] + open and
 //   H[i-1][j] - H[i][j-1] = dh(i-1, j) - dv(i, j-1) >= open - D (E alike).
 // The kernel (sw_cpu_diff_kernel.h) keeps these shifted by extend (its
-// state) or 2 extend (its candidates, and up + open - extend); its values
-// then lie in [lo, hi] below. Wrapping arithmetic is exact when every value
-// fits; the "no gap yet" sentinel is the lane's minimum, below every real
-// value (lo > minimum), so open beats it as GATK's open beats
-// INT_MIN/2 + extend.
+// state) or 2 extend (its candidates); a gap opened from the cell, h + open
+// - extend, is at least min(match, mismatch) - 3 extend + open and at most h.
+// Its values then lie in [lo, hi] below, and wrapping arithmetic is exact
+// when every value fits.
 int diff_lane_bytes(const pyphmm_sw_params& p, int m, int n) {
     if (p.gap_open > p.gap_extend || p.gap_extend > 0 || floor_reachable(p, m, n)) return 0;
     const int64_t open = p.gap_open, ext = p.gap_extend;
     const int64_t s_min = std::min(p.match, p.mismatch);
     const int64_t d = std::max<int64_t>(std::max(p.match, p.mismatch), open) - open;
-    const int64_t lo = std::min({2 * open - 2 * ext, 2 * open - d - ext, s_min - 2 * ext}), hi = d - 2 * ext;
+    const int64_t lo = std::min({2 * open - 2 * ext, 2 * open - d - ext, s_min - 2 * ext, s_min - 3 * ext + open});
+    const int64_t hi = d - 2 * ext;
     if (lo > INT8_MIN && hi <= INT8_MAX) return 1;
     if (lo > INT16_MIN && hi <= INT16_MAX) return 2;
     return 0;
@@ -180,8 +180,11 @@ void absolute_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p) {
                 h0[i] = std::max({diag, gap, kFloor});
                 f0[i] = down;
                 e0[i] = right;
+                // kNewH, kNewV: whether cells (i, j+1) and (i+1, j) open their gaps here.
+                const int32_t open_next = h0[i] + p.gap_open;
                 const unsigned bits = (gap > diag ? kGap : 0u) | (down > right ? kDown : 0u) |
-                                      (open_h > ext_h ? kNewH : 0u) | (open_v > ext_v ? kNewV : 0u);
+                                      (open_next > right + p.gap_extend ? kNewH : 0u) |
+                                      (open_next > down + p.gap_extend ? kNewV : 0u);
                 for (int q = 0; q < 4; ++q) planes[q] |= static_cast<uint8_t>(((bits >> q) & 1u) << k);
             }
             std::memcpy(out, planes, 4);
@@ -214,7 +217,6 @@ namespace base {
 namespace w16 {
 struct Ops {
     typedef int16_t T;
-    static constexpr T kNoGap = INT16_MIN;
     static constexpr int kShift = 3;
     static constexpr BtLayout kLayout = kPlanar;
     static constexpr bool kShiftByLoad = true;  // see MemSweep

@@ -28,14 +28,17 @@ struct Op {
     int32_t len;
 };
 
-// Backtrack planes of a cell, as bits of cell_bits() in sw_cpu.cc. Ties in
-// GATK's rule prefer diagonal, then insertion, then deletion, so a plane
-// holds the strict comparisons the fill computes anyway.
+// Backtrack planes of cell (i, j). Ties in GATK's rule prefer diagonal, then
+// insertion, then deletion, so a plane holds the strict comparisons the fill
+// computes anyway. Whether a gap is opened or extended is computed, and
+// stored, by the cell it would be opened from: kNewH of (i, j) belongs to
+// cell (i, j+1), kNewV to cell (i+1, j) (cells of row and column 1 always
+// open theirs, from the edge, and the traceback never asks).
 enum BtPlane : unsigned {
     kGap = 1,   // a gap beats the diagonal step (not diagonal)
     kDown = 2,  // deletion beats insertion (meaningful where kGap)
-    kNewH = 4,  // horizontal gap opened here (GATK's gap_size_h = 1)
-    kNewV = 8,  // vertical gap opened here (gap_size_v = 1)
+    kNewH = 4,  // cell (i, j+1)'s horizontal gap opens here (its gap_size_h = 1)
+    kNewV = 8,  // cell (i+1, j)'s vertical gap opens here (its gap_size_v = 1)
 };
 
 enum BtLayout { kPlanar, kPaired, kNibble };

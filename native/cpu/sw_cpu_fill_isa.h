@@ -3,7 +3,7 @@
 // the same `Ops` interface with one ISA's intrinsics for one lane type and
 // includes the one kernel (sw_cpu_diff_kernel.h) under that ISA's target, so
 // the kernel is compiled for it whatever the baseline flags. Ops:
-//   T, kNoGap     lane type (int8_t or int16_t) and its minimum
+//   T             lane type (int8_t or int16_t)
 //   kShift        W = 2^kShift lanes
 //   load/store    W lanes, unaligned
 //   subst(a, b)   match where a == b, else mismatch
@@ -69,7 +69,6 @@ namespace avx512 {
 namespace w8 {
 struct Ops {
     typedef int8_t T;
-    static constexpr T kNoGap = INT8_MIN;
     SW_AVX512_COMMON(8, 6, 64)
     SW_OP void put_planes(uint8_t* out, M gap, M down, M new_h, M new_v) {
         _store_mask64(reinterpret_cast<__mmask64*>(out), gap);
@@ -106,7 +105,6 @@ struct Ops {
 namespace w16 {
 struct Ops {
     typedef int16_t T;
-    static constexpr T kNoGap = INT16_MIN;
     SW_AVX512_COMMON(16, 5, 32)
     // One kmov store per plane. The stores are volatile so that GCC's SLP
     // vectoriser does not merge the four into one vector store built lane
@@ -200,7 +198,6 @@ namespace avx2 {
 namespace w8 {
 struct Ops {
     typedef int8_t T;
-    static constexpr T kNoGap = INT8_MIN;
     static constexpr int kShift = 5;
     static constexpr BtLayout kLayout = kPlanar;
     SW_AVX2_COMMON(8)
@@ -225,7 +222,6 @@ struct Ops {
 namespace w16 {
 struct Ops {
     typedef int16_t T;
-    static constexpr T kNoGap = INT16_MIN;
     static constexpr int kShift = 4;
     static constexpr BtLayout kLayout = kPaired;
     SW_AVX2_COMMON(16)
@@ -268,7 +264,6 @@ namespace w8 {
 // 16 lanes: byte k holds lanes k and k + 8.
 struct Ops {
     typedef int8_t T;
-    static constexpr T kNoGap = INT8_MIN;
     static constexpr int kShift = 4;
     static constexpr BtLayout kLayout = kNibble;
     typedef int8x16_t V;
@@ -300,7 +295,6 @@ namespace w16 {
 // 8 lanes, narrowed to bytes: byte k holds lanes k and k + 4.
 struct Ops {
     typedef int16_t T;
-    static constexpr T kNoGap = INT16_MIN;
     static constexpr int kShift = 3;
     static constexpr BtLayout kLayout = kNibble;
     typedef int16x8_t V;
