@@ -124,7 +124,8 @@ def java_one(cfg, pairs_file, mode, reps, outs):
     p = subprocess.run(java_cmd(cfg, pairs_file, mode, reps, outs), capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"bench_sw_calls: {mode} JVM failed:\n{p.stderr[-4000:]}")
-    rows = {m: parse_rows(p.stdout, m) for m in ("shim", "gkl")} if mode == "both" else parse_rows(p.stdout)
+    two = ("shim", "gkl") if mode == "both" else ("shim", "base") if mode.startswith("base=") else None
+    rows = {m: parse_rows(p.stdout, m) for m in two} if two else parse_rows(p.stdout)
     return rows, [ln for ln in p.stderr.splitlines() if ln.strip()]
 
 
@@ -223,6 +224,12 @@ def main(argv=None) -> int:
     ap.add_argument("--jvms", type=int, default=16, help="JVMs of the many-callers run (0: skip)")
     ap.add_argument("--classes", default=None, help="directory holding BenchSwCalls.class")
     ap.add_argument("--shim-jar", default=shim.SHIM_JAR)
+    ap.add_argument(
+        "--baseline-jar",
+        default=None,
+        metavar="JAR",
+        help="an earlier pyphmm's shim jar: also time it and this shim in one JVM, their passes in turn",
+    )
     ap.add_argument("--json", default=None)
     ap.add_argument("--write-pairs", default=None, metavar="DIR", help="write per-kind pair files and exit")
     args = ap.parse_args(argv)
@@ -257,6 +264,16 @@ def main(argv=None) -> int:
             shim_rows, shim_log = java_one(cfg, pairs_file, "shim", args.reps, [outs["shim"]])
             gkl_rows, gkl_log = java_one(cfg, pairs_file, "gkl", args.reps, [outs["gkl"]])
             turn_rows, turn_log = java_one(cfg, pairs_file, "both", args.reps, [outs["shim2"], outs["gkl2"]])
+            if args.baseline_jar:
+                outs.update({n: os.path.join(work, f"{n}.out") for n in ("shim3", "base")})
+                base_rows, base_log = java_one(
+                    cfg,
+                    pairs_file,
+                    f"base={os.path.abspath(args.baseline_jar)}",
+                    args.reps,
+                    [outs["shim3"], outs["base"]],
+                )
+                turn_log += [ln for ln in base_log if "summary" in ln]
             # The shim's summary lines give the time inside pyphmm, without Java and JNI.
             for ln in gkl_log + shim_log + [f"(in turn) {ln}" for ln in turn_log if "summary" in ln]:
                 if "smithwaterman" in ln.lower() or "pyphmm" in ln.lower() or "avx" in ln.lower():
@@ -265,16 +282,20 @@ def main(argv=None) -> int:
             columns["GKL, Java, 1 thread"] = gkl_rows
             columns["shim, GKL in turn"] = turn_rows["shim"]
             columns["GKL, shim in turn"] = turn_rows["gkl"]
+            if args.baseline_jar:
+                columns["shim, baseline in turn"] = base_rows["shim"]
+                columns["baseline, shim in turn"] = base_rows["base"]
             res = {n: read_results(path) for n, path in outs.items()}
             shim_res, gkl_res = res["shim"], res["gkl"]
             bad_py = sum(1 for x, y in zip(shim_res, py_results) if x != tuple(y))
             bad_gkl = sum(1 for x, y in zip(shim_res, gkl_res) if x != y)
-            bad_gkl += sum(1 for n in ("shim2", "gkl2") for x, y in zip(shim_res, res[n]) if x != y)
+            others = [n for n in ("shim2", "gkl2", "shim3", "base") if n in res]
+            bad_runs = sum(1 for n in others for x, y in zip(shim_res, res[n]) if x != y)
             print(
                 f"results: shim == pyphmm.align: {bad_py == 0} ({bad_py} differ); shim == GKL: {bad_gkl == 0} "
-                f"({bad_gkl} differ)"
+                f"({bad_gkl} differ); the runs in turn == the shim's: {bad_runs == 0} ({bad_runs} differ)"
             )
-            report["mismatches"] = {"python": bad_py, "gkl": bad_gkl}
+            report["mismatches"] = {"python": bad_py, "gkl": bad_gkl, "runs_in_turn": bad_runs}
             if args.jvms > 0:
                 for mode in ("shim", "gkl"):
                     columns[f"{mode}, {args.jvms} JVMs"] = java_many(cfg, pairs_file, mode, args.reps, args.jvms)
@@ -284,6 +305,11 @@ def main(argv=None) -> int:
     for title, a, b in (
         ("shim vs GKL, 1 thread, one JVM each", "shim, Java, 1 thread", "GKL, Java, 1 thread"),
         ("shim vs GKL, 1 thread, one JVM, passes in turn", "shim, GKL in turn", "GKL, shim in turn"),
+        (
+            "shim vs the baseline jar, 1 thread, one JVM, passes in turn",
+            "shim, baseline in turn",
+            "baseline, shim in turn",
+        ),
     ):
         if a in columns and b in columns:
             print(f"\n{title}, per-call median (x faster):")

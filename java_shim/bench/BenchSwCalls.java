@@ -5,13 +5,14 @@
 //   java -cp gkl.jar:gatk-native-bindings.jar:commons-logging.jar:. BenchSwCalls \
 //        PAIRS.tsv SHIM.jar BINDINGS.jar MODE REPS [OUT]
 // PAIRS.tsv: REF TAB ALT TAB MATCH,MISMATCH,OPEN,EXTEND TAB STRATEGY TAB KIND.
-// MODE: shim | gkl | both. One warm-up pass, then REPS timed passes, each call
-// timed on its own; "both" loads the two in this one JVM (the shim in its own
-// class loader, so each class binds its own native library) and times their
-// passes in turn, which comes first alternating, so that a change in the
-// host's speed reaches both alike while each pass runs with its own data in
-// the caches (OUT then names the shim's file and OUT2, the next argument,
-// GKL's). With BENCHSW_WAIT=1 the program prints "ready" after the
+// MODE: shim | gkl | both | base=JAR. One warm-up pass, then REPS timed
+// passes, each call timed on its own. "both" loads the shim and GKL in this
+// one JVM (the shim in its own class loader, so each class binds its own
+// native library), "base=JAR" the shim and another shim jar (an earlier
+// pyphmm, its rows' mode "base"), and times their passes in turn, which
+// comes first alternating, so that a change in the host's speed reaches both
+// alike while each pass runs with its own data in the caches (OUT then names
+// the shim's file and OUT2, the next argument, the other's). With BENCHSW_WAIT=1 the program prints "ready" after the
 // warm-up and waits for a line on standard input (scripts/bench_sw_calls.py
 // starts many JVMs and releases them together). Prints one JSON line per
 // KIND and one for "all": calls, cells, seconds (sum of call times),
@@ -50,10 +51,10 @@ public class BenchSwCalls {
 
         Engine(String mode, String pairsFile, String shimJar, String bindingsJar) throws Throwable {
             this.mode = mode;
-            ClassLoader cl = mode.equals("shim")
-                    ? new URLClassLoader(new URL[] {new File(shimJar).toURI().toURL(), new File(bindingsJar).toURI().toURL()},
-                            ClassLoader.getPlatformClassLoader())
-                    : BenchSwCalls.class.getClassLoader();
+            ClassLoader cl = mode.equals("gkl")
+                    ? BenchSwCalls.class.getClassLoader()
+                    : new URLClassLoader(new URL[] {new File(shimJar).toURI().toURL(), new File(bindingsJar).toURI().toURL()},
+                            ClassLoader.getPlatformClassLoader());
             Class<?> swCls = Class.forName("com.intel.gkl.smithwaterman.IntelSmithWaterman", true, cl);
             Class<?> paramCls =
                     Class.forName("org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters", true, cl);
@@ -92,10 +93,14 @@ public class BenchSwCalls {
     public static void main(String[] a) throws Throwable {
         String mode = a[3];
         int reps = Integer.parseInt(a[4]);
-        boolean both = mode.equals("both");
         List<Engine> engines = new ArrayList<Engine>();
-        for (String m : both ? new String[] {"shim", "gkl"} : new String[] {mode}) {
-            engines.add(new Engine(m, a[0], a[1], a[2]));
+        if (mode.startsWith("base=")) {
+            engines.add(new Engine("shim", a[0], a[1], a[2]));
+            engines.add(new Engine("base", a[0], mode.substring(5), a[2]));
+        } else {
+            for (String m : mode.equals("both") ? new String[] {"shim", "gkl"} : new String[] {mode}) {
+                engines.add(new Engine(m, a[0], a[1], a[2]));
+            }
         }
         for (int e = 0; e < engines.size(); ++e) engines.get(e).warmUp(a.length > 5 + e ? a[5 + e] : null);
         if ("1".equals(System.getenv("BENCHSW_WAIT"))) {
