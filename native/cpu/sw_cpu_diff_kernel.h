@@ -327,21 +327,21 @@ struct MemSweep : SweepBase {
                     left = Ops::load(prev + DV + i + kD1);
                     right = Ops::load(prev + RT + i + kD1);
                 } else if (kD1) {
-                    const V next_dv = Ops::load(prev + DV + i + W), next_te = Ops::load(prev + RT + i + W);
+                    const V next_dv = Ops::load(prev + DV + i + W), next_rt = Ops::load(prev + RT + i + W);
                     up = Ops::load(prev + DH + i);
                     down = Ops::load(prev + DN + i);
                     left = Ops::shift_down(carry_a, next_dv);
-                    right = Ops::shift_down(carry_b, next_te);
+                    right = Ops::shift_down(carry_b, next_rt);
                     carry_a = next_dv;
-                    carry_b = next_te;
+                    carry_b = next_rt;
                 } else {
-                    const V dh_i = Ops::load(prev + DH + i), tf_i = Ops::load(prev + DN + i);
+                    const V dh_i = Ops::load(prev + DH + i), dn_i = Ops::load(prev + DN + i);
                     up = Ops::shift_up(dh_i, carry_a);
-                    down = Ops::shift_up(tf_i, carry_b);
+                    down = Ops::shift_up(dn_i, carry_b);
                     left = Ops::load(prev + DV + i);
                     right = Ops::load(prev + RT + i);
                     carry_a = dh_i;
-                    carry_b = tf_i;
+                    carry_b = dn_i;
                 }
                 V dh, dv, rt, dn;
                 step<kD1>(Ops::subst(Ops::load(fixed + i), Ops::load(slide + i), match, mis), up, down, left, right,
