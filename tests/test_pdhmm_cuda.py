@@ -213,6 +213,37 @@ def test_results_near_the_certified_floor():
     near_cpu(got, cpu, "near the floor")
 
 
+def _refuse_late(regions, k):
+    """regions with region k's second read given a gap continuation
+    penalty of 200 at position 3 (GKL refuses it)."""
+    reads, haps = regions[k]
+    reads = [reads[i] for i in range(len(reads))]
+    r = reads[1]
+    gcp = np.array(r.gcp, np.uint8)
+    gcp[3] = 200
+    reads[1] = pyphmm.Read(r.bases, r.quals, r.ins, r.dels, gcp)
+    return regions[:k] + [(reads, haps)] + regions[k + 1 :]
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_refused_input_in_any_chunk():
+    """The GPU path checks each chunk's regions before packing it, while the
+    GPU computes the earlier chunks: a refused byte in the first or the last
+    chunk is the call's ValueError (no CPU fallback), and the next call runs
+    on the GPU as usual."""
+    regions = generate(24, seed=5, shape="hc")
+    _, cells = pairs_and_cells(regions)
+    assert cells > 3 * 2**26, cells  # several chunks (pdhmm_plan.h)
+    for k in (0, len(regions) - 1):
+        with pytest.raises(ValueError, match=rf"region {k}, read 1, position 3: gap continuation penalty 200"):
+            pyphmm.compute_pd_regions(_refuse_late(regions, k), backend="cuda")
+    st = {}
+    got = pyphmm.compute_pd_regions(regions, backend="cuda", stats=st)
+    assert st["backend"] == "cuda" and not st["fell_back"], st
+    near_cpu(got, pyphmm.compute_pd_regions(regions, backend="cpu"), "after refused calls")
+
+
 @pytest.mark.gpu
 @needs_gpu
 def test_concurrent_per_region_calls():
@@ -321,6 +352,26 @@ def test_gpu_failure_falls_back_to_the_cpu_once_said(tmp_path):
     out, _ = child(tmp_path, "fake_gpu=1,gpu_failure=alternate", calls=4, backend="cuda")
     assert [st["fell_back"] for st in out["runs"]] == [False, True, False, True]
     assert all(st["same"] for st in out["runs"])
+
+
+def test_fake_gpu_refuses_what_the_cpu_refuses(tmp_path):
+    """Input GKL refuses is the call's error on the GPU path too (checked
+    as its chunks go): the first refused region's, and no fallback."""
+    code = (
+        "import pyphmm\n"
+        "good = pyphmm.Read('ACGTACGT', [30] * 8, [45] * 8, [45] * 8, [10] * 8)\n"
+        "bad = pyphmm.Read('ACGTACGT', [30] * 8, [45] * 8, [45] * 8, [10, 10, 200] + [10] * 5)\n"
+        "hap = [('ACGTACGT', [0] * 8)]\n"
+        "regions = [([good], hap)] * 100\n"
+        "regions[70] = ([good, bad], hap)\n"
+        "regions[90] = ([pyphmm.Read('ACGTACGT', [255] * 8, [45] * 8, [45] * 8, [10] * 8)], hap)\n"
+        "try:\n    pyphmm.compute_pd_regions(regions, backend='cuda')\n"
+        "except ValueError as e:\n    print('refused:', e)\n"
+    )
+    res = run_python(code, env={"PYPHMM_TEST": "fake_gpu=1", "XDG_RUNTIME_DIR": str(tmp_path)})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "refused: region 70, read 1, position 2: gap continuation penalty 200 is above 127" in res.stdout, res.stdout
+    assert "failed" not in res.stderr, res.stderr
 
 
 def test_device_choice_with_several_gpus(tmp_path):

@@ -27,7 +27,7 @@ int cuda_pairhmm(int, const pyphmm_region*, int64_t, double*, const GpuCallOptio
     return set_error(error, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", cuda_probe().status);
 }
 
-int cuda_pdhmm(int, const pyphmm_pd_region*, int64_t, double*, int64_t*, const GpuCallOptions&, pyphmm_stats*,
+int cuda_pdhmm(int, const pyphmm_pd_region*, int64_t, double*, PdGpuResults*, const GpuCallOptions&, pyphmm_stats*,
                pyphmm_error* error) {
     return set_error(error, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", cuda_probe().status);
 }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "pyphmm.h"
 
@@ -44,6 +45,20 @@ struct GpuCallOptions {
     bool double_precision = false;
     bool timing = false;  // fill the stats' kernel and host-phase times
     int nap_percent = 0;  // share of a small call's expected wait its thread sleeps (dispatch/gpu.h)
+    // PDHMM: the input checks that read every byte, for regions [first,
+    // end) (PYPHMM_OK, or an error with the first failing region's message).
+    // The backend runs them on each chunk's regions before packing it, so
+    // the GPU works on the first chunks while the host checks the rest;
+    // empty: the regions were checked before the call.
+    std::function<int(int64_t first, int64_t end, pyphmm_error* error)> check_pd;
+};
+
+// What the dispatcher has to do after a GPU PDHMM call: results left NaN
+// (recompute them on the CPU) and results above 0 (GKL's check fails them:
+// find and report the first).
+struct PdGpuResults {
+    int64_t marked = 0;
+    int64_t above_zero = 0;
 };
 
 // Same contract as cpu_pairhmm, on device `device` (initialised). Returns
@@ -53,14 +68,16 @@ int cuda_pairhmm(int device, const pyphmm_region* regions, int64_t num_regions, 
                  pyphmm_stats* stats, pyphmm_error* error);
 
 // PDHMM on device `device` (initialised): same contract as cpu_pdhmm for
-// validated regions, except two things the dispatcher does: the check of
-// the results, and the pairs whose result is NaN (*marked of them: the
-// kernel's sum was not certified within 1e-10 of GKL's serial one,
-// pdhmm_plan.h), which it recomputes on the CPU. Returns PYPHMM_OK or an
-// error (device failure, out of device memory); the dispatcher then falls
-// back to the CPU. call: timing and nap_percent (double_precision is moot:
-// PDHMM is double).
-int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions, double* out, int64_t* marked,
+// regions whose layout is checked (and whose bytes call.check_pd checks, or
+// were checked), except two things the dispatcher does, told by *results:
+// the pairs whose result is NaN (the kernel's sum was not certified within
+// 1e-10 of GKL's serial one, pdhmm_plan.h), which it recomputes on the
+// CPU, and the report of a result above 0. Returns PYPHMM_OK, check_pd's
+// error (PYPHMM_E_INVALID: nothing to fall back to), or a device error
+// (device failure, out of device memory; the dispatcher then falls back to
+// the CPU). call: timing, nap_percent and check_pd (double_precision is
+// moot: PDHMM is double).
+int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions, double* out, PdGpuResults* results,
                const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* error);
 
 // Smith-Waterman on device `device`: same contract as cpu_sw_align for a

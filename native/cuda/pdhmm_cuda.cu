@@ -9,7 +9,10 @@
 // which the calling thread watches and copies out as they arrive; larger
 // ones come back with ONE device-to-host copy. Whole-workload calls
 // alternate their chunks between two slots (stream + buffers), so the host
-// packs chunk c+1 and copies out chunk c-1 while the GPU computes chunk c.
+// cuts, checks and packs chunk c+1 and copies out chunk c-1 while the GPU
+// computes chunk c: the input checks that read every byte (GpuCallOptions::
+// check_pd) run per chunk, before the chunk is packed, and the check of
+// the results as they are copied out.
 // Buffers only grow and live in a per-device pool of contexts, so a call
 // allocates nothing once they have grown, and concurrent callers never
 // share a stream.
@@ -19,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <utility>
@@ -94,7 +98,7 @@ struct Slot {
     cuda::PinnedBuffer hin, hout;
     // the chunk in flight
     bool pending = false, watched = false, timed = false;
-    const PdChunk* chunk = nullptr;
+    PdChunk chunk;
     int64_t steps = 1;  // its longest haplotype times its bins' rows a lane (the size of its wait)
 };
 
@@ -126,7 +130,12 @@ struct CallState {
     int device = 0;
     const pyphmm_pd_region* regions = nullptr;
     double* out = nullptr;
-    int64_t marked = 0;   // results left NaN for the CPU (pd_checked_result)
+    int64_t marked = 0;                                         // results left NaN for the CPU (pd_checked_result)
+    int64_t above_zero = 0;                                     // results above 0 (GKL's check fails them)
+    std::function<int(int64_t, int64_t, pyphmm_error*)> check;  // the regions' input checks
+    int64_t checked_end = 0;                                    // regions [0, checked_end) passed them
+    int input_rc = PYPHMM_OK;                                   // a check's failure (its message in err)
+    pyphmm_error* err = nullptr;
     bool timing = false;  // host phases and kernel intervals into the stats
     int nap_percent = 0;
     cudaEvent_t first = nullptr;
@@ -204,13 +213,13 @@ void learn_wait(const Slot& s, double us, bool done_on_waking) {
 // and then so that a failed launch ends the wait; copies each pair's
 // result out as soon as its slot is filled, in whatever order the kernel's
 // warps finish (the early ones overlap the kernel's end).
-cudaError_t wait_watched(Slot& s, int nap_percent, double* out, int64_t* marked) {
+cudaError_t wait_watched(Slot& s, int nap_percent, double* out, int64_t* marked, int64_t* above_zero) {
     const Clock::time_point t0 = Clock::now();
     const bool napped = nap(s, nap_percent);
     const volatile uint64_t* slot = reinterpret_cast<const volatile uint64_t*>(s.hout.p);  // (the GPU writes them)
-    double* dst = out + s.chunk->out_first;
+    double* dst = out + s.chunk.out_first;
     thread_local std::vector<int32_t> pending;
-    pending.resize(static_cast<size_t>(s.chunk->pairs));
+    pending.resize(static_cast<size_t>(s.chunk.pairs));
     for (int32_t i = 0; i < static_cast<int32_t>(pending.size()); ++i) pending[i] = i;
     unsigned spins = 0, passes = 0;
     while (!pending.empty()) {
@@ -226,6 +235,7 @@ cudaError_t wait_watched(Slot& s, int nap_percent, double* out, int64_t* marked)
             std::memcpy(&result, &bits, sizeof(result));
             dst[i] = result;
             *marked += std::isnan(result);
+            *above_zero += result > 0.0;
         }
         if (left == pending.size()) {
             cpu_relax();
@@ -248,12 +258,12 @@ cudaError_t finish_slot(Slot& s, CallState& st) {
     s.pending = false;
     Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
     if (s.watched) {
-        PYPHMM_CUDA_TRY(wait_watched(s, st.nap_percent, st.out, &st.marked));
+        PYPHMM_CUDA_TRY(wait_watched(s, st.nap_percent, st.out, &st.marked, &st.above_zero));
         st.lap(t, kWait);
     } else {
         PYPHMM_CUDA_TRY(cudaStreamSynchronize(s.stream));
         st.lap(t, kWait);
-        st.marked += pd_copy_results(*s.chunk, reinterpret_cast<const double*>(s.hout.p), st.out);
+        st.marked += pd_copy_results(s.chunk, reinterpret_cast<const double*>(s.hout.p), st.out, &st.above_zero);
         st.lap(t, kCopyOut);
     }
     if (s.timed) {
@@ -266,8 +276,9 @@ cudaError_t finish_slot(Slot& s, CallState& st) {
 }
 
 // ---------------------------------------------------------------- chunks
-// Packs a chunk into its slot and enqueues its copy, launch and copy back.
-cudaError_t run_chunk(const PdChunk& c, Slot& s, CallState& st) {
+// Packs the slot's chunk and enqueues its copy, launch and copy back.
+cudaError_t run_chunk(Slot& s, CallState& st) {
+    const PdChunk& c = s.chunk;
     const PdLayout L = pd_layout_of(c);
     PYPHMM_CUDA_TRY(s.hin.reserve(std::max<size_t>(L.in_bytes, 16)));
     PYPHMM_CUDA_TRY(s.hout.reserve(std::max<size_t>(L.out_bytes, 16)));
@@ -322,26 +333,42 @@ cudaError_t run_chunk(const PdChunk& c, Slot& s, CallState& st) {
     int most_k = 1;
     for (int e = 0; e < plan.nb; ++e) most_k = std::max(most_k, kPdBins[plan.bin[e]].K);
     s.pending = true;
-    s.chunk = &c;
     s.steps = static_cast<int64_t>(packed.max_hap_len + 32) * most_k;
     s.timed = st.timing;
     return cudaSuccess;
 }
 
-cudaError_t run_chunks(const std::vector<PdChunk>& chunks, Context& ctx, CallState& st) {
+// Input checks of the regions of the slot's chunk that no earlier chunk
+// held (a chunk's regions follow the last chunk's); false if one fails.
+bool check_chunk(const Slot& s, CallState& st) {
+    if (!st.check || s.chunk.pieces.empty()) return true;
+    const int64_t end = s.chunk.pieces.back().region + 1;
+    if (end <= st.checked_end) return true;
+    Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
+    st.input_rc = st.check(st.checked_end, end, st.err);
+    st.checked_end = end;
+    st.lap(t, kPack);
+    return st.input_rc == PYPHMM_OK;
+}
+
+// Chunk c goes to slot c % 2 once that slot's chunk c - 2 is finished.
+// A failed input check ends the call (cudaErrorNotReady; st.input_rc).
+cudaError_t run_chunks(PdChunker& chunker, Context& ctx, CallState& st) {
     st.first = ctx.first;
-    for (size_t c = 0; c < chunks.size(); ++c) {
+    for (int64_t c = 0;; ++c) {
         Slot& s = ctx.slot[c & 1];
         PYPHMM_CUDA_TRY(finish_slot(s, st));
-        PYPHMM_CUDA_TRY(run_chunk(chunks[c], s, st));
+        if (!chunker.next(&s.chunk)) break;
+        if (!check_chunk(s, st)) return cudaErrorNotReady;
+        PYPHMM_CUDA_TRY(run_chunk(s, st));
     }
-    PYPHMM_CUDA_TRY(finish_slot(ctx.slot[chunks.size() & 1], st));
-    return finish_slot(ctx.slot[(chunks.size() + 1) & 1], st);
+    PYPHMM_CUDA_TRY(finish_slot(ctx.slot[0], st));
+    return finish_slot(ctx.slot[1], st);
 }
 
 }  // namespace
 
-int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions, double* out, int64_t* marked,
+int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions, double* out, PdGpuResults* results,
                const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* err) {
     const Clock::time_point start = Clock::now();
     CallState st;
@@ -350,6 +377,8 @@ int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions,
     st.out = out;
     st.timing = call.timing;
     st.nap_percent = call.nap_percent;
+    st.check = call.check_pd;
+    st.err = err;
     int64_t total_pairs = 0, total_cells = 0;
     for (int64_t k = 0; k < num_regions; ++k) {
         const pyphmm_pd_region& g = regions[k];
@@ -366,19 +395,21 @@ int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions,
         cuda::Pool<Context>::Lease lease(g_contexts, device);
         if ((e = lease.acquire()) != cudaSuccess) return cuda::cuda_status(err, e, "CUDA PDHMM: streams");
         try {
-            const std::vector<PdChunk> chunks = pd_plan_chunks(regions, num_regions, total_cells);
+            PdChunker chunker(regions, num_regions, total_cells);
             st.lap(t, kSetup);
-            e = run_chunks(chunks, lease.item(), st);
+            e = run_chunks(chunker, lease.item(), st);
         } catch (const std::bad_alloc&) {
             lease.item().drain();
             return set_error(err, PYPHMM_E_NOMEM, "out of host memory in the CUDA PDHMM backend");
         }
         if (e != cudaSuccess) {
             lease.item().drain();
+            if (st.input_rc != PYPHMM_OK) return st.input_rc;
             return cuda::cuda_status(err, e, "CUDA PDHMM");
         }
     }
-    *marked = st.marked;
+    results->marked = st.marked;
+    results->above_zero = st.above_zero;
     if (stats) {
         stats->pairs = total_pairs;
         stats->cells = total_cells;

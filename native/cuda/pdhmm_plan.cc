@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "common/pd_tables.h"
 #include "common/thread_pool.h"
@@ -26,54 +27,67 @@ constexpr int64_t kParallelPairs = 4096;
 }  // namespace
 
 // ---------------------------------------------------------------- chunks
-std::vector<PdChunk> pd_plan_chunks(const pyphmm_pd_region* regions, int64_t num_regions, int64_t total_cells) {
+PdChunker::PdChunker(const pyphmm_pd_region* regions, int64_t num_regions, int64_t total_cells)
+    : regions_(regions), num_regions_(num_regions) {
     // The GPU starts on a small first chunk (the host packs it while
     // nothing computes); the targets double up to a sixth of the workload.
-    const int64_t full_target = std::max(kPdMinChunkCells, total_cells / 6 + 1);
-    int64_t cell_target = std::min(full_target, std::max(kPdFirstChunkCells, total_cells / 32));
-    std::vector<PdChunk> chunks(1);
-    int64_t out = 0, cells = 0;
-    for (int64_t k = 0; k < num_regions; ++k) {
-        const pyphmm_pd_region& g = regions[k];
+    full_target_ = std::max(kPdMinChunkCells, total_cells / 6 + 1);
+    cell_target_ = std::min(full_target_, std::max(kPdFirstChunkCells, total_cells / 32));
+}
+
+bool PdChunker::next(PdChunk* out_chunk) {
+    PdChunk c;
+    c.out_first = out_;
+    int64_t cells = 0;
+    for (; region_ < num_regions_; ++region_, read_ = 0) {
+        const pyphmm_pd_region& g = regions_[region_];
         if (g.num_reads <= 0 || g.num_haps <= 0) continue;
-        int64_t codes = 0, hap_bases = 0;
-        for (int32_t h = 0; h < g.num_haps; ++h) {
-            codes += pd_code_stride(hap_len(g, h));
-            hap_bases += hap_len(g, h);
-        }
-        int32_t r = 0;
-        while (r < g.num_reads) {
-            PdChunk* c = &chunks.back();
-            const int64_t m0 = read_len(g, r);
-            const bool over = c->codes + codes > kPdMaxChunkCodes || c->pairs + g.num_haps > kPdMaxChunkPairs ||
-                              c->rows + m0 > kPdMaxChunkRows || cells >= cell_target;
-            if (c->pairs > 0 && over) {
-                chunks.emplace_back();
-                chunks.back().out_first = out;
-                cells = 0;
-                cell_target = std::min(full_target, 2 * cell_target);
-                c = &chunks.back();
+        if (sized_ != region_) {
+            sized_ = region_;
+            codes_ = hap_bases_ = 0;
+            for (int32_t h = 0; h < g.num_haps; ++h) {
+                codes_ += pd_code_stride(hap_len(g, h));
+                hap_bases_ += hap_len(g, h);
             }
-            PdPiece p{k, r, r, out};
-            c->codes += codes;
+        }
+        while (read_ < g.num_reads) {
+            const bool over = c.codes + codes_ > kPdMaxChunkCodes || c.pairs + g.num_haps > kPdMaxChunkPairs ||
+                              c.rows + read_len(g, read_) > kPdMaxChunkRows || cells >= cell_target_;
+            if (c.pairs > 0 && over) {
+                cell_target_ = std::min(full_target_, 2 * cell_target_);
+                *out_chunk = std::move(c);
+                return true;
+            }
+            PdPiece p{region_, read_, read_, out_};
+            c.codes += codes_;
             // (a piece takes at least one read: a read too long for the row
             // bound alone still gets a chunk)
-            while (r < g.num_reads) {
-                const int64_t m = read_len(g, r);
+            while (read_ < g.num_reads) {
+                const int64_t m = read_len(g, read_);
                 if (p.r1 > p.r0 &&
-                    (c->pairs + g.num_haps > kPdMaxChunkPairs || c->rows + m > kPdMaxChunkRows || cells >= cell_target))
+                    (c.pairs + g.num_haps > kPdMaxChunkPairs || c.rows + m > kPdMaxChunkRows || cells >= cell_target_))
                     break;
-                c->pairs += g.num_haps;
-                c->rows += m;
-                cells += m * hap_bases;
-                out += g.num_haps;
-                ++r;
+                c.pairs += g.num_haps;
+                c.rows += m;
+                cells += m * hap_bases_;
+                out_ += g.num_haps;
+                ++read_;
                 ++p.r1;
             }
-            c->pieces.push_back(p);
+            c.pieces.push_back(p);
         }
     }
-    if (chunks.back().pairs == 0 && chunks.size() > 1) chunks.pop_back();
+    if (c.pairs == 0) return false;
+    *out_chunk = std::move(c);
+    return true;
+}
+
+std::vector<PdChunk> pd_plan_chunks(const pyphmm_pd_region* regions, int64_t num_regions, int64_t total_cells) {
+    PdChunker chunker(regions, num_regions, total_cells);
+    std::vector<PdChunk> chunks;
+    PdChunk c;
+    while (chunker.next(&c)) chunks.push_back(std::move(c));
+    if (chunks.empty()) chunks.emplace_back();
     return chunks;
 }
 
@@ -293,24 +307,27 @@ PdCertify pd_certify(const PdPacked& p) {
     return {std::ldexp(cells, p.max_del_ends - 1000), std::ldexp(1.0 - std::ldexp(1.0, -30), 1020)};
 }
 
-int64_t pd_copy_results(const PdChunk& c, const double* results, double* out) {
+int64_t pd_copy_results(const PdChunk& c, const double* results, double* out, int64_t* above_zero) {
     double* dst = out + c.out_first;
     constexpr int64_t kBlockPairs = 16384;
     const int64_t blocks = (c.pairs + kBlockPairs - 1) / kBlockPairs;
-    std::atomic<int64_t> marked{0};
+    std::atomic<int64_t> marked{0}, positive{0};
     auto block = [&](int64_t b) {
         const int64_t lo = b * kBlockPairs, hi = std::min(c.pairs, lo + kBlockPairs);
-        int64_t nan = 0;
+        int64_t nan = 0, pos = 0;
         for (int64_t i = lo; i < hi; ++i) {
             dst[i] = results[i];
             nan += std::isnan(results[i]);
+            pos += results[i] > 0.0;
         }
         if (nan) marked += nan;
+        if (pos) positive += pos;
     };
     if (blocks > 1)
         parallel_for(blocks, 0, block);
     else if (blocks == 1)
         block(0);
+    *above_zero += positive;
     return marked;
 }
 

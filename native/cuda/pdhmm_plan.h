@@ -45,7 +45,27 @@ struct PdChunk {
 // and cells (a workload of several chunks alternates two streams, so the
 // host packs one chunk while the GPU computes another). The cell bound
 // starts at 1/32 of the workload (at least kPdFirstChunkCells) and doubles
-// from chunk to chunk up to a sixth (at least kPdMinChunkCells).
+// from chunk to chunk up to a sixth (at least kPdMinChunkCells). Chunks
+// come one at a time, so the GPU starts on the first while the host cuts
+// the rest (cutting a whole workload of a million pairs takes 0.3 ms).
+// Regions without reads or haplotypes are skipped; a chunk covers regions
+// in order, so chunk c holds no region before those of chunk c - 1.
+class PdChunker {
+  public:
+    PdChunker(const pyphmm_pd_region* regions, int64_t num_regions, int64_t total_cells);
+    // The next chunk into *c; false once every pair is in a chunk.
+    bool next(PdChunk* c);
+
+  private:
+    const pyphmm_pd_region* regions_;
+    int64_t num_regions_;
+    int64_t full_target_, cell_target_;
+    int64_t region_ = 0, out_ = 0;  // where the next chunk starts: region, read, output
+    int32_t read_ = 0;
+    int64_t sized_ = -1, codes_ = 0, hap_bases_ = 0;  // region sized_'s codes and haplotype bases
+};
+
+// Every chunk of a call (at least one, empty if the call has no pairs).
 std::vector<PdChunk> pd_plan_chunks(const pyphmm_pd_region* regions, int64_t num_regions, int64_t total_cells);
 
 // Byte offsets of a chunk's buffer (16-byte aligned parts).
@@ -113,8 +133,10 @@ PdCertify pd_certify(const PdPacked& p);
 
 // A chunk's results (the kernel's, one per pair in the caller's order)
 // into the caller's output (parallel for large chunks). Returns how many
-// are NaN (uncertified or empty pairs).
-int64_t pd_copy_results(const PdChunk& c, const double* results, double* out);
+// are NaN (uncertified or empty pairs); adds to *above_zero those above 0
+// (none where the kernel keeps its bounds: GKL's check of the results
+// fails on them).
+int64_t pd_copy_results(const PdChunk& c, const double* results, double* out, int64_t* above_zero);
 
 }  // namespace pdk
 }  // namespace pyphmm

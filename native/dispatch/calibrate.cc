@@ -210,7 +210,9 @@ Calibration measure_pd() {
     err.message[0] = '\0';
     const int threads = available_cores();
     auto gpu = [&](const PdProbe& p) {
-        return gpu_pdhmm(&p.region, 1, out.data(), PYPHMM_DEVICE_AUTO, GpuCallOptions{}, nullptr, &err) == PYPHMM_OK;
+        bool checked = false;  // (the probes' own regions: valid by construction)
+        return gpu_pdhmm(&p.region, 1, out.data(), PYPHMM_DEVICE_AUTO, GpuCallOptions{}, nullptr, &checked, &err) ==
+               PYPHMM_OK;
     };
     auto cpu = [&](const PdProbe& p) {
         return cpu_pdhmm(&p.region, 1, out.data(), threads, nullptr, nullptr) == PYPHMM_OK;

@@ -367,8 +367,10 @@ int fake_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out,
 // GKL's serial ones: far under the subnormal range's edge, or at 1):
 // each on the CPU backend, in GKL's order, through a view of one read and
 // one haplotype of its region. Its result stands whatever the CPU's check
-// says of it (the dispatcher checks every result afterwards).
-void recompute_marked_pd(const pyphmm_pd_region* regions, int64_t num_regions, double* out, int64_t marked) {
+// says of it; returns how many of them are above 0 (the dispatcher reports
+// the first of those).
+int64_t recompute_marked_pd(const pyphmm_pd_region* regions, int64_t num_regions, double* out, int64_t marked) {
+    int64_t above_zero = 0;
     for (int64_t k = 0; k < num_regions && marked > 0; ++k) {
         const pyphmm_pd_region& g = regions[k];
         for (int32_t r = 0; r < g.num_reads; ++r)
@@ -379,9 +381,11 @@ void recompute_marked_pd(const pyphmm_pd_region* regions, int64_t num_regions, d
                 one.read_offsets = g.read_offsets + r;
                 one.hap_offsets = g.hap_offsets + h;
                 cpu_pdhmm(&one, 1, out, 1, nullptr, nullptr);
+                above_zero += !(*out <= 0.0);
                 --marked;
             }
     }
+    return above_zero;
 }
 
 }  // namespace
@@ -405,7 +409,8 @@ int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, 
 }
 
 int gpu_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions, double* out, int32_t device,
-              const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* err) {
+              const GpuCallOptions& call, pyphmm_stats* stats, bool* results_checked, pyphmm_error* err) {
+    *results_checked = false;
     const GpuState& g = gpu_state();
     if (!g.usable) return set_error(err, PYPHMM_E_UNAVAILABLE, "CUDA backend: %s", g.status);
     recheck_sharing(g);
@@ -415,16 +420,22 @@ int gpu_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions, double* out,
     napping.nap_percent = nap_percent(g);
     int rc;
     if (g.fake) {
+        rc = call.check_pd ? call.check_pd(0, num_regions, err) : PYPHMM_OK;
+        if (rc != PYPHMM_OK) return rc;
         // (the CPU backend checks its results; here the dispatcher does, as for a real GPU)
         rc = cpu_pdhmm(regions, num_regions, out, 1, stats, err);
-        if (rc == PYPHMM_E_INVALID) {
+        if (rc == PYPHMM_E_INTERNAL) {
             clear_error(err);
             rc = PYPHMM_OK;
         }
     } else {
-        int64_t marked = 0;
-        rc = cuda_pdhmm(lease.ordinal(), regions, num_regions, out, &marked, napping, stats, err);
-        if (rc == PYPHMM_OK && marked > 0) recompute_marked_pd(regions, num_regions, out, marked);
+        PdGpuResults res;
+        rc = cuda_pdhmm(lease.ordinal(), regions, num_regions, out, &res, napping, stats, err);
+        if (rc == PYPHMM_OK) {
+            int64_t above_zero = res.above_zero;
+            if (res.marked > 0) above_zero += recompute_marked_pd(regions, num_regions, out, res.marked);
+            *results_checked = above_zero == 0;
+        }
     }
     if (stats && rc == PYPHMM_OK) {
         stats->backend_used = PYPHMM_BACKEND_CUDA;

@@ -52,10 +52,12 @@ int check_device_request(int32_t device, pyphmm_error* error);
 int gpu_pairhmm(const pyphmm_region* regions, int64_t num_regions, double* out, int32_t device,
                 const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* error);
 
-// A PDHMM call on the GPU (fake GPUs: the CPU backend on one thread);
-// the dispatcher checks the results (see cuda_pdhmm).
+// A PDHMM call on the GPU (fake GPUs: the CPU backend on one thread).
+// *results_checked: every result is known to be at most 0; else the
+// dispatcher checks them (and reports the first that is not). call.check_pd
+// checks the regions' bytes as the call goes (see cuda_pdhmm).
 int gpu_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions, double* out, int32_t device,
-              const GpuCallOptions& call, pyphmm_stats* stats, pyphmm_error* error);
+              const GpuCallOptions& call, pyphmm_stats* stats, bool* results_checked, pyphmm_error* error);
 
 int gpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* cigar_offsets, int32_t* alignment_offsets,
                  int32_t device, pyphmm_stats* stats, pyphmm_error* error);

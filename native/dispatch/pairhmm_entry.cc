@@ -87,7 +87,7 @@ int pairhmm_call(const pyphmm_region* regions, int64_t n, const std::vector<int6
             call.timing = timing_wanted(options);
             return gpu_pairhmm(regions, n, out, requested_device(options), call, st, e);
         };
-        rc = backend != PYPHMM_BACKEND_CUDA ? cpu() : gpu_else_cpu("PairHMM", st, gpu, cpu);
+        rc = backend != PYPHMM_BACKEND_CUDA ? cpu() : gpu_else_cpu("PairHMM", st, error, gpu, cpu);
         count_sides(st, n, cells);
     }
     if (config::debug()) print_dispatch(*st, n, cells, min_cells);

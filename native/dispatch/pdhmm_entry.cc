@@ -1,7 +1,10 @@
 // pyphmm_pdhmm: argument checks with GKL's rules (what GKL refuses is
 // PYPHMM_E_INVALID here, naming region, read and position), the backend of
 // the call (per-call threshold, GPU->CPU fallback), GKL's check of the
-// results, statistics. Kernels never see unchecked input.
+// results, statistics. Kernels never see unchecked input: every layout is
+// checked first, the bytes before the CPU backend starts, and on the GPU
+// path chunk by chunk before each chunk is packed. An error names the
+// first region with a bad layout, else the first with refused bytes.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -145,7 +148,9 @@ int check_snp_bases(const pyphmm_pd_region& g, int64_t k, pyphmm_error* err) {
     return PYPHMM_OK;
 }
 
-int check_region(const pyphmm_pd_region& g, int64_t k, int64_t* cells, pyphmm_error* err) {
+// What a region's shape must be: reads and haplotypes, buffers, offsets.
+// Adds its cells.
+int check_layout(const pyphmm_pd_region& g, int64_t k, int64_t* cells, pyphmm_error* err) {
     if (g.num_reads <= 0 || g.num_haps <= 0)
         return set_error(err, PYPHMM_E_INVALID, "region %lld: %d reads and %d haplotypes (GKL needs at least one each)",
                          (long long)k, g.num_reads, g.num_haps);
@@ -155,8 +160,6 @@ int check_region(const pyphmm_pd_region& g, int64_t k, int64_t* cells, pyphmm_er
         return set_error(err, PYPHMM_E_INVALID, "region %lld: NULL haplotype buffer", (long long)k);
     if (int rc = check_offsets(g.read_offsets, g.num_reads, "read", k, err)) return rc;
     if (int rc = check_offsets(g.hap_offsets, g.num_haps, "haplotype", k, err)) return rc;
-    if (int rc = check_quals(g, k, err)) return rc;
-    if (int rc = check_snp_bases(g, k, err)) return rc;
     int64_t read_total = 0, hap_total = 0;
     for (int32_t r = 0; r < g.num_reads; ++r) read_total += g.read_offsets[r + 1] - g.read_offsets[r];
     for (int32_t h = 0; h < g.num_haps; ++h) hap_total += g.hap_offsets[h + 1] - g.hap_offsets[h];
@@ -164,26 +167,38 @@ int check_region(const pyphmm_pd_region& g, int64_t k, int64_t* cells, pyphmm_er
     return PYPHMM_OK;
 }
 
-// Every region's check, with its cells and results. A call of many regions
-// checks them in parallel (the checks read every read byte); its error is
-// the first failing region's, as the serial check reports it.
-int check_regions(const pyphmm_pd_region* regions, int64_t n, int threads, int64_t* cells, int64_t* results,
-                  pyphmm_error* err) {
-    constexpr int64_t kParallelRegions = 64;
+// What GKL refuses in a region's bytes (every read byte is read).
+int check_bytes(const pyphmm_pd_region& g, int64_t k, pyphmm_error* err) {
+    if (int rc = check_quals(g, k, err)) return rc;
+    return check_snp_bases(g, k, err);
+}
+
+// Every region's layout, with the call's cells and results: offsets only,
+// a loop over reads and haplotypes.
+int check_layouts(const pyphmm_pd_region* regions, int64_t n, int64_t* cells, int64_t* results, pyphmm_error* err) {
     *cells = *results = 0;
-    for (int64_t k = 0; k < n; ++k) *results += static_cast<int64_t>(regions[k].num_reads) * regions[k].num_haps;
-    if (n < kParallelRegions || threads == 1) {
-        for (int64_t k = 0; k < n; ++k)
-            if (int rc = check_region(regions[k], k, cells, err)) return rc;
+    for (int64_t k = 0; k < n; ++k) {
+        if (int rc = check_layout(regions[k], k, cells, err)) return rc;
+        *results += static_cast<int64_t>(regions[k].num_reads) * regions[k].num_haps;
+    }
+    return PYPHMM_OK;
+}
+
+// The bytes of regions [first, end) (layouts checked). Many regions are
+// checked in parallel; the error is the first failing region's, as the
+// serial check reports it.
+int check_regions_bytes(const pyphmm_pd_region* regions, int64_t first, int64_t end, int threads, pyphmm_error* err) {
+    constexpr int64_t kParallelRegions = 16;
+    if (end - first < kParallelRegions || threads == 1) {
+        for (int64_t k = first; k < end; ++k)
+            if (int rc = check_bytes(regions[k], k, err)) return rc;
         return PYPHMM_OK;
     }
-    std::vector<int64_t> c(n, 0);
-    std::vector<char> bad(n, 0);
-    parallel_for(n, threads, [&](int64_t k) { bad[k] = check_region(regions[k], k, &c[k], nullptr) != PYPHMM_OK; });
-    for (int64_t k = 0; k < n; ++k) {
-        if (bad[k]) return check_region(regions[k], k, cells, err);
-        *cells += c[k];
-    }
+    std::vector<char> bad(end - first, 0);
+    parallel_for(end - first, threads,
+                 [&](int64_t i) { bad[i] = check_bytes(regions[first + i], first + i, nullptr) != PYPHMM_OK; });
+    for (int64_t i = 0; i < end - first; ++i)
+        if (bad[i]) return check_bytes(regions[first + i], first + i, err);
     return PYPHMM_OK;
 }
 
@@ -212,7 +227,7 @@ int check_results(const pyphmm_pd_region* regions, int64_t num_regions, const do
         for (int32_t r = 0; r < g.num_reads; ++r)
             for (int32_t h = 0; h < g.num_haps; ++h, ++i)
                 if (!(out[i] <= 0.0))
-                    return set_error(err, PYPHMM_E_INVALID,
+                    return set_error(err, PYPHMM_E_INTERNAL,
                                      "region %lld, read %d, haplotype %d: log10 likelihood %g is not a probability "
                                      "(GKL reports this as a failure)",
                                      (long long)k, r, h, out[i]);
@@ -227,9 +242,12 @@ void print_dispatch(const pyphmm_stats& st, int64_t regions, int64_t cells, int6
                  st.seconds * 1e3);
 }
 
-// A validated PDHMM call: under AUTO the GPU when one is usable and the
-// call has at least the calibrated threshold's cells (at the call's thread
-// count), else the CPU; a GPU failure recomputes the call on the CPU.
+// A PDHMM call whose layouts are checked: under AUTO the GPU when one is
+// usable and the call has at least the calibrated threshold's cells (at
+// the call's thread count), else the CPU; a GPU failure recomputes the
+// call on the CPU. The bytes are checked before the CPU sees them, and by
+// the GPU path chunk by chunk (the GPU starts on the first chunk while the
+// host checks the rest).
 int pdhmm_call(const pyphmm_pd_region* regions, int64_t n, int64_t cells, int64_t results, double* out,
                const pyphmm_options* options, pyphmm_stats* st, pyphmm_error* error) {
     const int threads = default_threads(options);
@@ -239,15 +257,23 @@ int pdhmm_call(const pyphmm_pd_region* regions, int64_t n, int64_t cells, int64_
     const int64_t min_cells = asked == PYPHMM_BACKEND_AUTO && gpu_usable() ? pd_gpu_min_cells(threads, nullptr) : 0;
     const int backend = resolve_backend(options, cells, min_cells, error);
     if (backend < 0) return -backend;
-    auto cpu = [&] { return cpu_pdhmm(regions, n, out, threads, st, error); };
+    auto check_bytes = [&](int64_t first, int64_t end, pyphmm_error* e) {
+        return check_regions_bytes(regions, first, end, threads, e);
+    };
+    auto cpu = [&] {
+        if (int rc = check_bytes(0, n, error)) return rc;
+        return cpu_pdhmm(regions, n, out, threads, st, error);
+    };
+    bool checked = false;
     auto gpu = [&](pyphmm_error* e) {
         GpuCallOptions call;
         call.timing = timing_wanted(options);
-        return gpu_pdhmm(regions, n, out, requested_device(options), call, st, e);
+        call.check_pd = check_bytes;
+        return gpu_pdhmm(regions, n, out, requested_device(options), call, st, &checked, e);
     };
-    int rc = backend != PYPHMM_BACKEND_CUDA ? cpu() : gpu_else_cpu("PDHMM", st, gpu, cpu);
+    int rc = backend != PYPHMM_BACKEND_CUDA ? cpu() : gpu_else_cpu("PDHMM", st, error, gpu, cpu);
     const bool on_gpu = st->backend_used == PYPHMM_BACKEND_CUDA;
-    if (rc == PYPHMM_OK && on_gpu) rc = check_results(regions, n, out, results, threads, error);
+    if (rc == PYPHMM_OK && on_gpu && !checked) rc = check_results(regions, n, out, results, threads, error);
     (on_gpu ? st->gpu_regions : st->cpu_regions) = n;
     (on_gpu ? st->gpu_cells : st->cpu_cells) = cells;
     if (config::debug()) print_dispatch(*st, n, cells, min_cells);
@@ -270,7 +296,7 @@ extern "C" int pyphmm_pdhmm(const pyphmm_pd_region* regions, int64_t num_regions
             return set_error(error, PYPHMM_E_INVALID, "negative region count %lld", (long long)num_regions);
         if (num_regions > 0 && !regions) return set_error(error, PYPHMM_E_INVALID, "regions is NULL");
         int64_t cells = 0, results = 0;
-        if (int rc = check_regions(regions, num_regions, default_threads(options), &cells, &results, error)) return rc;
+        if (int rc = check_layouts(regions, num_regions, &cells, &results, error)) return rc;
         if (results > 0 && !out) return set_error(error, PYPHMM_E_INVALID, "output buffer is NULL");
         if (results == 0) return PYPHMM_OK;
         pyphmm_stats local;

@@ -37,12 +37,19 @@ bool timing_wanted(const pyphmm_options* options);
 void report_gpu_failure(const char* what, const pyphmm_error& gpu_error, const char* then);
 
 // Runs the GPU path; if it fails, reports it and recomputes the call on the
-// CPU: a GPU problem must never lose a GATK run.
+// CPU: a GPU problem must never lose a GATK run. Input the GPU path refuses
+// (PYPHMM_E_INVALID: PDHMM checks its regions' bytes as its chunks go) is
+// the call's error, which the CPU would report too.
 template <typename Gpu, typename Cpu>
-int gpu_else_cpu(const char* what, pyphmm_stats* stats, Gpu gpu, Cpu cpu) {
+int gpu_else_cpu(const char* what, pyphmm_stats* stats, pyphmm_error* error, Gpu gpu, Cpu cpu) {
     pyphmm_error gpu_error;
     clear_error(&gpu_error);
-    if (gpu(&gpu_error) == PYPHMM_OK) return PYPHMM_OK;
+    const int gpu_rc = gpu(&gpu_error);
+    if (gpu_rc == PYPHMM_OK) return PYPHMM_OK;
+    if (gpu_rc == PYPHMM_E_INVALID) {
+        if (error) *error = gpu_error;
+        return gpu_rc;
+    }
     report_gpu_failure(what, gpu_error, "computing this call on the CPU");
     const int rc = cpu();
     if (stats) {

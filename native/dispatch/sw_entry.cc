@@ -132,7 +132,7 @@ extern "C" int pyphmm_sw_align(const pyphmm_sw_batch* batch, char* cigars, const
         };
         if (backend != PYPHMM_BACKEND_CUDA) return cpu();
         return gpu_else_cpu(
-            "Smith-Waterman", stats,
+            "Smith-Waterman", stats, error,
             [&](pyphmm_error* e) {
                 return gpu_sw_align(*batch, cigars, cigar_offsets, alignment_offsets, requested_device(options), stats,
                                     e);

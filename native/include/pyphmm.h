@@ -256,8 +256,10 @@ int pyphmm_sw_align_one(const uint8_t* ref, int64_t ref_len, const uint8_t* alt,
  * PYPHMM_E_INTERNAL: a result above 0 or NaN (GKL's failure status, a
  * RuntimeException in Java; no valid input is known to give one).
  * options->double_precision is ignored: PDHMM is double throughout.
- * Backend: AUTO and CPU run on the CPU; CUDA is PYPHMM_E_UNAVAILABLE while
- * the library has no GPU PDHMM. */
+ * Backend: AUTO runs a call on the GPU when one is usable and the call has
+ * at least the calibrated PDHMM threshold's cells, else on the CPU; CUDA
+ * is PYPHMM_E_UNAVAILABLE without a usable GPU; a failing GPU call is
+ * recomputed on the CPU. */
 #define PYPHMM_PD_SNP       1
 #define PYPHMM_PD_DEL_START 2
 #define PYPHMM_PD_DEL_END   4
