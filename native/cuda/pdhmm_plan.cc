@@ -8,6 +8,10 @@
 #include <new>
 #include <utility>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "common/pd_tables.h"
 #include "common/thread_pool.h"
 
@@ -112,6 +116,36 @@ struct PieceCursor {
     int64_t bin[kPdNumBins] = {};
 };
 
+// Read positions [lo, hi) of a region as rows (pd_row_elem), 16 a
+// vector on x86 (the five byte arrays interleaved by unpacking: a
+// per-region call waits for this loop).
+void pack_row_elems(const pyphmm_pd_region& g, int64_t lo, int64_t hi, PdRowElem* rows) {
+    int64_t i = lo;
+#if defined(__SSE2__)
+    auto load = [](const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+    const __m128i zero = _mm_setzero_si128();
+    for (; i + 16 <= hi; i += 16) {
+        const __m128i b = load(g.read_bases + i), q = load(g.read_quals + i);
+        const __m128i ins = load(g.read_ins + i), del = load(g.read_dels + i), gcp = load(g.read_gcp + i);
+        // 16-bit halves: base | quality << 8 and insertion | deletion << 8
+        const __m128i bq[2] = {_mm_unpacklo_epi8(b, q), _mm_unpackhi_epi8(b, q)};
+        const __m128i id[2] = {_mm_unpacklo_epi8(ins, del), _mm_unpackhi_epi8(ins, del)};
+        const __m128i g16[2] = {_mm_unpacklo_epi8(gcp, zero), _mm_unpackhi_epi8(gcp, zero)};
+        __m128i* dst = reinterpret_cast<__m128i*>(rows + (i - lo));
+        for (int h = 0; h < 2; ++h) {
+            const __m128i x[2] = {_mm_unpacklo_epi16(bq[h], id[h]), _mm_unpackhi_epi16(bq[h], id[h])};
+            const __m128i y[2] = {_mm_unpacklo_epi16(g16[h], zero), _mm_unpackhi_epi16(g16[h], zero)};
+            for (int k = 0; k < 2; ++k) {  // rows 8h + 4k .. + 3: (x, y) pairs
+                _mm_storeu_si128(dst + 4 * h + 2 * k, _mm_unpacklo_epi32(x[k], y[k]));
+                _mm_storeu_si128(dst + 4 * h + 2 * k + 1, _mm_unpackhi_epi32(x[k], y[k]));
+            }
+        }
+    }
+#endif
+    for (; i < hi; ++i)
+        rows[i - lo] = pd_row_elem(g.read_bases[i], g.read_quals[i], g.read_ins[i], g.read_dels[i], g.read_gcp[i]);
+}
+
 // Pass 1 for one piece: its read rows at `rows`, and its sizes.
 PieceCursor pack_rows(const pyphmm_pd_region& g, const PdPiece& p, PdRowElem* rows) {
     PieceCursor sz;
@@ -124,8 +158,7 @@ PieceCursor pack_rows(const pyphmm_pd_region& g, const PdPiece& p, PdRowElem* ro
     }
     // (the piece's reads are one range of the caller's arrays, and of the rows)
     const int64_t lo = g.read_offsets[p.r0], hi = g.read_offsets[p.r1];
-    for (int64_t i = lo; i < hi; ++i)
-        rows[i - lo] = pd_row_elem(g.read_bases[i], g.read_quals[i], g.read_ins[i], g.read_dels[i], g.read_gcp[i]);
+    pack_row_elems(g, lo, hi, rows);
     for (int32_t r = p.r0; r < p.r1; ++r) {
         const int64_t m = read_len(g, r);
         if (m > 0) sz.bin[pd_bin_of(static_cast<int>(m))] += live_haps;
