@@ -30,6 +30,10 @@ Then the GPU's speed over GKL's, as issue 41 states its targets.
 calls again with PYPHMM_FLAG_TIMING (host phases, kernel time by CUDA
 events), summed over the regions in four size classes.
 
+--lone-kernels adds, per length, the median kernel and call of one call
+per region (1 thread) with the first 100 regions' reads cut to it: how a
+lone region's kernel grows with its reads' rows a lane.
+
 --read-lengths adds, per length, the whole workload of the regions' reads
 cut to it (one bin each; kernel GCUPS in the notes), for tuning the bins.
 
@@ -38,7 +42,7 @@ results differ in any bit (the GPU rounds in its own order; certified
 within 1e-10, docs/PDHMM.md).
 
     PYTHONPATH=. python3 scripts/bench_pdhmm_gpu.py [--regions N] [--shape hc] [--threads 1,16] [--gkl DIR]
-        [--gkl-cells 1e9] [--read-lengths 48,80,128,250]
+        [--gkl-cells 1e9] [--read-lengths 48,80,128,250] [--phases] [--lone-kernels 48,96,160]
 """
 
 from __future__ import annotations
@@ -204,6 +208,24 @@ def by_length(a, regions, rows):
         rows.append((f"GPU, whole workload, reads of {length} bp", s, "", note, cells))
 
 
+def lone_kernels(a, regions):
+    """--lone-kernels: per-region calls on one thread with the first 100
+    regions' reads cut to each length, timed: the median kernel (CUDA
+    events) and call. A lone region's kernel lasts as long as its slowest
+    pair, whose rows a lane (1 + (length - 1) // lanes) set its step."""
+    print("\nlone regions, one call each on 1 thread, reads cut to one length (median us):")
+    for length in (int(v) for v in a.lone_kernels.split(",") if v):
+        pk = Packed(clipped(regions[:100], length))
+        pk.call(0, 1, "cuda", timing=True)  # warm-up
+        ks, walls = [], []
+        for k in range(pk.n):
+            st = {}
+            walls.append(pk.call(k, 1, "cuda", timing=True, stats=st))
+            ks.append(st["kernel_seconds"])
+        k_us, c_us = np.median(ks) * 1e6, np.median(walls) * 1e6
+        print(f"  {length:>4} bp: kernel {k_us:6.1f}, call {c_us:6.1f} ({pk.n} regions)")
+
+
 def phases(pk):
     """--phases: per-region calls on one thread with timing, summed by
     region size (quartiles of cells): wall, kernel and host phases."""
@@ -285,6 +307,7 @@ def main(argv=None) -> int:
         "--read-lengths", default="", help="also whole workloads of reads cut to each length (e.g. 48,80,128)"
     )
     ap.add_argument("--phases", action="store_true", help="also where 1-thread per-region calls spend their time")
+    ap.add_argument("--lone-kernels", default="", help="also lone regions' kernels by read length (e.g. 48,96,160)")
     ap.add_argument("--gkl", metavar="DIR", help="oracle build of GKL 0.9's PDHMM: its OpenMP and 1-thread rows too")
     ap.add_argument("--gkl-cells", type=float, default=1e9, help="GKL runs on the first regions up to these cells")
     ap.add_argument("--gkl-repeats", type=int, default=2)
@@ -329,6 +352,8 @@ def main(argv=None) -> int:
     by_length(a, regions, rows)
     if a.phases:
         phases(pk)
+    if a.lone_kernels:
+        lone_kernels(a, regions)
 
     print()
     print(f"| {'system':<40} | {'seconds':>8} | {'GCUPS':>8} | {'max |GPU - CPU|':>22} | notes")
