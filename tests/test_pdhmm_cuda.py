@@ -19,10 +19,11 @@ Three kinds of tests:
   by an emulator (tests/native/pdhmm_cuda_emu.cc), every sum against the
   CPU reference in the kernel's operation order bit for bit, every result
   of the host's against GKL's serial one within 1e-10 (results near and
-  under the certified floor included);
+  under the certified floor included); and the host's planning (chunks,
+  read rows: tests/native/pdhmm_plan_check.cc);
 - everywhere: the dispatch of PDHMM calls, with PYPHMM_TEST=fake_gpu=N
   stand-ins for the GPU (the CPU backend on one thread) in child processes:
-  backend choice, threshold, device, fallback, statistics.
+  backend choice, threshold, device, fallback, refused input, statistics.
 """
 
 import json
@@ -257,6 +258,19 @@ def test_concurrent_per_region_calls():
 
 
 # ---- everywhere: the kernel's code on the CPU -------------------------------------------
+
+
+@pytest.mark.slow
+def test_host_planning(native_check_exe):
+    """How the GPU backend cuts a call into chunks (every read once, in
+    order, within the bounds, growing targets, no chunk going back a
+    region) and the read rows it packs, compiled with the host compiler:
+    tests/native/pdhmm_plan_check.cc."""
+    exe = native_check_exe(
+        "pdhmm_plan_check", "cuda/pdhmm_plan.cc", "common/pd_tables.cc", "common/thread_pool.cc", "common/config.cc"
+    )
+    res = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stdout[-2000:] + res.stderr[-2000:]
 
 
 @pytest.mark.slow
