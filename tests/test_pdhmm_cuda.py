@@ -236,12 +236,15 @@ def test_refused_input_in_any_chunk():
     regions = generate(24, seed=5, shape="hc")
     _, cells = pairs_and_cells(regions)
     assert cells > 3 * 2**26, cells  # several chunks (pdhmm_plan.h)
+    # (a process checks the bytes as chunks go once it uses a GPU; before, first)
+    before = pyphmm.compute_pd_regions(regions, backend="cuda")
     for k in (0, len(regions) - 1):
         with pytest.raises(ValueError, match=rf"region {k}, read 1, position 3: gap continuation penalty 200"):
             pyphmm.compute_pd_regions(_refuse_late(regions, k), backend="cuda")
     st = {}
     got = pyphmm.compute_pd_regions(regions, backend="cuda", stats=st)
     assert st["backend"] == "cuda" and not st["fell_back"], st
+    assert all(np.array_equal(a, b) for a, b in zip(got, before))
     near_cpu(got, pyphmm.compute_pd_regions(regions, backend="cpu"), "after refused calls")
 
 
@@ -370,10 +373,12 @@ def test_gpu_failure_falls_back_to_the_cpu_once_said(tmp_path):
 
 def test_fake_gpu_refuses_what_the_cpu_refuses(tmp_path):
     """Input GKL refuses is the call's error on the GPU path too (checked
-    as its chunks go): the first refused region's, and no fallback."""
+    as its chunks go once the process uses a GPU, here after a first call):
+    the first refused region's, and no fallback."""
     code = (
         "import pyphmm\n"
         "good = pyphmm.Read('ACGTACGT', [30] * 8, [45] * 8, [45] * 8, [10] * 8)\n"
+        "pyphmm.compute_pd_regions([([good], [('ACGTACGT', [0] * 8)])], backend='cuda')\n"
         "bad = pyphmm.Read('ACGTACGT', [30] * 8, [45] * 8, [45] * 8, [10, 10, 200] + [10] * 5)\n"
         "hap = [('ACGTACGT', [0] * 8)]\n"
         "regions = [([good], hap)] * 100\n"

@@ -30,6 +30,7 @@ using Clock = std::chrono::steady_clock;
 std::atomic<int> g_inflight[kMaxCudaDevices];
 Clock::time_point g_chosen_at;
 std::atomic<bool> g_hinted{false};
+std::atomic<bool> g_probed_usable{false};  // gpu_state() has run and found a usable GPU
 
 // A ':'-separated count per fake device (PYPHMM_TEST's gpu_load: other
 // processes on each; gpu_full: starts that fail for want of room).
@@ -311,6 +312,7 @@ const GpuState& try_again(const GpuState& cur) {
     // Published for the process; never freed, as callers keep references.
     const GpuState* fresh = new GpuState(g);
     g_retried.store(fresh, std::memory_order_release);
+    if (fresh->usable) g_probed_usable.store(true, std::memory_order_release);
     if (fresh->usable && !config::quiet())
         std::fprintf(stderr, "pyphmm: GPU %d (%s) has room now; this process computes on it from here on\n",
                      fresh->ordinal[fresh->preferred], fresh->name);
@@ -329,12 +331,15 @@ const GpuState& gpu_state() {
             probe_cuda(g);
         g_chosen_at = Clock::now();
         if (g.usable) hint_if_shared(g, g.other_processes);
+        g_probed_usable.store(g.usable, std::memory_order_release);
         return g;
     }();
     const GpuState* retried = g_retried.load(std::memory_order_acquire);
     const GpuState& s = retried ? *retried : probed;
     return s.full ? try_again(s) : s;
 }
+
+bool gpu_in_use() { return g_probed_usable.load(std::memory_order_acquire); }
 
 int nap_percent(const GpuState& g) {
     constexpr int kMpsNapPercent = 60;  // the share measured with 16-32 JVMs (docs/PERFORMANCE.md)

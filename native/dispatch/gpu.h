@@ -35,6 +35,9 @@ struct GpuState {
 const GpuState& gpu_state();
 inline bool gpu_usable() { return gpu_state().usable; }
 inline bool gpu_is_fake() { return gpu_state().fake; }
+// Whether this process has probed its GPUs (gpu_state() has answered), and
+// found one usable; probes nothing.
+bool gpu_in_use();
 
 // The percent of a small call's expected wait that its thread sleeps
 // before it watches the results (PYPHMM_CUDA_NAP). Unset: napping in a

@@ -245,12 +245,17 @@ void print_dispatch(const pyphmm_stats& st, int64_t regions, int64_t cells, int6
 // A PDHMM call whose layouts are checked: under AUTO the GPU when one is
 // usable and the call has at least the calibrated threshold's cells (at
 // the call's thread count), else the CPU; a GPU failure recomputes the
-// call on the CPU. The bytes are checked before the CPU sees them, and by
-// the GPU path chunk by chunk (the GPU starts on the first chunk while the
-// host checks the rest).
+// call on the CPU. The bytes are checked first, before the GPU is probed
+// (refused input never starts a driver or waits for a GPU), except for a
+// call that may go to a GPU this process already uses: the GPU path checks
+// them chunk by chunk (the GPU starts on the first chunk while the host
+// checks the rest), the CPU path before it starts.
 int pdhmm_call(const pyphmm_pd_region* regions, int64_t n, int64_t cells, int64_t results, double* out,
                const pyphmm_options* options, pyphmm_stats* st, pyphmm_error* error) {
     const int threads = default_threads(options);
+    const bool defer = requested_backend(options) != PYPHMM_BACKEND_CPU && gpu_in_use();
+    if (!defer)
+        if (int rc = check_regions_bytes(regions, 0, n, threads, error)) return rc;
     // Only AUTO with a GPU needs the threshold (the first such call
     // calibrates it); a CPU call never probes the GPU.
     const int asked = requested_backend(options);
@@ -261,14 +266,15 @@ int pdhmm_call(const pyphmm_pd_region* regions, int64_t n, int64_t cells, int64_
         return check_regions_bytes(regions, first, end, threads, e);
     };
     auto cpu = [&] {
-        if (int rc = check_bytes(0, n, error)) return rc;
+        if (defer)
+            if (int rc = check_bytes(0, n, error)) return rc;
         return cpu_pdhmm(regions, n, out, threads, st, error);
     };
     bool checked = false;
     auto gpu = [&](pyphmm_error* e) {
         GpuCallOptions call;
         call.timing = timing_wanted(options);
-        call.check_pd = check_bytes;
+        if (defer) call.check_pd = check_bytes;
         return gpu_pdhmm(regions, n, out, requested_device(options), call, st, &checked, e);
     };
     int rc = backend != PYPHMM_BACKEND_CUDA ? cpu() : gpu_else_cpu("PDHMM", st, error, gpu, cpu);
