@@ -258,6 +258,22 @@ def test_concurrent_per_region_calls():
     with ThreadPoolExecutor(16) as pool:
         shared = list(pool.map(lambda g: pyphmm.compute_pd_likelihoods(*g, backend="cuda"), regions * 3))
     assert all(np.array_equal(a, b) for a, b in zip(shared, alone * 3)), "16 threads: bits differ from calls alone"
+    # every fourth call refused (its bytes checked in the pipeline, its
+    # streams drained): its own ValueError, the others' bits unchanged
+    refused = {k: _refuse_late(regions, k)[k] for k in range(0, len(regions), 4)}
+
+    def call(k):
+        if k not in refused:
+            return pyphmm.compute_pd_likelihoods(*regions[k], backend="cuda")
+        with pytest.raises(ValueError, match=r"region 0, read 1, position 3: gap continuation penalty 200"):
+            pyphmm.compute_pd_likelihoods(*refused[k], backend="cuda")
+        return None
+
+    with ThreadPoolExecutor(16) as pool:
+        mixed = list(pool.map(call, list(range(len(regions))) * 3))
+    for i, got in enumerate(mixed):
+        k = i % len(regions)
+        assert (got is None) == (k in refused) and (got is None or np.array_equal(got, alone[k])), k
 
 
 # ---- everywhere: the kernel's code on the CPU -------------------------------------------
