@@ -29,10 +29,10 @@
 // Only DEL_END columns read B, and a row captures it only where it will be
 // read (kCap): every other column is the plain PairHMM step. Steps go in
 // blocks of 4 (pd_forward): a block where no lane of the warp has a flag
-// is four plain steps without a branch; in the others a warp captures only
-// when one of its lanes is at a kCap column, and takes the merging step
-// only when one is at a DEL_END column (two warp votes per step); a lane at
-// a column without the flag leaves the same values either way.
+// is four plain steps; in the others each lane also captures where its
+// column has kCap and merges where it has DEL_END, predicated per lane,
+// still without a branch (a lane at a column without the flag leaves the
+// same values either way).
 //
 // Arithmetic: fused multiply-adds in a fixed order (pd_fma, __dmul_rn,
 // __dadd_rn: nvcc contracts nothing else), 7 double-precision operations
@@ -356,9 +356,10 @@ PYPHMM_PD_DEV void pd_stage_block(double* stage, const double* scratch, int blk)
 // no branch and no per-lane test, which the compiler schedules as one
 // piece. A lane past its last column computes on (its columns have no
 // flags, and nothing it computes reaches a column of the haplotype); only
-// the sum takes j <= n. Other blocks take general steps: a lane computes
-// only inside the haplotype, and warp votes pick the capture and merging
-// steps.
+// the sum takes j <= n. Other blocks take general steps (the plain step
+// with the captures and merges that lanes' codes mark); every block of a
+// warp with an exotic lane is general, with GKL's match test and both
+// forms of the match sum.
 template <int P, int K, bool STRIPED>
 PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act, int steps, int t, double* bs,
                                 double* scratch, double* stage) {
@@ -386,6 +387,8 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
         // merge changed them).
         const PdGaps below = rb >= 0 && rb < m ? pd_gaps(a, pd_ldg(rd + rb)) : PdGaps{0.0, 0.0, 1.0, 0.0, 1.0, false};
         exotic = exotic || below.formb;
+        // (every block of an exotic warp is general, with GKL's match test and both forms)
+        const bool warp_exotic = __any_sync(kFull, exotic);
         // Lane 0's boundary: row 0 (L = (0, 0, 2^1020/n), T = (0, 0)), or
         // the previous stripe's last row from the scratch.
         const PdGaps own{r.ratio[0], 0.0, r.to_ins[0], r.to_del[0], r.cont[0], (r.formb & 1u) != 0u};
@@ -445,23 +448,23 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
                            false)                                                                                \
     }
 
-// A general step: the warp votes for the capture and the merging step, a
-// lane computes only inside the haplotype.
-#define PYPHMM_PD_GENERAL(B, OM, OX, OY, NM, NX, NY, D, U)                                                \
-    {                                                                                                     \
-        const uint32_t code = c[B];                                                                       \
-        const bool in_hap = static_cast<unsigned>(s0 + (B)-t) < static_cast<unsigned>(n_act);             \
-        const bool capture = __any_sync(kFull, in_hap && (code & kCapBoth) != 0u);                        \
-        const bool merge = __any_sync(kFull, in_hap && (code & kDelEnd) != 0u);                           \
-        double sm = 0.0, sx = 0.0;                                                                        \
-        if (in_hap) {                                                                                     \
-            if (capture) pd_capture<K>(code, r1k, OM, OX, OY, bs);                                        \
-            if (merge)                                                                                    \
-                pd_lane_step<K, true, false>(r, code, D, U, OM, OX, OY, NM, NX, NY, bs, tm, tx, sm, sx);  \
-            else                                                                                          \
-                pd_lane_step<K, false, false>(r, code, D, U, OM, OX, OY, NM, NX, NY, bs, tm, tx, sm, sx); \
-        }                                                                                                 \
-        PYPHMM_PD_STEP_END(B, NM, NX, NY, D, pd_add(sm, sx), in_hap, true)                                \
+// A general step: a plain step that also captures and merges. Each lane
+// computes (gated before column 1, like a plain step), captures the rows
+// its column's code marks and merges where the column has DEL_END:
+// predicated per lane, no vote and no branch, so the four steps of a
+// block schedule as one piece (columns outside the haplotype have no
+// flags; a group without a pair, which reads the first group's codes,
+// keeps nothing it computes). FAST: no lane of the warp is exotic (the
+// plain steps' match test and form A only); GATED: a block before every
+// lane started.
+#define PYPHMM_PD_GENERAL(B, OM, OX, OY, NM, NX, NY, D, U, FAST, GATED)                                         \
+    {                                                                                                           \
+        const int j_ = s0 + (B)-t + 1;                                                                          \
+        double sm = 0.0, sx = 0.0;                                                                              \
+        pd_capture<K>(c[B], r1k, OM, OX, OY, bs);                                                               \
+        pd_lane_step<K, true, FAST, GATED>(r, c[B], D, U, OM, OX, OY, NM, NX, NY, bs, tm, tx, sm, sx, j_ >= 1); \
+        PYPHMM_PD_STEP_END(B, NM, NX, NY, D, pd_add(sm, sx),                                                    \
+                           static_cast<unsigned>(j_ - 1) < static_cast<unsigned>(n_act), !(FAST))               \
     }
 
         for (int s0 = 0, blk = 0; s0 < steps; s0 += 4, ++blk) {
@@ -474,11 +477,23 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
                 flags |= static_cast<unsigned>(s0 + b - t) < static_cast<unsigned>(n_act) ? c[b] : 0u;
             }
             if (from_scratch) pd_copy_wait_prior<1>();  // this block's slot has arrived
-            if (__any_sync(kFull, exotic || (flags & (kCapBoth | kDelEnd)) != 0u)) {
-                PYPHMM_PD_GENERAL(0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1)
-                PYPHMM_PD_GENERAL(1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0)
-                PYPHMM_PD_GENERAL(2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1)
-                PYPHMM_PD_GENERAL(3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0)
+            if (warp_exotic) {
+                PYPHMM_PD_GENERAL(0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, false, true)
+                PYPHMM_PD_GENERAL(1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, false, true)
+                PYPHMM_PD_GENERAL(2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, false, true)
+                PYPHMM_PD_GENERAL(3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, false, true)
+            } else if (__any_sync(kFull, (flags & (kCapBoth | kDelEnd)) != 0u)) {
+                if (s0 < P) {
+                    PYPHMM_PD_GENERAL(0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, true, true)
+                    PYPHMM_PD_GENERAL(1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, true, true)
+                    PYPHMM_PD_GENERAL(2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, true, true)
+                    PYPHMM_PD_GENERAL(3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, true, true)
+                } else {
+                    PYPHMM_PD_GENERAL(0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, true, false)
+                    PYPHMM_PD_GENERAL(1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, true, false)
+                    PYPHMM_PD_GENERAL(2, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, true, false)
+                    PYPHMM_PD_GENERAL(3, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, true, false)
+                }
             } else if (s0 < P) {
                 PYPHMM_PD_PLAIN(0, Ma, Xa, Ya, Mb, Xb, Yb, d0, d1, true)
                 PYPHMM_PD_PLAIN(1, Mb, Xb, Yb, Ma, Xa, Ya, d1, d0, true)
