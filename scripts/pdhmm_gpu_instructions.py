@@ -9,17 +9,19 @@ loops over 4-step blocks (innermost loops with double-precision multiplies).
 A loop's bin: its lanes per pair from the width of its shuffles, its rows
 per lane from its multiplies (3 per row and step, beside 3 fused
 multiply-adds), the striped bin by its
-asynchronous copies. For each loop, three paths from the loop's head to its
-back edge, through the basic blocks of the loop:
+asynchronous copies. For each loop, three paths from the loop's head to
+its back edge, through the basic blocks of the loop:
 
-  plain    the fewest warp votes, then no capture or merging instructions
-           (DSETP, shared-memory stores), then every multiply (the lanes
-           compute), then the fewest FSELs: the block where no lane is at a
-           deletion mark and every lane has started
+  plain    no capture or merging instructions (shared-memory stores and
+           loads, DSETP), then every multiply (the lanes compute), then the
+           fewest FSELs: the block where no lane is at a deletion mark and
+           every lane has started
   gated    the same but the most FSELs: a block before every lane has
            started (priors of 0 before column 1)
-  general  the most votes, then as plain: a block with a mark, taking
-           neither the capture nor the merging steps
+  general  the most shared-memory stores (the captures, predicated per
+           lane), then as plain: a block with a mark where every lane has
+           started, no lane merging (the merges are branches a lane at a
+           DEL_END column takes), no lane exotic
 
 Among paths that tie, the longest (a lane's side path, as the last lane's
 scratch store, is issued by the whole warp). A block computes 4 steps of K
@@ -138,13 +140,13 @@ def path(ins: list, lo: int, hi: int, mode: str) -> list:
         succ.append([j for j in s if j == "end" or (j is not None and j > i)])
 
     def key(b: list) -> tuple:
-        votes, fsel, dmul = count(b, "VOTE"), count(b, "FSEL"), count(b, "DMUL")
-        rare = count(b, "DSETP", "STS") + (fsel >= 6 and not dmul)  # capture, merge
+        fsel, dmul, sts = count(b, "FSEL"), count(b, "DMUL"), count(b, "STS")
+        merge = count(b, "DSETP", "LDS")
         if mode == "plain":
-            return (votes, rare, -dmul, fsel, -len(b))
+            return (sts + merge, 0, -dmul, fsel, -len(b))
         if mode == "gated":
-            return (votes, rare, -dmul, -fsel, -len(b))
-        return (-votes, rare, -dmul, 0, -len(b))
+            return (sts + merge, 0, -dmul, -fsel, -len(b))
+        return (-sts, merge, -dmul, fsel, -len(b))
 
     memo: dict = {}
 
@@ -161,9 +163,9 @@ def path(ins: list, lo: int, hi: int, mode: str) -> list:
     return [x for i in best(0)[1] for x in bl[i]]
 
 
-def bin_of(loop: list) -> str:
-    widths = {WIDTH.get(t.split(",")[-1].strip(), 0) for _, _, op, t in loop if op.startswith("SHFL.UP")}
-    rows = count(loop, "DMUL") // 12  # (3 a row and step, 4 steps; 1 a step for the edge)
+def bin_of(plain: list, loop: list) -> str:
+    widths = {WIDTH.get(t.split(",")[-1].strip(), 0) for _, _, op, t in plain if op.startswith("SHFL.UP")}
+    rows = count(plain, "DMUL") // 12  # (3 a row and step, 4 steps; 1 a step for the edge)
     striped = " striped" if count(loop, "LDGSTS") else ""
     return f"{max(widths) if widths else '?'} x {rows}{striped}", rows
 
@@ -184,7 +186,7 @@ def main(argv=None) -> int:
     seen = set()
     for lo, hi in step_loops(ins):
         plain = path(ins, lo, hi, "plain")
-        name, rows = bin_of(plain)
+        name, rows = bin_of(plain, [x for x in ins if lo <= x[0] <= hi])
         if name in seen or rows == 0:
             continue
         seen.add(name)
