@@ -27,6 +27,7 @@ import threading
 import numpy as np
 import pytest
 
+import pyphmm
 from devtools import pd_testdata, pdhmm_head_data
 from devtools.child import child_env
 from devtools.oracle import java_harness as jh
@@ -99,7 +100,8 @@ def test_shim_matches_gkls_test_files(gkl_jvm):
     """GKL 0.9's own test files (2,601 pairs, expected values printed to 7
     significant digits: 1e-4, as GKL's unit test): the legacy batch call
     GKL's unit test makes, and one computeLikelihoods call per pair, which
-    agree with each other exactly."""
+    agree with each other exactly on the CPU (where a GPU takes the batch
+    and the CPU the single pairs, within the GPU's certified 1e-10)."""
     b = PdBinding()
     for name in pd_testdata.GKL_FILES:
         cases = pd_testdata.gkl_cases(name)
@@ -107,7 +109,10 @@ def test_shim_matches_gkls_test_files(gkl_jvm):
         batch = b.legacy([(c[0], c[1]) for c in cases])
         assert _max_diff(batch, expected) <= 1e-4, name
         single = np.concatenate([b.compute(([c[0]], [c[1]])) for c in cases])
-        assert np.array_equal(single, batch), name
+        if np.array_equal(single, batch):
+            continue
+        assert pyphmm.info()["cuda_usable"], name  # (on the CPU alone, bit for bit)
+        assert _max_diff(single, batch) <= 1e-10, name
 
 
 def test_legacy_batch_matches_gkl09(gkl_jvm, data):
