@@ -244,6 +244,15 @@ PYPHMM_PD_DEV void pd_lane_step(const PdLaneRows<K>& r, uint32_t code, const PdE
     double am = 0.0, ax = 0.0;  // L.M and L.X of the row above at column j
 #pragma unroll
     for (int k = 0; k < K; ++k) {
+        // The branch values first (0 where this lane does not merge: max(v,
+        // 0) = v for every v >= 0, NaN included), so the loads' latency
+        // passes while the row computes rather than after it.
+        double bM = 0.0, bX = 0.0, bY = 0.0;
+        if (merge) {
+            bM = bs[(3 * k) * kPdBlock];
+            bX = bs[(3 * k + 1) * kPdBlock];
+            bY = bs[(3 * k + 2) * kPdBlock];
+        }
         const bool match = FAST ? pd_matches_fast(code, r.rc[k]) : pd_matches(code, r.rc[k]);
         const double pg = GATED && !started ? 0.0 : match ? r.pgm[k] : r.pgx[k];
         double M, X;
@@ -259,10 +268,10 @@ PYPHMM_PD_DEV void pd_lane_step(const PdLaneRows<K>& r, uint32_t code, const PdE
             sm = M;
             sx = X;
         }
-        if (merge) {
-            M = pd_max(M, bs[(3 * k) * kPdBlock]);
-            X = pd_max(X, bs[(3 * k + 1) * kPdBlock]);
-            Y = pd_max(Y, bs[(3 * k + 2) * kPdBlock]);
+        if (MERGE) {
+            M = pd_max(M, bM);
+            X = pd_max(X, bX);
+            Y = pd_max(Y, bY);
         }
         nM[k] = M;
         nX[k] = X;
