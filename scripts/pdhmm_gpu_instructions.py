@@ -20,8 +20,8 @@ its back edge, through the basic blocks of the loop:
            started (priors of 0 before column 1)
   general  the most shared-memory stores (the captures, predicated per
            lane), then as plain: a block with a mark where every lane has
-           started, no lane merging (the merges are branches a lane at a
-           DEL_END column takes), no lane exotic
+           started and no lane is exotic (its merges are predicated loads
+           and maxima, on every path through such a block)
 
 Among paths that tie, the longest (a lane's side path, as the last lane's
 scratch store, is issued by the whole warp). A block computes 4 steps of K
