@@ -150,31 +150,31 @@ public class IntelPDHMM implements PDHMMNativeBinding {
                 SCRATCH.set(packed);
             }
         }
+        // Each read's five arrays are copied together, into their five
+        // sections, rather than one field over all reads: holders and their
+        // small arrays lie scattered over the heap, and a holder visited once
+        // is cheaper than one visited five times.
+        final int rt = (int) readTotal, ht = (int) hapTotal;
         int pos = 0;
-        for (int k = 0; k < 5; ++k) {
-            for (int r = 0; r < nr; ++r) {
-                System.arraycopy(readField(reads[r], k), 0, packed, pos, lengths[r]);
-                pos += lengths[r];
-            }
+        for (int r = 0; r < nr; ++r) {
+            ReadDataHolder d = reads[r];
+            int len = lengths[r];
+            System.arraycopy(d.readBases, 0, packed, pos, len);
+            System.arraycopy(d.readQuals, 0, packed, pos + rt, len);
+            System.arraycopy(d.insertionGOP, 0, packed, pos + 2 * rt, len);
+            System.arraycopy(d.deletionGOP, 0, packed, pos + 3 * rt, len);
+            System.arraycopy(d.overallGCP, 0, packed, pos + 4 * rt, len);
+            pos += len;
         }
-        for (int k = 0; k < 2; ++k) {
-            for (int h = 0; h < haps.length; ++h) {
-                byte[] a = k == 0 ? haps[h].haplotypeBases : haps[h].haplotypePDBases;
-                System.arraycopy(a, 0, packed, pos, lengths[nr + h]);
-                pos += lengths[nr + h];
-            }
+        pos = 5 * rt;
+        for (int h = 0; h < haps.length; ++h) {
+            HaplotypeDataHolder d = haps[h];
+            int len = lengths[nr + h];
+            System.arraycopy(d.haplotypeBases, 0, packed, pos, len);
+            System.arraycopy(d.haplotypePDBases, 0, packed, pos + ht, len);
+            pos += len;
         }
         return packed;
-    }
-
-    private static byte[] readField(ReadDataHolder d, int k) {
-        switch (k) {
-            case 0: return d.readBases;
-            case 1: return d.readQuals;
-            case 2: return d.insertionGOP;
-            case 3: return d.deletionGOP;
-            default: return d.overallGCP;
-        }
     }
 
     // Length of one holder array; atLeast >= 0: it must hold that many bytes.
