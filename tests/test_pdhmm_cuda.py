@@ -20,7 +20,7 @@ Three kinds of tests:
   CPU reference in the kernel's operation order bit for bit, every result
   of the host's against GKL's serial one within 1e-10 (results near and
   under the certified floor included); and the host's planning (chunks,
-  read rows: tests/native/pdhmm_plan_check.cc);
+  read rows, the screen of refusable bytes: tests/native/pdhmm_plan_check.cc);
 - everywhere: the dispatch of PDHMM calls, with PYPHMM_TEST=fake_gpu=N
   stand-ins for the GPU (the CPU backend on one thread) in child processes:
   backend choice, threshold, device, fallback, refused input, statistics.
@@ -283,8 +283,8 @@ def test_concurrent_per_region_calls():
 def test_host_planning(native_check_exe):
     """How the GPU backend cuts a call into chunks (every read once, in
     order, within the bounds, growing targets, no chunk going back a
-    region) and the read rows it packs, compiled with the host compiler:
-    tests/native/pdhmm_plan_check.cc."""
+    region), the read rows it packs and its screen of the bytes GKL may
+    refuse, compiled with the host compiler: tests/native/pdhmm_plan_check.cc."""
     exe = native_check_exe(
         "pdhmm_plan_check", "cuda/pdhmm_plan.cc", "common/pd_tables.cc", "common/thread_pool.cc", "common/config.cc"
     )

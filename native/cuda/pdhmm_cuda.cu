@@ -10,9 +10,10 @@
 // ones come back with ONE device-to-host copy. Whole-workload calls
 // alternate their chunks between two slots (stream + buffers), so the host
 // cuts, checks and packs chunk c+1 and copies out chunk c-1 while the GPU
-// computes chunk c: the input checks that read every byte (GpuCallOptions::
-// check_pd) run per chunk, before the chunk is packed, and the check of
-// the results as they are copied out.
+// computes chunk c. Packing screens every read byte it packs; where the
+// call defers its input checks (GpuCallOptions::check_pd), a chunk with a
+// byte GKL may refuse gets them in full before its launch. The results are
+// checked as they are copied out.
 // Buffers only grow and live in a per-device pool of contexts, so a call
 // allocates nothing once they have grown, and concurrent callers never
 // share a stream.
@@ -133,7 +134,6 @@ struct CallState {
     int64_t marked = 0;                                         // results left NaN for the CPU (pd_checked_result)
     int64_t above_zero = 0;                                     // results above 0 (GKL's check fails them)
     std::function<int(int64_t, int64_t, pyphmm_error*)> check;  // the regions' input checks
-    int64_t checked_end = 0;                                    // regions [0, checked_end) passed them
     int input_rc = PYPHMM_OK;                                   // a check's failure (its message in err)
     pyphmm_error* err = nullptr;
     bool timing = false;  // host phases and kernel intervals into the stats
@@ -276,6 +276,20 @@ cudaError_t finish_slot(Slot& s, CallState& st) {
 }
 
 // ---------------------------------------------------------------- chunks
+// The input checks of a packed chunk, where the call defers them to the
+// GPU path: packing screens every read byte it packs (PdPacked::suspect),
+// so only a chunk with a suspect byte runs the full checks, on every
+// region it holds a piece of (earlier chunks' bytes passed the screen, so
+// an error still names the first region with refused bytes). False if one
+// fails; no kernel has seen the chunk then.
+bool check_chunk(const Slot& s, const PdPacked& packed, CallState& st) {
+    if (!st.check || !packed.suspect || s.chunk.pieces.empty()) return true;
+    Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
+    st.input_rc = st.check(s.chunk.pieces.front().region, s.chunk.pieces.back().region + 1, st.err);
+    st.lap(t, kPack);
+    return st.input_rc == PYPHMM_OK;
+}
+
 // Packs the slot's chunk and enqueues its copy, launch and copy back.
 cudaError_t run_chunk(Slot& s, CallState& st) {
     const PdChunk& c = s.chunk;
@@ -288,6 +302,7 @@ cudaError_t run_chunk(Slot& s, CallState& st) {
     uint64_t* slots = reinterpret_cast<uint64_t*>(s.hout.p);
     const PdPacked packed = pd_pack_chunk(st.regions, c, L, s.hin.p, mapped ? slots : nullptr, kPending);
     st.lap(t, kPack);
+    if (!check_chunk(s, packed, st)) return cudaErrorNotReady;
     if (!mapped) PYPHMM_CUDA_TRY(s.dout.reserve(L.out_bytes));
     PdLaunchPlan plan;
     const int blocks = pd_launch_plan(packed, kStripedWarpsPerSm * cuda::sm_count(st.device), &plan);
@@ -338,19 +353,6 @@ cudaError_t run_chunk(Slot& s, CallState& st) {
     return cudaSuccess;
 }
 
-// Input checks of the regions of the slot's chunk that no earlier chunk
-// held (a chunk's regions follow the last chunk's); false if one fails.
-bool check_chunk(const Slot& s, CallState& st) {
-    if (!st.check || s.chunk.pieces.empty()) return true;
-    const int64_t end = s.chunk.pieces.back().region + 1;
-    if (end <= st.checked_end) return true;
-    Clock::time_point t = st.timing ? Clock::now() : Clock::time_point();
-    st.input_rc = st.check(st.checked_end, end, st.err);
-    st.checked_end = end;
-    st.lap(t, kPack);
-    return st.input_rc == PYPHMM_OK;
-}
-
 // Chunk c goes to slot c % 2 once that slot's chunk c - 2 is finished.
 // A failed input check ends the call (cudaErrorNotReady; st.input_rc).
 cudaError_t run_chunks(PdChunker& chunker, Context& ctx, CallState& st) {
@@ -359,7 +361,6 @@ cudaError_t run_chunks(PdChunker& chunker, Context& ctx, CallState& st) {
         Slot& s = ctx.slot[c & 1];
         PYPHMM_CUDA_TRY(finish_slot(s, st));
         if (!chunker.next(&s.chunk)) break;
-        if (!check_chunk(s, st)) return cudaErrorNotReady;
         PYPHMM_CUDA_TRY(run_chunk(s, st));
     }
     PYPHMM_CUDA_TRY(finish_slot(ctx.slot[0], st));

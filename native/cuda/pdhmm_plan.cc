@@ -114,19 +114,44 @@ namespace {
 struct PieceCursor {
     int64_t row = 0, code = 0, cells = 0;
     int64_t bin[kPdNumBins] = {};
+    bool suspect = false;  // (pass 1) a read byte GKL may refuse (PdPacked::suspect)
 };
+
+// Whether a read position's bytes may be ones GKL refuses (PdPacked::
+// suspect): a base other than A, C, G, T (either case) or N, a base
+// quality above kPdMaxQual, a gap quality above kPdMaxGapQual.
+inline bool suspect_bytes(uint8_t base, uint8_t qual, uint8_t ins, uint8_t del, uint8_t gcp) {
+    const uint8_t l = base | 0x20;  // (folds the case of a letter only)
+    const bool acgtn = l == 'a' || l == 'c' || l == 'g' || l == 't' || base == 'N';
+    return !acgtn || qual > kPdMaxQual || (ins | del | gcp) > kPdMaxGapQual;
+}
+static_assert(kPdMaxQual == 254 && kPdMaxGapQual == 127, "pack_row_elems' vector screen tests these bounds");
 
 // Read positions [lo, hi) of a region as rows (pd_row_elem), 16 a
 // vector on x86 (the five byte arrays interleaved by unpacking: a
-// per-region call waits for this loop).
-void pack_row_elems(const pyphmm_pd_region& g, int64_t lo, int64_t hi, PdRowElem* rows) {
+// per-region call waits for this loop), screened in the same loads.
+// Returns whether a position is suspect (suspect_bytes).
+bool pack_row_elems(const pyphmm_pd_region& g, int64_t lo, int64_t hi, PdRowElem* rows) {
     int64_t i = lo;
+    bool suspect = false;
 #if defined(__SSE2__)
     auto load = [](const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+    auto splat = [](char c) { return _mm_set1_epi8(c); };
     const __m128i zero = _mm_setzero_si128();
+    // Lanes of `bad` become nonzero where a base is not ACGTN (either case),
+    // a quality is 255 or a gap quality has its top bit set.
+    __m128i bad = zero;
     for (; i + 16 <= hi; i += 16) {
         const __m128i b = load(g.read_bases + i), q = load(g.read_quals + i);
         const __m128i ins = load(g.read_ins + i), del = load(g.read_dels + i), gcp = load(g.read_gcp + i);
+        const __m128i l = _mm_or_si128(b, splat(0x20));
+        const __m128i acgtn =
+            _mm_or_si128(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(l, splat('a')), _mm_cmpeq_epi8(l, splat('c'))),
+                                      _mm_or_si128(_mm_cmpeq_epi8(l, splat('g')), _mm_cmpeq_epi8(l, splat('t')))),
+                         _mm_cmpeq_epi8(b, splat('N')));
+        bad = _mm_or_si128(bad, _mm_andnot_si128(acgtn, splat(char(0xFF))));
+        bad = _mm_or_si128(bad, _mm_cmpeq_epi8(q, splat(char(0xFF))));
+        bad = _mm_or_si128(bad, _mm_and_si128(_mm_or_si128(_mm_or_si128(ins, del), gcp), splat(char(0x80))));
         // 16-bit halves: base | quality << 8 and insertion | deletion << 8
         const __m128i bq[2] = {_mm_unpacklo_epi8(b, q), _mm_unpackhi_epi8(b, q)};
         const __m128i id[2] = {_mm_unpacklo_epi8(ins, del), _mm_unpackhi_epi8(ins, del)};
@@ -141,9 +166,15 @@ void pack_row_elems(const pyphmm_pd_region& g, int64_t lo, int64_t hi, PdRowElem
             }
         }
     }
+    suspect = _mm_movemask_epi8(_mm_cmpeq_epi8(bad, zero)) != 0xFFFF;
 #endif
-    for (; i < hi; ++i)
-        rows[i - lo] = pd_row_elem(g.read_bases[i], g.read_quals[i], g.read_ins[i], g.read_dels[i], g.read_gcp[i]);
+    for (; i < hi; ++i) {
+        const uint8_t b = g.read_bases[i], q = g.read_quals[i], ins = g.read_ins[i], del = g.read_dels[i],
+                      gcp = g.read_gcp[i];
+        rows[i - lo] = pd_row_elem(b, q, ins, del, gcp);
+        suspect = suspect || suspect_bytes(b, q, ins, del, gcp);
+    }
+    return suspect;
 }
 
 // Pass 1 for one piece: its read rows at `rows`, and its sizes.
@@ -158,7 +189,7 @@ PieceCursor pack_rows(const pyphmm_pd_region& g, const PdPiece& p, PdRowElem* ro
     }
     // (the piece's reads are one range of the caller's arrays, and of the rows)
     const int64_t lo = g.read_offsets[p.r0], hi = g.read_offsets[p.r1];
-    pack_row_elems(g, lo, hi, rows);
+    sz.suspect = pack_row_elems(g, lo, hi, rows);
     for (int32_t r = p.r0; r < p.r1; ++r) {
         const int64_t m = read_len(g, r);
         if (m > 0) sz.bin[pd_bin_of(static_cast<int>(m))] += live_haps;
@@ -276,6 +307,7 @@ PdPacked pd_pack_chunk(const pyphmm_pd_region* regions, const PdChunk& c, const 
     for (PieceCursor& pc : cur) {
         const PieceCursor sz = pc;
         pc = total;
+        total.suspect = total.suspect || sz.suspect;
         total.row += sz.row;
         total.code += sz.code;
         total.cells += sz.cells;
@@ -293,6 +325,7 @@ PdPacked pd_pack_chunk(const pyphmm_pd_region* regions, const PdChunk& c, const 
         ++out.entries;
     }
     out.descs = acc;
+    out.suspect = total.suspect;
     for (PieceCursor& pc : cur)
         for (int b = 0; b < kPdNumBins; ++b) pc.bin[b] += start[b];
     each_piece([&](int64_t k) {

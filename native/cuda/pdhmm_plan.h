@@ -88,6 +88,11 @@ struct PdPacked {
     int64_t kernel_cells = 0;    // their cells
     int max_del_ends = 0;        // the most DEL_END columns of a haplotype (pd_certify)
     int64_t max_pair_cells = 0;  // at least the cells of the largest pair
+    // A packed read byte may be one GKL refuses (a base other than A, C, G,
+    // T in either case or N, a base quality above kPdMaxQual, a gap quality
+    // above kPdMaxGapQual): the caller's full check of the chunk's regions
+    // must pass before a kernel sees the chunk. False: none is.
+    bool suspect = false;
 };
 
 // Fills buf (pd_layout_of(c).in_bytes bytes) with the chunk. slots (may be

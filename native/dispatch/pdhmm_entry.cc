@@ -3,8 +3,10 @@
 // the call (per-call threshold, GPU->CPU fallback), GKL's check of the
 // results, statistics. Kernels never see unchecked input: every layout is
 // checked first, the bytes before the CPU backend starts, and on the GPU
-// path chunk by chunk before each chunk is packed. An error names the
-// first region with a bad layout, else the first with refused bytes.
+// path chunk by chunk before each chunk is launched (packing screens the
+// bytes; a chunk with a byte GKL may refuse gets the full checks). An
+// error names the first region with a bad layout, else the first with
+// refused bytes.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>

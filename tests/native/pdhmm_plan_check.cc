@@ -1,8 +1,9 @@
 // Checks the GPU PDHMM's host planning (native/cuda/pdhmm_plan.cc), which
 // only the CUDA build links, with the host compiler: how PdChunker cuts a
 // call (every read of every region once, in order, within the bounds, the
-// cell targets growing from the first chunk), and the read rows a chunk
-// packs. Prints "ok" and exits 0, or names the first violated invariants.
+// cell targets growing from the first chunk), the read rows a chunk packs
+// and the screen of refusable bytes in the same pass. Prints "ok" and exits
+// 0, or names the first violated invariants.
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -151,6 +152,52 @@ void check_rows(const Workload& w) {
     }
 }
 
+// Packing screens the bytes it packs (PdPacked::suspect): a workload of
+// bytes GKL accepts packs clean, and one refusable byte (each kind, at
+// random positions, half of them in the scalar tail of a piece)
+// marks the chunk that packs it, and no other.
+void check_screen(Workload& w, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const char kBases[] = "ACGTNacgt";
+    for (auto& x : w.bytes[0]) x = static_cast<uint8_t>(kBases[rng() % 9]);
+    for (auto& x : w.bytes[1]) x = static_cast<uint8_t>(rng() % 255);  // base qualities 0..254
+    for (int k = 2; k < 5; ++k)
+        for (auto& x : w.bytes[k]) x = static_cast<uint8_t>(rng() % 128);  // gap qualities 0..127
+    const std::vector<PdChunk> chunks = pd_plan_chunks(w.regions.data(), int64_t(w.regions.size()), w.cells);
+    auto screens = [&](std::vector<bool>* out) {
+        out->clear();
+        for (const PdChunk& c : chunks) {
+            const PdLayout L = pd_layout_of(c);
+            std::vector<uint64_t> buf(L.in_bytes / 8 + 2);
+            std::vector<uint64_t> slots(c.pairs);
+            out->push_back(
+                pd_pack_chunk(w.regions.data(), c, L, reinterpret_cast<char*>(buf.data()), slots.data(), 1).suspect);
+        }
+    };
+    std::vector<bool> got;
+    screens(&got);
+    for (size_t c = 0; c < got.size(); ++c) CHECK(!got[c], "chunk %zu of clean bytes is suspect", c);
+    // (field, byte) of each kind GKL may refuse
+    const std::pair<int, uint8_t> kBad[] = {{0, 'X'}, {0, 'n'}, {0, 0}, {1, 255}, {2, 128}, {3, 200}, {4, 255}};
+    for (int trial = 0; trial < 140; ++trial) {
+        const size_t c = rng() % chunks.size();
+        const PdPiece& p = chunks[c].pieces[rng() % chunks[c].pieces.size()];
+        const int64_t lo = w.regions[p.region].read_offsets[p.r0], hi = w.regions[p.region].read_offsets[p.r1];
+        const int64_t tail = (hi - lo) % 16;  // (the piece's positions past its last whole vector)
+        if (hi == lo || (trial % 2 && tail == 0)) continue;
+        const int64_t i = trial % 2 ? hi - 1 - static_cast<int64_t>(rng() % uint64_t(tail))
+                                    : lo + static_cast<int64_t>(rng() % uint64_t(hi - lo));
+        const auto& bad = kBad[trial % 7];
+        const uint8_t keep = w.bytes[bad.first][i];
+        w.bytes[bad.first][i] = bad.second;
+        screens(&got);
+        for (size_t k = 0; k < got.size(); ++k)
+            CHECK(got[k] == (k == c), "byte %u in field %d at %lld: chunk %zu suspect %d", bad.second, bad.first,
+                  (long long)i, k, int(got[k]));
+        w.bytes[bad.first][i] = keep;
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -164,6 +211,8 @@ int main() {
     check_chunks(wide, "wide");
     check_rows(small);
     check_rows(medium);
+    Workload screened(200, 90, 8, 150, 5);
+    check_screen(screened, 6);
     if (g_failures) return 1;
     std::printf("ok\n");
     return 0;
