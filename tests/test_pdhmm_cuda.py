@@ -226,13 +226,26 @@ def _refuse_late(regions, k):
     return regions[:k] + [(reads, haps)] + regions[k + 1 :]
 
 
+def _exotic_base(regions, k):
+    """regions with region k's second read given the base 'R' at position 3
+    and its haplotypes no SNP position (GKL accepts the base there)."""
+    reads, haps = regions[k]
+    bases = np.array(reads.bases, np.uint8)
+    bases[int(reads.offsets[1]) + 3] = ord("R")
+    reads = pyphmm.ReadBatch(bases, reads.quals, reads.ins, reads.dels, reads.gcp, reads.offsets)
+    haps = pyphmm.PDHaplotypeBatch(haps.bases, np.array(haps.pd, np.uint8) & 0x06, haps.offsets)
+    return regions[:k] + [(reads, haps)] + regions[k + 1 :]
+
+
 @pytest.mark.gpu
 @needs_gpu
 def test_refused_input_in_any_chunk():
-    """The GPU path checks each chunk's regions before packing it, while the
-    GPU computes the earlier chunks: a refused byte in the first or the last
-    chunk is the call's ValueError (no CPU fallback), and the next call runs
-    on the GPU as usual."""
+    """The GPU path screens each chunk's bytes as it packs them, while the
+    GPU computes the earlier chunks, and checks a chunk with a suspect byte
+    in full before its launch: a refused byte in the first or the last chunk
+    is the call's ValueError (no CPU fallback), a suspect byte GKL accepts
+    (a base other than ACGTN where no SNP position is) computes on the GPU,
+    and the next call runs on the GPU as usual."""
     regions = generate(24, seed=5, shape="hc")
     _, cells = pairs_and_cells(regions)
     assert cells > 3 * 2**26, cells  # several chunks (pdhmm_plan.h)
@@ -241,6 +254,11 @@ def test_refused_input_in_any_chunk():
     for k in (0, len(regions) - 1):
         with pytest.raises(ValueError, match=rf"region {k}, read 1, position 3: gap continuation penalty 200"):
             pyphmm.compute_pd_regions(_refuse_late(regions, k), backend="cuda")
+    accepted = _exotic_base(regions, len(regions) - 1)
+    st = {}
+    got = pyphmm.compute_pd_regions(accepted, backend="cuda", stats=st)
+    assert st["backend"] == "cuda" and not st["fell_back"], st
+    near_cpu(got, pyphmm.compute_pd_regions(accepted, backend="cpu"), "a base GKL accepts off SNP positions")
     st = {}
     got = pyphmm.compute_pd_regions(regions, backend="cuda", stats=st)
     assert st["backend"] == "cuda" and not st["fell_back"], st
