@@ -27,8 +27,11 @@ beforehand, so Python's packing is not timed. Rows:
 Then the GPU's speed over GKL's, as issue 41 states its targets.
 
 --phases adds where one thread's per-region calls spend their time: the
-calls again with PYPHMM_FLAG_TIMING (host phases, kernel time by CUDA
-events), summed over the regions in four size classes.
+calls again with PYPHMM_FLAG_TIMING, summed over the regions in four size
+classes, twice: with CUDA events around the kernels (kernel time; the
+events make a call wait in CUDA rather than watch its results) and
+without (PYPHMM_DEV=cuda_timing_events=0: the host phases of an untimed
+call).
 
 --lone-kernels adds, per length, the median kernel and call of one call
 per region (1 thread) with the first 100 regions' reads cut to it: how a
@@ -227,8 +230,24 @@ def lone_kernels(a, regions):
 
 
 def phases(pk):
-    """--phases: per-region calls on one thread with timing, summed by
-    region size (quartiles of cells): wall, kernel and host phases."""
+    """--phases: per-region calls on one thread with timing, with and
+    without CUDA events, each summed by region size (quartiles of cells):
+    wall, kernel (with events) and host phases."""
+    saved = os.environ.get("PYPHMM_DEV")
+    try:
+        for events in (1, 0):
+            os.environ["PYPHMM_DEV"] = ",".join(v for v in (saved, f"cuda_timing_events={events}") if v)
+            _native.reload_config()
+            timed_pass(pk, "with CUDA events" if events else "without CUDA events (kernel not timed)")
+    finally:
+        if saved is None:
+            os.environ.pop("PYPHMM_DEV", None)
+        else:
+            os.environ["PYPHMM_DEV"] = saved
+        _native.reload_config()
+
+
+def timed_pass(pk, label):
     pk.call(0, 1, "cuda", timing=True)  # warm-up
     recs = []
     for k in range(pk.n):
@@ -237,7 +256,7 @@ def phases(pk):
         recs.append((pk.cells[k], wall, st["kernel_seconds"], st["phase_seconds"]))
     recs.sort(key=lambda r: r[0])
     q = len(recs) // 4 or 1
-    print("\nper-region calls, 1 thread, timed (sums over each size class, ms):")
+    print(f"\nper-region calls, 1 thread, timed {label} (sums over each size class, ms):")
     print(
         f"{'regions':>8} {'cells/region':>13} {'wall':>8} {'kernel':>8} " + " ".join(f"{p:>8}" for p in _native.PHASES)
     )

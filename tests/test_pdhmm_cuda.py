@@ -268,6 +268,25 @@ def test_refused_input_in_any_chunk():
 
 @pytest.mark.gpu
 @needs_gpu
+def test_timed_calls_with_and_without_events(knob):
+    """PYPHMM_DEV=cuda_timing=1 fills the host phases of per-region calls;
+    with cuda_timing_events=0 there are no CUDA events (kernel_seconds 0)
+    and the call keeps watching its results. Results equal untimed ones."""
+    regions = generate(6, seed=9, shape="hc")
+    untimed = [pyphmm.compute_pd_regions([g], backend="cuda")[0] for g in regions]
+    for events in ("1", "0"):
+        knob("PYPHMM_DEV", f"cuda_timing=1,cuda_timing_events={events}")
+        for k, (g, ref) in enumerate(zip(regions, untimed)):
+            st = {}
+            out = pyphmm.compute_pd_regions([g], backend="cuda", stats=st)[0]
+            assert np.array_equal(out, ref), f"events={events}, region {k}"
+            phases = st["phase_seconds"]
+            assert phases["pack"] > 0 and phases["enqueue"] > 0 and phases["wait"] > 0, phases
+            assert (st["kernel_seconds"] > 0) == (events == "1"), st["kernel_seconds"]
+
+
+@pytest.mark.gpu
+@needs_gpu
 def test_concurrent_per_region_calls():
     """16 threads calling one region at a time share the GPU (pooled
     contexts, the device's streams): every result as one call alone."""

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/config.h"
 #include "common/errors.h"
 #include "common/pd_tables.h"
 #include "cuda/cuda_backend.h"
@@ -136,7 +137,8 @@ struct CallState {
     std::function<int(int64_t, int64_t, pyphmm_error*)> check;  // the regions' input checks
     int input_rc = PYPHMM_OK;                                   // a check's failure (its message in err)
     pyphmm_error* err = nullptr;
-    bool timing = false;  // host phases and kernel intervals into the stats
+    bool timing = false;  // host phases (and, with events, kernel intervals) into the stats
+    bool events = false;  // timing with CUDA events around the kernels (PYPHMM_DEV's cuda_timing_events)
     int nap_percent = 0;
     cudaEvent_t first = nullptr;
     bool first_recorded = false;
@@ -326,14 +328,14 @@ cudaError_t run_chunk(Slot& s, CallState& st) {
     a.out = reinterpret_cast<double*>(mapped ? s.hout.dev : static_cast<char*>(s.dout.p));
     a.scratch = s.dscratch.as<double>();
     a.scratch_stride = stride;
-    // Timed calls wait on the stream: events make a watched chunk's wait
-    // end in CUDA anyway.
-    s.watched = mapped && !st.timing;
+    // Calls timed with events wait on the stream: the events make a watched
+    // chunk's wait end in CUDA anyway.
+    s.watched = mapped && !st.events;
 
     PYPHMM_CUDA_TRY(cudaMemcpyAsync(din, s.hin.p, L.in_bytes, cudaMemcpyHostToDevice, s.stream));
     if (!mapped)  // (empty pairs: all ones, a NaN)
         PYPHMM_CUDA_TRY(cudaMemsetAsync(s.dout.p, 0xFF, L.out_bytes, s.stream));
-    if (st.timing) {
+    if (st.events) {
         if (!st.first_recorded) PYPHMM_CUDA_TRY(cudaEventRecord(st.first, s.stream));
         st.first_recorded = true;
         PYPHMM_CUDA_TRY(cudaEventRecord(s.ev0, s.stream));
@@ -342,14 +344,14 @@ cudaError_t run_chunk(Slot& s, CallState& st) {
         pdhmm_kernel<<<blocks, kPdBlock, 0, s.stream>>>(a, plan);
         PYPHMM_CUDA_TRY(cudaGetLastError());
     }
-    if (st.timing) PYPHMM_CUDA_TRY(cudaEventRecord(s.ev1, s.stream));
+    if (st.events) PYPHMM_CUDA_TRY(cudaEventRecord(s.ev1, s.stream));
     if (!mapped) PYPHMM_CUDA_TRY(cudaMemcpyAsync(s.hout.p, s.dout.p, L.out_bytes, cudaMemcpyDeviceToHost, s.stream));
     st.lap(t, kEnqueue);
     int most_k = 1;
     for (int e = 0; e < plan.nb; ++e) most_k = std::max(most_k, kPdBins[plan.bin[e]].K);
     s.pending = true;
     s.steps = static_cast<int64_t>(packed.max_hap_len + 32) * most_k;
-    s.timed = st.timing;
+    s.timed = st.events;
     return cudaSuccess;
 }
 
@@ -377,6 +379,7 @@ int cuda_pdhmm(int device, const pyphmm_pd_region* regions, int64_t num_regions,
     st.regions = regions;
     st.out = out;
     st.timing = call.timing;
+    st.events = call.timing && config::on(config::Knob::kCudaTimingEvents);
     st.nap_percent = call.nap_percent;
     st.check = call.check_pd;
     st.err = err;
