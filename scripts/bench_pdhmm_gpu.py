@@ -40,12 +40,25 @@ lone region's kernel grows with its reads' rows a lane.
 --read-lengths adds, per length, the whole workload of the regions' reads
 cut to it (one bin each; kernel GCUPS in the notes), for tuning the bins.
 
+--step-cost adds what a lone call's kernel costs a wavefront step: lone
+synthetic regions (40 reads x 4 haplotypes, random bases, GATK's
+qualities, no PD marks) of 96, 128 and 160 bp reads (32 lanes of 3, 4, 5
+rows) against haplotypes of 128, 256 and 512 bases; the median kernel
+(CUDA events) of each and, per read length, ns a step (the slope from 256
+to 512 bases) and the rest (the kernel less its steps).
+
+--without-deletions adds the whole workload and one thread's per-region
+calls again with the PD bytes' deletion marks cleared (SNP bits kept):
+what the capture and merging steps of deletion spans cost (the results
+are another workload's, so no diff).
+
 The diff column: max |GPU - CPU backend| over every pair, and how many
 results differ in any bit (the GPU rounds in its own order; certified
 within 1e-10, docs/PDHMM.md).
 
     PYTHONPATH=. python3 scripts/bench_pdhmm_gpu.py [--regions N] [--shape hc] [--threads 1,16] [--gkl DIR]
         [--gkl-cells 1e9] [--read-lengths 48,80,128,250] [--phases] [--lone-kernels 48,96,160]
+        [--step-cost] [--without-deletions]
 """
 
 from __future__ import annotations
@@ -64,7 +77,7 @@ import pyphmm
 from devtools.pd_regions import SHAPES, generate, pairs_and_cells
 from pyphmm import _native
 from pyphmm.pairhmm import ReadBatch
-from pyphmm.pdhmm import _PackedPD
+from pyphmm.pdhmm import PDHaplotypeBatch, _PackedPD
 
 DEFAULT_REGIONS = {"hc": 1000, "gatk": 200, "mix": 200}
 BLOCK = 50  # regions per generated block
@@ -229,6 +242,70 @@ def lone_kernels(a, regions):
         print(f"  {length:>4} bp: kernel {k_us:6.1f}, call {c_us:6.1f} ({pk.n} regions)")
 
 
+def median_lone_kernel(regions, calls=25):
+    """The median kernel seconds (CUDA events) of `calls` calls of the
+    first region alone, after a warm-up."""
+    pk = Packed(regions[:1])
+    pk.call(0, 1, "cuda", timing=True)
+    ks = []
+    for _ in range(calls):
+        st = {}
+        pk.call(0, 1, "cuda", timing=True, stats=st)
+        ks.append(st["kernel_seconds"])
+    return float(np.median(ks))
+
+
+def synthetic_region(rng, reads, m, haps, n):
+    """reads x haps of random bases, m and n long, GATK's qualities
+    (30, 45, 45, 10), no PD marks."""
+    acgt = np.frombuffer(b"ACGT", np.uint8)
+    size = reads * m
+    rb = ReadBatch(
+        acgt[rng.integers(0, 4, size)],
+        np.full(size, 30, np.uint8),
+        np.full(size, 45, np.uint8),
+        np.full(size, 45, np.uint8),
+        np.full(size, 10, np.uint8),
+        np.arange(reads + 1, dtype=np.int64) * m,
+    )
+    hb = PDHaplotypeBatch(
+        acgt[rng.integers(0, 4, haps * n)], np.zeros(haps * n, np.uint8), np.arange(haps + 1, dtype=np.int64) * n
+    )
+    return rb, hb
+
+
+def step_cost():
+    """--step-cost: lone kernels by read length (rows a lane) and
+    haplotype length (steps)."""
+    rng = np.random.default_rng(5)
+    lengths = (128, 256, 512)
+    print("\nlone synthetic regions (40 reads x 4 haplotypes), median kernel us by haplotype length:")
+    print(f"{'read bp':>8} {'rows':>5} " + " ".join(f"{n:>7}" for n in lengths) + f" {'ns/step':>8} {'rest us':>8}")
+    for m, rows in ((96, 3), (128, 4), (160, 5)):
+        ks = [median_lone_kernel([synthetic_region(rng, 40, m, 4, n)]) * 1e6 for n in lengths]
+        per_step = (ks[2] - ks[1]) / (lengths[2] - lengths[1])
+        rest = ks[2] - per_step * (lengths[2] + 31)
+        print(f"{m:>8} {rows:>5} " + " ".join(f"{k:7.1f}" for k in ks) + f" {per_step * 1e3:8.1f} {rest:8.1f}")
+
+
+def without_deletions(a, regions):
+    """--without-deletions: the workload as generated and with its
+    deletion marks cleared, whole (kernels) and one call per region on one
+    thread."""
+    print("\nthe workload with and without its deletion marks (SNP bits kept):")
+    for label, mask in (("as generated", 0xFF), ("without deletion marks", 0xFF & ~0x06)):
+        pk = Packed([(r, PDHaplotypeBatch(h.bases, h.pd & mask, h.offsets)) for r, h in regions])
+        cells = sum(pk.cells)
+        s, _ = best_whole(pk, "cuda", 0, a.repeats)
+        st = {}
+        pk.call(0, pk.n, "cuda", timing=True, stats=st)
+        span, lat = per_region(pk, 1, a.repeats)
+        print(
+            f"  {label:<24} whole {cells / s / 1e9:6.1f} GCUPS, kernels {cells / st['kernel_seconds'] / 1e9:6.1f};"
+            f" a region a call {cells / span / 1e9:6.1f} GCUPS, median {np.median(lat) * 1e6:.1f} us"
+        )
+
+
 def phases(pk):
     """--phases: per-region calls on one thread with timing, with and
     without CUDA events, each summed by region size (quartiles of cells):
@@ -327,6 +404,10 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--phases", action="store_true", help="also where 1-thread per-region calls spend their time")
     ap.add_argument("--lone-kernels", default="", help="also lone regions' kernels by read length (e.g. 48,96,160)")
+    ap.add_argument("--step-cost", action="store_true", help="also a lone kernel's cost a step, by rows a lane")
+    ap.add_argument(
+        "--without-deletions", action="store_true", help="also the workload without its deletion marks (their cost)"
+    )
     ap.add_argument("--gkl", metavar="DIR", help="oracle build of GKL 0.9's PDHMM: its OpenMP and 1-thread rows too")
     ap.add_argument("--gkl-cells", type=float, default=1e9, help="GKL runs on the first regions up to these cells")
     ap.add_argument("--gkl-repeats", type=int, default=2)
@@ -373,6 +454,10 @@ def main(argv=None) -> int:
         phases(pk)
     if a.lone_kernels:
         lone_kernels(a, regions)
+    if a.step_cost:
+        step_cost()
+    if a.without_deletions:
+        without_deletions(a, regions)
 
     print()
     print(f"| {'system':<40} | {'seconds':>8} | {'GCUPS':>8} | {'max |GPU - CPU|':>22} | notes")
