@@ -284,7 +284,7 @@ def step_cost():
     for m, rows in ((96, 3), (128, 4), (160, 5)):
         ks = [median_lone_kernel([synthetic_region(rng, 40, m, 4, n)]) * 1e6 for n in lengths]
         per_step = (ks[2] - ks[1]) / (lengths[2] - lengths[1])
-        rest = ks[2] - per_step * (lengths[2] + 31)
+        rest = ks[2] - per_step * (lengths[2] + 31)  # (steps: columns + 31 lanes of pipeline)
         print(f"{m:>8} {rows:>5} " + " ".join(f"{k:7.1f}" for k in ks) + f" {per_step * 1e3:8.1f} {rest:8.1f}")
 
 
@@ -293,7 +293,8 @@ def without_deletions(a, regions):
     deletion marks cleared, whole (kernels) and one call per region on one
     thread."""
     print("\nthe workload with and without its deletion marks (SNP bits kept):")
-    for label, mask in (("as generated", 0xFF), ("without deletion marks", 0xFF & ~0x06)):
+    keep = 0xFF & ~(pyphmm.PD_DEL_START | pyphmm.PD_DEL_END)
+    for label, mask in (("as generated", 0xFF), ("without deletion marks", keep)):
         pk = Packed([(r, PDHaplotypeBatch(h.bases, h.pd & mask, h.offsets)) for r, h in regions])
         cells = sum(pk.cells)
         s, _ = best_whole(pk, "cuda", 0, a.repeats)
