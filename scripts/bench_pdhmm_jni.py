@@ -7,7 +7,7 @@ mode's max |diff| against GKL's first mode.
 
   PYTHONPATH=. python3 scripts/bench_pdhmm_jni.py [--shape hc|gatk] [--regions N]
         [--reps K] [--threads T] [--gkl09-classpath CP] [--classes DIR] [--shim-jar JAR]
-        [--warmup W] [--jvms K [--mps off|on|both]]
+        [--warmup W] [--jni-trace] [--jvms K [--mps off|on|both]]
 
 Modes: the shim with 1 thread and with T (default: all cores); GKL 0.9 with
 1 thread at AVX-512 (where the CPU has it) and AVX2 (--scalar: SCALAR too),
@@ -15,6 +15,11 @@ and OpenMP on T threads (FASTEST_AVAILABLE, as GATK's default). Every mode
 makes warm-up passes (the shim's --warmup, default 10: the JIT compiles
 the shim's packing over its first ~1,000 calls; GKL's one); GKL's
 one-thread modes then time one pass (they are slow), the others --reps.
+
+--jni-trace splits the shim's timed calls (PYPHMM_DEV=jni_trace=2): per
+shim mode, the JNI entry's mean time a call and pyphmm_pdhmm's within it,
+and Java's own share: the calls' mean less the entry's (the shim's packing
+of the holders, the JNI transition).
 
 --jvms K runs K JVMs side by side instead, as K GATK processes on one node
 would: each with one caller thread on its share of the regions (JVM p takes
@@ -245,6 +250,7 @@ def main(argv=None) -> int:
     p.add_argument("--jvms", type=int, default=0, help="K JVMs side by side, one caller each (see above)")
     p.add_argument("--mps", choices=("off", "on", "both"), default="off", help="with --jvms: the shim under MPS")
     p.add_argument("--warmup", type=int, default=10, help="warm-up passes of the shim's modes (GKL's: 1)")
+    p.add_argument("--jni-trace", action="store_true", help="also where a shim call's time goes (see above)")
     args = p.parse_args(argv)
     if args.jvms and args.jvms > args.regions:
         sys.exit("bench_pdhmm_jni: --jvms must not exceed --regions")
@@ -268,6 +274,9 @@ def main(argv=None) -> int:
         cmd = [jh.java(), "-Xss4m", "-cp", classes, "BenchPdhmm", records, shim_cp, gkl_path, str(args.reps)]
         env = dict(os.environ, BENCHPD_OUT=os.path.join(work, "out"), BENCHPD_WARMUP=str(args.warmup))
         env.pop("USE_LIBRARY_PATH", None)  # GKL's own library, from its jar
+        if args.jni_trace:
+            env["PYPHMM_DEV"] = ",".join(v for v in (env.get("PYPHMM_DEV"), "jni_trace=2") if v)
+            env["BENCHPD_DONE_AFTER_WARMUP"] = "1"
         if args.jvms:
             return run_fleet(args, cmd, env, gkl_cp, regions, generated, work)
         cmd += modes
@@ -279,9 +288,12 @@ def main(argv=None) -> int:
     pairs = sum(len(r) * len(h) for r, h in regions)
     cells = sum(jh.pd_region_cells(r) for r in regions)
     print(f"workload {args.shape}: {len(regions)} regions, {pairs} pairs, {cells / 1e9:.3f} G cells per pass")
+    traces = []
     for ln in proc.stderr.splitlines():
         if ln.startswith("pyphmm") and (": backend " in ln or " summary: " in ln):
             print(ln)
+        if ln.startswith("pyphmm PDHMM JNI: "):
+            traces.append(ln)
     ref = rows[0]["mode"]
     print(f"{'mode':<26}{'passes':>7}{'total s':>10}{'GCUPS':>9}{'median us':>11}{'p99 us':>10}  max|diff| vs {ref}")
     for r in rows:
@@ -290,6 +302,12 @@ def main(argv=None) -> int:
             f"{r['mode']:<26}{r['reps']:>7}{r['seconds']:>10.3f}{r['gcups']:>9.3f}{r['median_us']:>11.1f}"
             f"{r['p99_us']:>10.1f}  {d:.3g}"
         )
+    # (two trace lines a shim mode, in the modes' order: its warm-up's, its timed calls')
+    for r, ln in zip([r for r in rows if r["mode"].startswith("shim")], traces[1::2]):
+        entry = float(ln.split("entry ")[1].split(" us")[0])
+        mean = r["seconds"] / (r["reps"] * r["regions"]) * 1e6
+        split = ln[len("pyphmm PDHMM JNI: ") :]
+        print(f"{r['mode']}: {split}; the timed calls' mean {mean:.2f} us, Java's own {mean - entry:.2f} us")
     by = {r["mode"]: r["gcups"] for r in rows}
     for shim_mode in ("shim:1", f"shim:{t}"):
         peers = [m for m in by if m.startswith("gkl")]

@@ -29,7 +29,7 @@ import pytest
 
 import pyphmm
 from devtools import pd_testdata, pdhmm_head_data
-from devtools.child import child_env
+from devtools.child import child_env, run_python
 from devtools.oracle import java_harness as jh
 from devtools.oracle import pdhmm_api, shim
 from devtools.oracle.pdhmm_shim import PdBinding, region_pairs, stored_regions, stored_results
@@ -126,6 +126,35 @@ def test_legacy_batch_matches_gkl09(gkl_jvm, data):
     for impl in (fresh, b.impl):
         got = np.array(impl.computePDHMM(*b.legacy_arrays(pairs)), dtype=np.float64)
         assert _max_diff(got, expected) <= TOL
+
+
+# A child JVM whose JNI layer times its calls (PYPHMM_DEV=jni_trace=2, read
+# once a process): three regions through the shim, one legacy batch, done().
+TRACE_CHILD = r"""
+from devtools.oracle import gkl as gkl_oracle
+from devtools.oracle.pdhmm_shim import PdBinding, stored_regions
+gkl_oracle.start_jvm()
+b = PdBinding(threads=1)
+regions = stored_regions()
+for region in regions[:3]:
+    b.compute(region)
+reads, haps = regions[0]
+b.legacy([(reads[0], haps[0]), (reads[1], haps[0])])
+b.done()
+"""
+
+
+def test_jni_trace_times_the_calls():
+    """jni_trace=2: done() reports this JNI layer's compute calls (three
+    regions and a legacy batch) and pyphmm_pdhmm's share of their time."""
+    res = run_python(TRACE_CHILD, env={"PYPHMM_DEV": "jni_trace=2"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("pyphmm PDHMM JNI: ")]
+    assert len(lines) == 1, res.stderr[-3000:]
+    words = lines[0].split()
+    assert words[3:5] == ["4", "calls;"], lines[0]
+    entry, pdhmm = float(words[8]), float(words[13])
+    assert 0 < pdhmm <= entry, lines[0]
 
 
 def test_initialize_null_and_arguments(gkl_jvm, data):

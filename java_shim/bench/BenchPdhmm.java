@@ -16,7 +16,8 @@
 // One of K JVMs (scripts/bench_pdhmm_jni.py --jvms K): BENCHPD_SHARE=p/K
 // takes regions p, p + K, ...; BENCHPD_WARMUP passes of the shim's modes
 // (default 1; the JIT compiles the shim's packing over its first ~1,000
-// calls) and one of GKL's come before the timing; with BENCHPD_BARRIER=1 the JVM then prints READY and
+// calls) and one of GKL's come before the timing (BENCHPD_DONE_AFTER_WARMUP=1: the shim's done() after
+// its warm-up, so that its reports cover the timed calls); with BENCHPD_BARRIER=1 the JVM then prints READY and
 // waits for a line on stdin, so that all JVMs start together, and its JSON
 // line holds the wall-clock start and end (t_go_ns, t_end_ns, epoch).
 import java.io.BufferedReader;
@@ -163,6 +164,8 @@ public class BenchPdhmm {
         String warm = label.startsWith("shim") ? System.getenv("BENCHPD_WARMUP") : null;
         for (int w = 0, passes = warm == null ? 1 : Integer.parseInt(warm); w < passes; ++w)
             for (int i = 0; i < n; ++i) compute.invokeExact(hmm, jr[i], jh[i], outs[i]);
+        if (warm != null && "1".equals(System.getenv("BENCHPD_DONE_AFTER_WARMUP")))
+            impl.getMethod("done").invoke(hmm);  // (closes the warm-up's reports: the timed calls' follow)
         if ("1".equals(System.getenv("BENCHPD_BARRIER"))) {
             System.out.println("READY");
             System.out.flush();

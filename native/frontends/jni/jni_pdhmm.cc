@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
 #include "frontends/jni/jni_report.h"
 #include "frontends/jni/jni_utils.h"
 #include "pyphmm.h"
@@ -38,6 +39,43 @@ namespace {
 
 constexpr const char* kNpe = "java/lang/NullPointerException";
 constexpr const char* kIae = "java/lang/IllegalArgumentException";
+using Clock = std::chrono::steady_clock;
+
+// PYPHMM_DEV's jni_trace=2: the time of this layer's compute entry points
+// and of pyphmm_pdhmm within them, per call, reported by doneNative. The
+// difference is what the layer adds; a caller's time less the entry is
+// what Java adds (scripts/bench_pdhmm_jni.py --jni-trace).
+struct PdTrace {
+    std::atomic<int64_t> calls{0}, entry_ns{0}, pdhmm_ns{0};
+};
+PdTrace g_trace;
+bool tracing() { return pyphmm::config::get(pyphmm::config::Knob::kJniTrace) >= 2; }
+
+// Times one entry point's call into g_trace when tracing.
+class EntryTimer {
+  public:
+    EntryTimer() : on_(tracing()), t0_(on_ ? Clock::now() : Clock::time_point()) {}
+    ~EntryTimer() {
+        if (!on_) return;
+        g_trace.entry_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0_).count();
+        ++g_trace.calls;
+    }
+    EntryTimer(const EntryTimer&) = delete;
+    EntryTimer& operator=(const EntryTimer&) = delete;
+
+  private:
+    bool on_;
+    Clock::time_point t0_;
+};
+
+void print_trace() {
+    const int64_t calls = g_trace.calls.exchange(0);
+    const int64_t entry = g_trace.entry_ns.exchange(0), pdhmm = g_trace.pdhmm_ns.exchange(0);
+    if (calls <= 0) return;
+    std::fprintf(stderr, "pyphmm PDHMM JNI: %lld calls; per call: entry %.2f us, of which pyphmm_pdhmm %.2f us\n",
+                 static_cast<long long>(calls), entry / 1e3 / calls, pdhmm / 1e3 / calls);
+    std::fflush(stderr);
+}
 
 // ---- configuration (initNative) --------------------------------------------
 // Ordinals of gatk-native-bindings 1.1.0's PDHMMNativeArguments enums.
@@ -200,12 +238,12 @@ bool run_regions(JNIEnv* env, pyphmm_pd_region* regions, int64_t n_regions, uint
     opts.double_precision = 1;
     pyphmm_error err;
     pyphmm_stats stats;
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
     const int rc = pyphmm_pdhmm(regions, n_regions, results, &opts, &stats, &err);
     if (rc != PYPHMM_OK) return throw_status(env, rc, err), false;
-    const int64_t ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
     count_pdhmm(stats, ns);
+    if (tracing()) g_trace.pdhmm_ns += ns;
     return results_valid(env, results, n_results, per_read);
 }
 
@@ -459,6 +497,7 @@ JNIEXPORT void JNICALL Java_com_intel_gkl_pdhmm_IntelPDHMM_computeLikelihoodsNat
                                                                                     jobjectArray reads,
                                                                                     jobjectArray haps,
                                                                                     jdoubleArray out) {
+    const EntryTimer timer;
     guard_java(env, "computeLikelihoods", [&] { compute_holders(env, reads, haps, out, g_threads.load()); });
 }
 
@@ -466,6 +505,7 @@ JNIEXPORT jdoubleArray JNICALL Java_com_intel_gkl_pdhmm_IntelPDHMM_computePDHMMN
     JNIEnv* env, jobject, jbyteArray hap_bases, jbyteArray hap_pd, jbyteArray read_bases, jbyteArray read_quals,
     jbyteArray read_ins, jbyteArray read_dels, jbyteArray gcp, jlongArray hap_lengths, jlongArray read_lengths,
     jint batch, jint max_hap, jint max_read) {
+    const EntryTimer timer;
     jdoubleArray result = nullptr;
     const BatchArrays a = {{hap_bases, hap_pd}, {read_bases, read_quals, read_ins, read_dels, gcp}};
     guard_java(env, "computePDHMM", [&] {
@@ -478,6 +518,7 @@ JNIEXPORT void JNICALL Java_com_intel_gkl_pdhmm_IntelPDHMM_doneNative(JNIEnv*, j
     // Nothing process-wide to free (pyphmm's tables live for the process);
     // this thread's scratch goes back, and the summary says what ran.
     thread_scratch().release();
+    if (tracing()) print_trace();
     print_pdhmm_summary();
 }
 
@@ -493,6 +534,7 @@ JNIEXPORT void JNICALL Java_com_intel_gkl_pdhmm_IntelPDHMM_computePackedNative(J
                                                                                jintArray lengths, jint n_reads,
                                                                                jint n_haps, jdoubleArray out,
                                                                                jint threads) {
+    const EntryTimer timer;
     guard_java(env, "computeLikelihoods",
                [&] { compute_packed(env, packed, lengths, n_reads, n_haps, out, std::max<jint>(1, threads)); });
 }
@@ -501,6 +543,7 @@ JNIEXPORT jdoubleArray JNICALL Java_com_intel_gkl_pdhmm_IntelPDHMM_computeBatchN
     JNIEnv* env, jobject, jbyteArray hap_bases, jbyteArray hap_pd, jbyteArray read_bases, jbyteArray read_quals,
     jbyteArray read_ins, jbyteArray read_dels, jbyteArray gcp, jlongArray hap_lengths, jlongArray read_lengths,
     jint batch, jint max_hap, jint max_read, jint threads) {
+    const EntryTimer timer;
     jdoubleArray result = nullptr;
     const BatchArrays a = {{hap_bases, hap_pd}, {read_bases, read_quals, read_ins, read_dels, gcp}};
     guard_java(env, "computePDHMM", [&] {
