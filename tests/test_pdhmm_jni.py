@@ -144,9 +144,10 @@ b.done()
 """
 
 
-def test_jni_trace_times_the_calls():
+def test_jni_trace_times_the_calls(gkl_jvm):
     """jni_trace=2: done() reports this JNI layer's compute calls (three
-    regions and a legacy batch) and pyphmm_pdhmm's share of their time."""
+    regions and a legacy batch) and pyphmm_pdhmm's share of their time
+    (gkl_jvm: the child needs what the shared JVM needs)."""
     res = run_python(TRACE_CHILD, env={"PYPHMM_DEV": "jni_trace=2"})
     assert res.returncode == 0, res.stderr[-3000:]
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("pyphmm PDHMM JNI: ")]
