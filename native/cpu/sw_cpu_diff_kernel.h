@@ -391,34 +391,41 @@ struct MemSweep : SweepBase {
     }
 };
 
+// How many vectors a diagonal may have and still be swept in registers:
+// Ops::kRegVectors where the instance sets it, else 3 (a read against its
+// haplotype with AVX-512 int8 lanes; 12 vectors of state).
+template <typename O, typename = void>
+struct RegVectors : std::integral_constant<int, 3> {};
+template <typename O>
+struct RegVectors<O, std::void_t<decltype(O::kRegVectors)>> : std::integral_constant<int, O::kRegVectors> {};
+
+// Inlined, so that the sweep's state is a local of diff_fill: behind a
+// reference its arrays would live in memory (the backtrack's byte stores
+// may alias them).
+template <typename S>
+__attribute__((always_inline)) static inline void fill_with(Workspace& ws, int m, int n, const pyphmm_sw_params& p,
+                                                            bool edge_gaps) {
+    S s(ws, m, n, p, edge_gaps);
+    SweepBase::sweep(s, m, n);
+    ws.best = s.best;
+}
+
 // Fills ws.bt (layout in sw_cpu_fill.h), ws.blk_start, ws.last_col,
 // ws.last_row and ws.best; prepare() has written the inputs and
 // size_diff_state() sized ws.diag.
 static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p, bool edge_gaps) {
+    constexpr int kReg = RegVectors<Ops>::value;
+    static_assert(kReg >= 3 && kReg <= 5, "diff_fill instantiates RegSweep<1..5>");
     switch ((std::min(m, n) + SweepBase::W) >> Ops::kShift) {  // vectors for the cells and an edge lane
-        case 1: {
-            RegSweep<1> s(ws, m, n, p, edge_gaps);
-            SweepBase::sweep(s, m, n);
-            ws.best = s.best;
-            return;
-        }
-        case 2: {
-            RegSweep<2> s(ws, m, n, p, edge_gaps);
-            SweepBase::sweep(s, m, n);
-            ws.best = s.best;
-            return;
-        }
-        case 3: {
-            RegSweep<3> s(ws, m, n, p, edge_gaps);
-            SweepBase::sweep(s, m, n);
-            ws.best = s.best;
-            return;
-        }
-        default: {
-            MemSweep s(ws, m, n, p, edge_gaps);
-            SweepBase::sweep(s, m, n);
-            ws.best = s.best;
-            return;
-        }
+        case 1: return fill_with<RegSweep<1>>(ws, m, n, p, edge_gaps);
+        case 2: return fill_with<RegSweep<2>>(ws, m, n, p, edge_gaps);
+        case 3: return fill_with<RegSweep<3>>(ws, m, n, p, edge_gaps);
+        case 4:
+            if constexpr (kReg >= 4) return fill_with<RegSweep<4>>(ws, m, n, p, edge_gaps);
+            break;
+        case 5:
+            if constexpr (kReg >= 5) return fill_with<RegSweep<5>>(ws, m, n, p, edge_gaps);
+            break;
     }
+    fill_with<MemSweep>(ws, m, n, p, edge_gaps);
 }

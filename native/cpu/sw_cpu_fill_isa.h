@@ -194,11 +194,17 @@ namespace avx2 {
         return _mm256_cmpgt_epi##bits(iota(), set1(std::min(std::max(x, 0), w) - 1));                                \
     }                                                                                                                \
     SW_OP T first(V v) { return static_cast<T>(_mm_cvtsi128_si32(_mm256_castsi256_si128(v))); }
-// 32 lanes; one byte movemask per plane, planar.
+// 32 lanes; one byte movemask and one 32-bit store per plane, planar (the
+// stores volatile: merged into 64-bit words they cost a shift and an or
+// each). Diagonals of up to five vectors (reads of up to 159 bases) in
+// registers: their 20 vectors of state exceed the 16 registers, but the
+// compiler's spills cost less than the slot arrays' loop
+// (docs/SMITH_WATERMAN.md).
 namespace w8 {
 struct Ops {
     typedef int8_t T;
     static constexpr int kShift = 5;
+    static constexpr int kRegVectors = 5;
     static constexpr BtLayout kLayout = kPlanar;
     SW_AVX2_COMMON(8)
     SW_OP V iota() {
@@ -206,12 +212,13 @@ struct Ops {
                                 24, 25, 26, 27, 28, 29, 30, 31);
     }
     SW_OP void put_bits(uint8_t* out, M gap, M down, M new_h, M new_v) {
-        const uint64_t lo = static_cast<uint32_t>(_mm256_movemask_epi8(gap)) |
-                            static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(down))) << 32;
-        const uint64_t hi = static_cast<uint32_t>(_mm256_movemask_epi8(new_h)) |
-                            static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(new_v))) << 32;
-        std::memcpy(out, &lo, 8);
-        std::memcpy(out + 8, &hi, 8);
+        const uint32_t planes[4] = {
+            static_cast<uint32_t>(_mm256_movemask_epi8(gap)), static_cast<uint32_t>(_mm256_movemask_epi8(down)),
+            static_cast<uint32_t>(_mm256_movemask_epi8(new_h)), static_cast<uint32_t>(_mm256_movemask_epi8(new_v))};
+        for (int q = 0; q < 4; ++q) {
+            volatile uint32_t* dst = reinterpret_cast<volatile uint32_t*>(out + 4 * q);
+            *dst = planes[q];
+        }
     }
 };
 #include "sw_cpu_diff_kernel.h"
