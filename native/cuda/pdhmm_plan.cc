@@ -207,59 +207,65 @@ struct PieceMax {
 
 // Pass 2 for one piece: its haplotypes' codes and one descriptor per
 // non-empty (read, haplotype) in its bins (haplotype-major within a bin, so
-// the groups of a warp share a haplotype length); result slots.
+// the groups of a warp share a haplotype length); result slots. A per-region
+// call waits for this function: what a descriptor takes from its read and
+// its haplotype is looked up once, before the loop that writes them.
 PieceMax pack_piece(const pyphmm_pd_region& g, const PdPiece& p, int64_t out, PieceCursor cur, PdPairDesc* desc,
                     uint32_t* codes, uint64_t* slots, uint64_t pending) {
     struct Read {
         uint32_t roff;
-        int32_t m, r;
+        int32_t m, out;  // its length; the output index of its pair with haplotype 0
     };
-    thread_local std::vector<uint32_t> hoff;
+    struct Hap {
+        uint32_t hoff;
+        int32_t n, h;
+    };
+    thread_local std::vector<Hap> haps;    // the non-empty haplotypes
     thread_local std::vector<Read> reads;  // the piece's non-empty reads, by bin
-    hoff.resize(g.num_haps);
-    reads.resize(p.r1 - p.r0);
+    const int32_t nr = p.r1 - p.r0, nh = g.num_haps;
+    haps.clear();
+    reads.resize(nr);
     PieceMax most;
-    for (int32_t h = 0; h < g.num_haps; ++h) {
+    for (int32_t h = 0; h < nh; ++h) {
         const int64_t n = hap_len(g, h), at = g.hap_offsets[h];
-        hoff[h] = static_cast<uint32_t>(kPdCodeGap + cur.code);
         uint32_t* hc = codes + cur.code;
         const int del_ends = pd_column_codes(g.hap_bases + at, g.hap_pd + at, static_cast<int>(n), hc);
-        std::fill(hc + n, codes + cur.code + pd_code_stride(n), 0u);
+        std::fill(hc + n, hc + pd_code_stride(n), 0u);
+        if (n > 0) haps.push_back({static_cast<uint32_t>(kPdCodeGap + cur.code), static_cast<int32_t>(n), h});
         cur.code += pd_code_stride(n);
         most.hap_len = std::max<int>(most.hap_len, static_cast<int>(n));
         most.del_ends = std::max(most.del_ends, del_ends);
     }
     int64_t longest_read = 0;
-    for (int32_t r = p.r0; r < p.r1; ++r) longest_read = std::max(longest_read, read_len(g, r));
-    most.pair_cells = longest_read * most.hap_len;
-    const int32_t nr = p.r1 - p.r0, nh = g.num_haps;
     int32_t first[kPdNumBins + 1] = {};  // reads of bin b: [first[b], first[b + 1])
-    for (int32_t r = p.r0; r < p.r1; ++r)
-        if (read_len(g, r) > 0) ++first[pd_bin_of(static_cast<int>(read_len(g, r))) + 1];
+    for (int32_t r = p.r0; r < p.r1; ++r) {
+        const int64_t m = read_len(g, r);
+        longest_read = std::max(longest_read, m);
+        if (m > 0) ++first[pd_bin_of(static_cast<int>(m)) + 1];
+    }
+    most.pair_cells = longest_read * most.hap_len;
     for (int b = 0; b < kPdNumBins; ++b) first[b + 1] += first[b];
     int32_t fill[kPdNumBins];
     std::copy(first, first + kPdNumBins, fill);
     for (int32_t r = p.r0; r < p.r1; ++r) {
         const int32_t m = static_cast<int32_t>(read_len(g, r));
-        if (m > 0) reads[fill[pd_bin_of(m)]++] = {static_cast<uint32_t>(cur.row), m, r - p.r0};
+        if (m > 0)
+            reads[fill[pd_bin_of(m)]++] = {static_cast<uint32_t>(cur.row), m,
+                                           static_cast<int32_t>(out + int64_t(r - p.r0) * nh)};
         cur.row += m;
     }
-    if (slots)
-        for (int32_t r = 0; r < nr; ++r) {
-            const bool live = read_len(g, p.r0 + r) > 0;
-            for (int32_t h = 0; h < nh; ++h)
-                slots[out + int64_t(r) * nh + h] = live && hap_len(g, h) > 0 ? pending : kPdUncertifiedBits;
-        }
+    // Slots: `pending` where a descriptor goes, the uncertified NaN at an
+    // empty pair (rare: only then are all of them filled first).
+    if (slots && (static_cast<int32_t>(haps.size()) < nh || first[kPdNumBins] < nr))
+        std::fill(slots + out, slots + out + int64_t(nr) * nh, kPdUncertifiedBits);
     for (int b = 0; b < kPdNumBins; ++b) {
         PdPairDesc* d = desc + cur.bin[b];
-        for (int32_t h = 0; h < nh; ++h) {
-            const int32_t n = static_cast<int32_t>(hap_len(g, h));
-            if (n == 0) continue;
+        for (const Hap& hp : haps)
             for (int32_t i = first[b]; i < first[b + 1]; ++i) {
                 const Read& rd = reads[i];
-                *d++ = {rd.roff, hoff[h], rd.m, n, static_cast<int32_t>(out + int64_t(rd.r) * nh + h)};
+                *d++ = {rd.roff, hp.hoff, rd.m, hp.n, rd.out + hp.h};
+                if (slots) slots[rd.out + hp.h] = pending;
             }
-        }
     }
     return most;
 }
