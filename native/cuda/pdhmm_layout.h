@@ -124,9 +124,9 @@ PYPHMM_PD_HD constexpr int pd_next_state(int s, uint8_t pd) {
 // does not depend on the state before the first, so every row from 2 on
 // starts in the same state: the one row 1 ends in. Hence two row classes.
 //
-// pd_column_codes runs on tables (a code is a haplotype byte's bits, a PD
-// byte's bits and the two capture flags; the states step by the PD byte's
-// DEL_START and DEL_END bits): no branch per column.
+// pd_column_codes (pdhmm_plan.cc) runs on tables (a code is a haplotype
+// byte's bits, a PD byte's bits and the two capture flags; the states step
+// by the PD byte's DEL_START and DEL_END bits): no branch per column.
 struct PdCodeTables {
     uint32_t hap[256];   // a haplotype byte's bits
     uint32_t pd[256];    // a PD byte's SNP bits and kDelEnd
@@ -154,52 +154,6 @@ struct PdCodeTables {
     }
 };
 inline constexpr PdCodeTables kPdCodeTables{};
-
-// A haplotype's codes before the capture flags: two table lookups a
-// column. (Kept scalar: GCC vectorizes the loop into emulated gathers, at
-// twice the instructions.)
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#define PYPHMM_PD_SCALAR_LOOP __attribute__((optimize("no-tree-vectorize")))
-#else
-#define PYPHMM_PD_SCALAR_LOOP
-#endif
-PYPHMM_PD_SCALAR_LOOP inline void pd_plain_codes(const uint8_t* hap, const uint8_t* pd, int n, uint32_t* out) {
-    const PdCodeTables& T = kPdCodeTables;
-    for (int j = 0; j < n; ++j) out[j] = T.hap[hap[j]] | T.pd[pd[j]];
-}
-
-// Writes a haplotype's n codes; returns its DEL_END columns (pd_certify).
-inline int pd_column_codes(const uint8_t* hap, const uint8_t* pd, int n, uint32_t* out) {
-    const PdCodeTables& T = kPdCodeTables;
-    constexpr uint8_t kMarks = kPdBitDelStart | kPdBitDelEnd;
-    uint8_t marks = 0;
-    pd_plain_codes(hap, pd, n, out);
-    for (int j = 0; j < n; ++j) marks |= pd[j];  // (vectorized: most haplotypes have no span)
-    if (!(marks & kMarks)) return 0;             // (no capture flags, no state changes)
-    int del_ends = 0;
-    for (int j = 0; j < n; ++j) del_ends += (pd[j] >> 2) & 1;
-    // The state row 1 ends in (every later row's start): the last marked
-    // column's, or NORMAL a column after an AFTER_DEL.
-    int last = n - 1;
-    while (last >= 0 && !(pd[last] & kMarks)) --last;
-    const int end = T.next[kNormal][(pd[last] >> 1) & 3];
-    int s1 = kNormal, s2 = last < n - 1 && end == kAfterDel ? kNormal : end;
-    // Only a marked column captures or changes a state (but AFTER_DEL,
-    // which an unmarked column ends).
-    for (int j = 0, prev = -2; j <= last; ++j) {
-        if (!(pd[j] & kMarks)) continue;
-        if (j > prev + 1) {
-            s1 = s1 == kAfterDel ? kNormal : s1;
-            s2 = s2 == kAfterDel ? kNormal : s2;
-        }
-        const int b = (pd[j] >> 1) & 3;
-        out[j] |= T.cap[s2][b] | T.cap[s1][b] << kRow1Shift;
-        s1 = T.next[s1][b];
-        s2 = T.next[s2][b];
-        prev = j;
-    }
-    return del_ends;
-}
 
 // A read byte's code.
 PYPHMM_PD_HD inline uint32_t pd_read_code(uint32_t x) {

@@ -28,6 +28,52 @@ int64_t hap_len(const pyphmm_pd_region& g, int32_t h) { return g.hap_offsets[h +
 // Pieces of more pairs than this are packed in parallel with the others.
 constexpr int64_t kParallelPairs = 4096;
 
+// A haplotype's codes before the capture flags: two table lookups a
+// column. (Kept scalar: GCC vectorizes the loop into emulated gathers, at
+// twice the instructions.)
+#if defined(__GNUC__) && !defined(__clang__)
+#define PYPHMM_PD_SCALAR_LOOP __attribute__((optimize("no-tree-vectorize")))
+#else
+#define PYPHMM_PD_SCALAR_LOOP
+#endif
+PYPHMM_PD_SCALAR_LOOP void pd_plain_codes(const uint8_t* hap, const uint8_t* pd, int n, uint32_t* out) {
+    const PdCodeTables& T = kPdCodeTables;
+    for (int j = 0; j < n; ++j) out[j] = T.hap[hap[j]] | T.pd[pd[j]];
+}
+
+// Writes a haplotype's n codes; returns its DEL_END columns (pd_certify).
+int pd_column_codes(const uint8_t* hap, const uint8_t* pd, int n, uint32_t* out) {
+    const PdCodeTables& T = kPdCodeTables;
+    constexpr uint8_t kMarks = kPdBitDelStart | kPdBitDelEnd;
+    uint8_t marks = 0;
+    pd_plain_codes(hap, pd, n, out);
+    for (int j = 0; j < n; ++j) marks |= pd[j];  // (vectorized: most haplotypes have no span)
+    if (!(marks & kMarks)) return 0;             // (no capture flags, no state changes)
+    int del_ends = 0;
+    for (int j = 0; j < n; ++j) del_ends += (pd[j] >> 2) & 1;
+    // The state row 1 ends in (every later row's start): the last marked
+    // column's, or NORMAL a column after an AFTER_DEL.
+    int last = n - 1;
+    while (last >= 0 && !(pd[last] & kMarks)) --last;
+    const int end = T.next[kNormal][(pd[last] >> 1) & 3];
+    int s1 = kNormal, s2 = last < n - 1 && end == kAfterDel ? kNormal : end;
+    // Only a marked column captures or changes a state (but AFTER_DEL,
+    // which an unmarked column ends).
+    for (int j = 0, prev = -2; j <= last; ++j) {
+        if (!(pd[j] & kMarks)) continue;
+        if (j > prev + 1) {
+            s1 = s1 == kAfterDel ? kNormal : s1;
+            s2 = s2 == kAfterDel ? kNormal : s2;
+        }
+        const int b = (pd[j] >> 1) & 3;
+        out[j] |= T.cap[s2][b] | T.cap[s1][b] << kRow1Shift;
+        s1 = T.next[s1][b];
+        s2 = T.next[s2][b];
+        prev = j;
+    }
+    return del_ends;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- chunks
