@@ -7,7 +7,7 @@ mode's max |diff| against GKL's first mode.
 
   PYTHONPATH=. python3 scripts/bench_pdhmm_jni.py [--shape hc|gatk] [--regions N]
         [--reps K] [--threads T] [--gkl09-classpath CP] [--classes DIR] [--shim-jar JAR]
-        [--warmup W] [--jni-trace] [--jvms K [--mps off|on|both]]
+        [--warmup W] [--holders fresh|reused] [--jni-trace] [--jvms K [--mps off|on|both]]
 
 Modes: the shim with 1 thread and with T (default: all cores); GKL 0.9 with
 1 thread at AVX-512 (where the CPU has it) and AVX2 (--scalar: SCALAR too),
@@ -15,6 +15,16 @@ and OpenMP on T threads (FASTEST_AVAILABLE, as GATK's default). Every mode
 makes warm-up passes (the shim's --warmup, default 10: the JIT compiles
 the shim's packing over its first ~1,000 calls; GKL's one); GKL's
 one-thread modes then time one pass (they are slow), the others --reps.
+
+--holders fresh (the default without --jvms) builds each call's read
+holders just before it, untimed, as VectorLoglessPairPDHMM does: new copies
+of the reads' arrays, which the call then finds in the CPU's cache; GCUPS
+come from the calls' summed time. --holders reused (the default with
+--jvms, whose figure is the node's span) builds every region's holders once
+and cycles through them, each call's arrays cold in the cache (the JVM's
+side of a call then takes about 10 us more); GCUPS from the loop's wall
+time. Haplotype holders are built once either way (GATK passes the
+haplotypes' own arrays).
 
 --jni-trace splits the shim's timed calls (PYPHMM_DEV=jni_trace=2): per
 shim mode, the JNI entry's mean time a call and pyphmm_pdhmm's within it,
@@ -27,7 +37,8 @@ regions p, p + K, ...), --warmup passes, then a start barrier for all; the
 shim's phase (under --mps on: a private MPS control daemon for its JVMs,
 quit when the phase ends; both: without, then with) and, with GKL, GKL 0.9
 single-threaded in as many JVMs (its fastest one-thread code). Printed per
-phase: all cells / (last end - common start), per-call median and p99 over
+phase: all cells / (last end - common start; with --holders fresh the
+holders' building lies inside it), per-call median and p99 over
 all JVMs, and max |diff| against pyphmm's CPU backend called from Python on
 the same regions (and against GKL's phase, when it ran).
 
@@ -250,6 +261,7 @@ def main(argv=None) -> int:
     p.add_argument("--jvms", type=int, default=0, help="K JVMs side by side, one caller each (see above)")
     p.add_argument("--mps", choices=("off", "on", "both"), default="off", help="with --jvms: the shim under MPS")
     p.add_argument("--warmup", type=int, default=10, help="warm-up passes of the shim's modes (GKL's: 1)")
+    p.add_argument("--holders", choices=("fresh", "reused"), help="see above")
     p.add_argument("--jni-trace", action="store_true", help="also where a shim call's time goes (see above)")
     args = p.parse_args(argv)
     if args.jvms and args.jvms > args.regions:
@@ -273,6 +285,7 @@ def main(argv=None) -> int:
         shim_cp, gkl_path = class_paths(args.shim_jar, gkl_cp)
         cmd = [jh.java(), "-Xss4m", "-cp", classes, "BenchPdhmm", records, shim_cp, gkl_path, str(args.reps)]
         env = dict(os.environ, BENCHPD_OUT=os.path.join(work, "out"), BENCHPD_WARMUP=str(args.warmup))
+        env["BENCHPD_HOLDERS"] = args.holders or ("reused" if args.jvms else "fresh")
         env.pop("USE_LIBRARY_PATH", None)  # GKL's own library, from its jar
         if args.jni_trace:
             env["PYPHMM_DEV"] = ",".join(v for v in (env.get("PYPHMM_DEV"), "jni_trace=2") if v)

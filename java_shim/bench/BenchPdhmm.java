@@ -20,6 +20,14 @@
 // its warm-up, so that its reports cover the timed calls); with BENCHPD_BARRIER=1 the JVM then prints READY and
 // waits for a line on stdin, so that all JVMs start together, and its JSON
 // line holds the wall-clock start and end (t_go_ns, t_end_ns, epoch).
+// BENCHPD_HOLDERS=fresh builds each call's read holders and result array
+// just before the call, untimed, as VectorLoglessPairPDHMM does (its reads'
+// arrays are new copies: GATKRead.getBases() and getBaseQualities() copy,
+// the score imputator allocates the gap arrays; haplotype arrays are the
+// haplotypes' own), so a call finds them in the CPU's cache; "seconds" is
+// then the calls' summed time. Otherwise (reused) every region's holders
+// are built once and cycled through: each call's arrays are cold, and
+// "seconds" is the loop's wall time.
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileReader;
@@ -151,19 +159,26 @@ public class BenchPdhmm {
         for (int k = 0; k < 5; ++k) readFields[k] = readCls.getField(rf[k]);
         Field[] hapFields = {hapCls.getField("haplotypeBases"), hapCls.getField("haplotypePDBases")};
         int n = regions.size();
+        boolean fresh = "fresh".equals(System.getenv("BENCHPD_HOLDERS"));
         Object[] jr = new Object[n], jh = new Object[n];
         double[][] outs = new double[n][];
         long cells = 0;
         for (int i = 0; i < n; ++i) {
             Region g = regions.get(i);
-            jr[i] = holders(readCls, readFields, g.reads);
-            jh[i] = holders(hapCls, hapFields, g.haps);
+            jr[i] = holders(readCls, readFields, g.reads, false);
+            jh[i] = holders(hapCls, hapFields, g.haps, false);
             outs[i] = new double[g.reads.length * g.haps.length];
             cells += g.cells;
         }
         String warm = label.startsWith("shim") ? System.getenv("BENCHPD_WARMUP") : null;
         for (int w = 0, passes = warm == null ? 1 : Integer.parseInt(warm); w < passes; ++w)
-            for (int i = 0; i < n; ++i) compute.invokeExact(hmm, jr[i], jh[i], outs[i]);
+            for (int i = 0; i < n; ++i) {
+                if (fresh) {
+                    jr[i] = holders(readCls, readFields, regions.get(i).reads, true);
+                    outs[i] = new double[outs[i].length];
+                }
+                compute.invokeExact(hmm, jr[i], jh[i], outs[i]);
+            }
         if (warm != null && "1".equals(System.getenv("BENCHPD_DONE_AFTER_WARMUP")))
             impl.getMethod("done").invoke(hmm);  // (closes the warm-up's reports: the timed calls' follow)
         if ("1".equals(System.getenv("BENCHPD_BARRIER"))) {
@@ -174,15 +189,21 @@ public class BenchPdhmm {
         }
         long[] lat = new long[n * reps];
         long goNs = epochNanos();
-        long t0 = System.nanoTime();
+        long t0 = System.nanoTime(), called = 0;
         for (int rep = 0; rep < reps; ++rep) {
             for (int i = 0; i < n; ++i) {
+                if (fresh) {
+                    jr[i] = holders(readCls, readFields, regions.get(i).reads, true);
+                    outs[i] = new double[outs[i].length];
+                }
                 long s = System.nanoTime();
                 compute.invokeExact(hmm, jr[i], jh[i], outs[i]);
-                lat[rep * n + i] = System.nanoTime() - s;
+                long t = System.nanoTime() - s;
+                lat[rep * n + i] = t;
+                called += t;
             }
         }
-        double total = (System.nanoTime() - t0) / 1e9;
+        double total = fresh ? called / 1e9 : (System.nanoTime() - t0) / 1e9;
         long endNs = epochNanos();
         impl.getMethod("done").invoke(hmm);
         Arrays.sort(lat);
@@ -203,11 +224,13 @@ public class BenchPdhmm {
                 lat[Math.min(lat.length - 1, (int) (lat.length * 0.99))] / 1e3, checksum, goNs, endNs);
     }
 
-    static Object holders(Class<?> cls, Field[] fields, byte[][][] values) throws Exception {
+    /** Holders of values; copy: every array a new copy, as GATK's reads' are. */
+    static Object holders(Class<?> cls, Field[] fields, byte[][][] values, boolean copy) throws Exception {
         Object arr = Array.newInstance(cls, values.length);
+        java.lang.reflect.Constructor<?> make = cls.getConstructor();
         for (int i = 0; i < values.length; ++i) {
-            Object h = cls.getConstructor().newInstance();
-            for (int k = 0; k < fields.length; ++k) fields[k].set(h, values[i][k]);
+            Object h = make.newInstance();
+            for (int k = 0; k < fields.length; ++k) fields[k].set(h, copy ? values[i][k].clone() : values[i][k]);
             Array.set(arr, i, h);
         }
         return arr;
