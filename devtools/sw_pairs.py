@@ -210,3 +210,96 @@ def haplotype_caller_mix(n: int, seed: int, read_share: float = 0.78, hap_share:
             alt = ref[:k] + _rand(rng, int(rng.integers(1, 30)))
             out.append((ref, _snps(rng, alt, int(rng.integers(0, 2))), DANGLING_END, "LEADING_INDEL", "dangling_end"))
     return out
+
+
+def _region_events(rng, length):
+    """A region's variant events, sorted by position: (pos, ref_len, alt_bases)."""
+    lo, hi = min(75, length // 4), max(min(75, length // 4) + 1, length - 75)
+    events, taken = [], set()
+    for _ in range(int(rng.integers(1, 7))):
+        pos = int(rng.integers(lo, hi))
+        if any(abs(pos - q) < 32 for q in taken):
+            continue
+        taken.add(pos)
+        u = rng.random()
+        if u < 0.7:
+            events.append((pos, 1, None))  # SNP: the base filled in by _apply
+        elif u < 0.85:
+            events.append((pos, int(rng.integers(1, 31)), b""))  # deletion
+        else:
+            events.append((pos, 0, _rand(rng, int(rng.integers(1, 31)))))  # insertion
+    return sorted(events)
+
+
+def _apply(ref, events, alleles):
+    """ref with the events whose allele is 1 applied (left to right)."""
+    out, at = [], 0
+    for (pos, ref_len, alt), on in zip(events, alleles):
+        if not on:
+            continue
+        out.append(ref[at:pos])
+        if alt is None:  # SNP: the next base in ACGT order
+            alt = bytes([BASES[(list(BASES).index(ref[pos]) + 1) % 4]]) if ref[pos] in BASES else b"A"
+        out.append(alt)
+        at = pos + ref_len
+    out.append(ref[at:])
+    return b"".join(out)
+
+
+def haplotype_caller_regions(n: int, seed: int, read_share: float = 0.78, hap_share: float = 0.18):
+    """HaplotypeCaller's Smith-Waterman calls in the order it makes them,
+    region by region; tuples as haplotype_caller_mix's, n of them.
+
+    A region is a reference window of 250-600 bp with 1-6 events (SNPs,
+    deletions and insertions of 1-30 bp) at least 75 bp inside it (GATK pads
+    the active region by 100 bp). Its haplotypes are the combinations of the
+    events' alleles, ranked by the product of per-event allele weights, as
+    the assembler's k-best path finder ranks paths by score; the reference
+    itself is left out (calculateCigar does not align it). Per region, in
+    call order:
+    - "dangling_end": the assembler's recovery, as in haplotype_caller_mix;
+    - "hap_vs_ref": ReadThreadingAssembler aligns each haplotype in rank
+      order against the same padded window (SOFTCLIP; a tenth of the
+      regions INDEL, as PDHMM's realignment and the given-alleles path);
+    - "read_vs_hap": each read (100-151 bp, as in haplotype_caller_mix)
+      against its best haplotype, the reference haplotype included.
+    The calls of each kind come in the shares of haplotype_caller_mix.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < n:
+        ref = _with_repeats(rng, int(rng.integers(250, 601)))
+        events = _region_events(rng, len(ref))
+        weights = rng.uniform(0.05, 0.95, len(events))
+        combos = [tuple((k >> e) & 1 for e in range(len(events))) for k in range(1, 1 << len(events))]
+        combos.sort(key=lambda c: -float(np.prod([w if a else 1 - w for w, a in zip(weights, c)])))
+        haps, seen = [], {ref}
+        for c in combos:
+            h = _apply(ref, events, c)
+            if h not in seen:
+                seen.add(h)
+                haps.append(h)
+        if not haps:
+            continue
+        for _ in range(int(round(len(haps) * (1 - read_share - hap_share) / hap_share))):
+            r = _rand(rng, int(rng.integers(10, 61)))
+            k = int(rng.integers(5, len(r) + 1))
+            alt = r[:k] + _rand(rng, int(rng.integers(1, 30)))
+            out.append((r, _snps(rng, alt, int(rng.integers(0, 2))), DANGLING_END, "LEADING_INDEL", "dangling_end"))
+        strategy = "INDEL" if rng.random() < 0.1 else "SOFTCLIP"
+        for h in haps:
+            out.append((SW_PAD + ref + SW_PAD, SW_PAD + h + SW_PAD, HAPLOTYPE_TO_REFERENCE, strategy, "hap_vs_ref"))
+        pool = [ref] + haps
+        for _ in range(int(round(len(haps) * read_share / hap_share))):
+            hap = pool[int(rng.integers(0, len(pool)))]
+            k = int(rng.integers(100, min(152, len(hap) + 1)))
+            a = int(rng.integers(0, len(hap) - k + 1))
+            read = _snps(rng, hap[a : a + k], int(rng.integers(1, 5)))
+            if rng.random() < 0.2:
+                read = _indel(rng, read, 10)[:151]
+            if rng.random() < 0.05:
+                b = bytearray(read)
+                b[int(rng.integers(0, len(b)))] = ord("N")
+                read = bytes(b)
+            out.append((hap, read, READ_TO_HAPLOTYPE, "SOFTCLIP", "read_vs_hap"))
+    return out[:n]

@@ -97,6 +97,8 @@ def stats_dict(stats) -> dict:
         "const_pairs": stats.const_pairs,
         "kernel_seconds": stats.kernel_seconds,
         "phase_seconds": dict(zip(PHASES, stats.phase_seconds)),
+        # Smith-Waterman on the CPU: cells resumed from an earlier pair's columns
+        "reused_cells": stats.reused_cells,
     }
 
 

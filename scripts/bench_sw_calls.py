@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
 """Smith-Waterman as HaplotypeCaller calls it: one align per pair, on one
-core, for HaplotypeCaller's mix of calls (devtools.sw_pairs.haplotype_caller_mix:
-reads vs their best haplotype, haplotypes vs the padded reference window,
-dangling ends; about 80,000 cells a call, half of them haplotype vs reference).
+core, for HaplotypeCaller's mix of calls (reads vs their best haplotype,
+haplotypes vs the padded reference window, dangling ends; about 80,000 cells
+a call, half of them haplotype vs reference), in one of two orders:
+  --order regions (default): devtools.sw_pairs.haplotype_caller_regions,
+    region by region as HaplotypeCaller calls: the dangling ends, then every
+    haplotype against the region's one padded window, then the reads;
+  --order mixed: devtools.sw_pairs.haplotype_caller_mix, every call drawn
+    on its own (each haplotype with a window of its own), so no call
+    repeats an earlier one's window and pyphmm's prefix reuse never applies.
 
 Per kind of call and overall: per-call median / p99 (us) and GCUPS (cells /
 summed call time), from
@@ -21,11 +27,13 @@ GATK). The last line states what a batch-of-one GPU call would have to beat:
 the CPU's per-call median on haplotype-vs-reference pairs from Java.
 
   PYTHONPATH=. python3 scripts/bench_sw_calls.py [--pairs 3000] [--reps 5]
-        [--jvms 16] [--classes DIR] [--shim-jar JAR] [--json OUT]
+        [--order regions|mixed] [--jvms 16] [--classes DIR] [--shim-jar JAR]
+        [--json OUT]
   PYTHONPATH=. python3 scripts/bench_sw_calls.py --write-pairs DIR [--pairs N]
 
 --write-pairs writes the mix's read-vs-haplotype and SOFTCLIP
-haplotype-vs-reference pairs as DIR/read_vs_hap.tsv and DIR/hap_vs_ref.tsv
+haplotype-vs-reference pairs, in call order, as DIR/read_vs_hap.tsv and
+DIR/hap_vs_ref.tsv
 (REF TAB ALT, the input of scripts/sw_latency.c) and exits: instruction
 counts per call come from running that program under callgrind, e.g.
   valgrind --tool=callgrind sw_latency DIR/read_vs_hap.tsv 10 -15 -30 -5 9 1
@@ -53,10 +61,11 @@ from devtools import ROOT as REPO
 from devtools import java_classes
 from devtools.oracle import gkl as gkl_oracle
 from devtools.oracle import shim
-from devtools.sw_pairs import haplotype_caller_mix
+from devtools.sw_pairs import haplotype_caller_mix, haplotype_caller_regions
 from pyphmm import sw
 
 KINDS = ("read_vs_hap", "hap_vs_ref", "dangling_end", "all")
+ORDERS = {"regions": haplotype_caller_regions, "mixed": haplotype_caller_mix}
 
 
 def summary(us, cells, best_total):
@@ -220,6 +229,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=3000, help="calls in the mix (default 3000)")
     ap.add_argument("--seed", type=int, default=40)
+    ap.add_argument("--order", choices=sorted(ORDERS), default="regions", help="the calls' order (default regions)")
     ap.add_argument("--reps", type=int, default=5, help="timed passes over the mix (default 5)")
     ap.add_argument("--jvms", type=int, default=16, help="JVMs of the many-callers run (0: skip)")
     ap.add_argument("--classes", default=None, help="directory holding BenchSwCalls.class")
@@ -237,7 +247,7 @@ def main(argv=None) -> int:
         os.makedirs(args.write_pairs, exist_ok=True)
         for kind in ("read_vs_hap", "hap_vs_ref"):
             rows = [
-                (r, a) for r, a, _, s, k in haplotype_caller_mix(args.pairs, args.seed) if k == kind and s == "SOFTCLIP"
+                (r, a) for r, a, _, s, k in ORDERS[args.order](args.pairs, args.seed) if k == kind and s == "SOFTCLIP"
             ]
             with open(os.path.join(args.write_pairs, f"{kind}.tsv"), "wb") as f:
                 f.write(b"".join(r + b"\t" + a + b"\n" for r, a in rows))
@@ -245,11 +255,28 @@ def main(argv=None) -> int:
         return 0
     inf = pyphmm.info()
     print(f"pyphmm {inf['version']}; cpu threads {inf['cpu_threads']}; {os.uname().machine}")
-    pairs = haplotype_caller_mix(args.pairs, args.seed)
+    pairs = ORDERS[args.order](args.pairs, args.seed)
     counts = {k: sum(1 for p in pairs if p[4] == k) for k in KINDS[:-1]}
     cells = sum(len(r) * len(a) for r, a, *_ in pairs)
-    print(f"mix: {len(pairs)} calls {counts}, {cells / len(pairs):.0f} cells a call")
-    report = {"info": inf, "pairs": len(pairs), "counts": counts}
+    st = {}
+    sw.align_batch(
+        *zip(*[(r, a) for r, a, *_ in pairs]),
+        params=[p[2] for p in pairs],
+        overhang=[p[3] for p in pairs],
+        threads=1,
+        stats=st,
+    )
+    print(
+        f"mix, order {args.order}: {len(pairs)} calls {counts}, {cells / len(pairs):.0f} cells a call; "
+        f"pyphmm resumes {st['reused_cells'] / cells:.1%} of the cells from an earlier call's columns"
+    )
+    report = {
+        "info": inf,
+        "order": args.order,
+        "pairs": len(pairs),
+        "counts": counts,
+        "reused_cells": st["reused_cells"],
+    }
 
     py_rows, py_results = python_calls(pairs, args.reps)
     columns = {"pyphmm.align (Python)": py_rows}

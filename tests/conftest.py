@@ -15,6 +15,7 @@ import functools
 import os
 import re
 import stat
+import sys
 
 import pytest
 
@@ -92,6 +93,33 @@ def gkl_jvm():
             pytest.skip(f"GKL oracle unavailable: {reason}")
         pytest.fail(f"GKL oracle unavailable: {reason}")
     return gkl_oracle.start_jvm()
+
+
+@pytest.fixture(scope="session")
+def sw_avx512_check_exe(tmp_path_factory):
+    """tests/native/sw_avx512_check.cc: the AVX-512 Smith-Waterman instances
+    compiled against portable definitions of their intrinsics, so that they
+    run on any x86-64 CPU with AVX2 (PYPHMM_DEV=sw_isa=avx512 or avx512vbmi).
+    Built once a session (the emulated intrinsics take minutes to compile);
+    skips where it cannot run."""
+    if not sys.platform.startswith("linux") or os.uname().machine != "x86_64":
+        pytest.skip("the AVX-512 instance exists on x86-64 only")
+    with open("/proc/cpuinfo") as f:
+        if " avx2" not in f.read():
+            pytest.skip("the emulated AVX-512 instance runs its 256-bit half vectors with AVX2")
+    emulation = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native", "sw_avx512_emulation.h")
+    try:
+        return native_check.build_native_check(
+            tmp_path_factory.mktemp("sw_avx512"),
+            "sw_avx512_check",
+            "cpu/sw_cpu.cc",
+            "cpu/sw_cpu_fill.cc",
+            "common/config.cc",
+            "common/thread_pool.cc",
+            extra=("-DPYPHMM_SW_EMULATE_AVX512", "-include", emulation),
+        )
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
 
 
 @pytest.fixture

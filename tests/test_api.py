@@ -225,7 +225,7 @@ def test_info_keys():
     }
     assert expected <= set(inf)
     assert inf["version"] == pyphmm.__version__
-    assert inf["abi_version"] == 5 and inf["settings_error"] is None
+    assert inf["abi_version"] == 6 and inf["settings_error"] is None
     assert "cpu" in inf["backends"]
     assert inf["cpu_threads"] >= 1 and inf["cpu_kernel"]
     assert ("cuda" in inf["backends"]) == inf["cuda_usable"]

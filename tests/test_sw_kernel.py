@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from devtools.child import child_env
-from devtools.oracle.gkl_sw import STRATEGIES, STRATEGY_NAMES, fold_trailing_clip
+from devtools.oracle.gkl_sw import STRATEGIES, STRATEGY_NAMES, matches_gkl
 from devtools.sw_pairs import haplotype_caller_mix
 from pyphmm import sw
 
@@ -82,19 +82,6 @@ def run_child(isa, pairs):
     return [[(c, o) for c, o in row] for row in json.loads(res.stdout)]
 
 
-def matches_gkl(ours, theirs, strategy):
-    """Equal, or GKL 0.8.10's one deviation (IGNORE with a trailing overhang
-    soft-clipped, docs/SMITH_WATERMAN.md)."""
-    if ours == theirs:
-        return True
-    return (
-        strategy == "IGNORE"
-        and theirs[0].endswith("S")
-        and theirs[1] == ours[1]
-        and fold_trailing_clip(theirs[0]) == ours[0]
-    )
-
-
 @pytest.fixture(scope="module")
 def gkl_results(gkl_jvm):
     from devtools.oracle.gkl_sw import GklSmithWaterman
@@ -137,27 +124,11 @@ def test_each_width_vs_gkl(gkl_results, isa):
 
 
 @pytest.mark.parametrize("isa", ["avx512", "avx512vbmi"])
-def test_avx512_instance_emulated_vs_gkl(gkl_results, native_check_exe, isa):
+def test_avx512_instance_emulated_vs_gkl(gkl_results, sw_avx512_check_exe, isa):
     """The AVX-512 instances (with and without VBMI), compiled against
     portable definitions of their intrinsics (tests/native/sw_avx512_emulation.h),
     so they run and are checked on CPUs without AVX-512 too."""
-    if not sys.platform.startswith("linux") or os.uname().machine != "x86_64":
-        pytest.skip("the AVX-512 instance exists on x86-64 only")
-    with open("/proc/cpuinfo") as f:
-        if " avx2" not in f.read():
-            pytest.skip("the emulated AVX-512 instance runs its 256-bit half vectors with AVX2")
-    exe = native_check_exe(
-        "sw_avx512_check",
-        "cpu/sw_cpu.cc",
-        "cpu/sw_cpu_fill.cc",
-        "common/config.cc",
-        "common/thread_pool.cc",
-        extra=(
-            "-DPYPHMM_SW_EMULATE_AVX512",
-            "-include",
-            os.path.join(os.path.dirname(os.path.abspath(__file__)), "native", "sw_avx512_emulation.h"),
-        ),
-    )
+    exe = sw_avx512_check_exe
     pairs, expected = gkl_results
     codes = {name: code for code, name in STRATEGY_NAMES.items()}
     lines = [

@@ -31,6 +31,19 @@ def fold_trailing_clip(cigar: str) -> str:
     return "".join(f"{n}{op}" for op, n in ops)
 
 
+def matches_gkl(ours: tuple, theirs: tuple, strategy: str) -> bool:
+    """Equal, or GKL 0.8.10's one deviation (IGNORE with a trailing overhang
+    soft-clipped, docs/SMITH_WATERMAN.md)."""
+    if ours == theirs:
+        return True
+    return (
+        strategy == "IGNORE"
+        and theirs[0].endswith("S")
+        and theirs[1] == ours[1]
+        and fold_trailing_clip(theirs[0]) == ours[0]
+    )
+
+
 class GklSmithWaterman:
     def __init__(self):
         jpype = start_jvm()

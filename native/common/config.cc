@@ -65,6 +65,8 @@ const Spec kSpecs[] = {
      "force a CPU PairHMM and PDHMM kernel (avx512, avx2, neon, portable; PDHMM also scalar)"},
     {Knob::kSwIsa, Scope::kDev, "sw_isa", Type::kString, 0, 0, 0, nullptr, "first use",
      "force a CPU Smith-Waterman fill (sse, avx2, avx512, avx512vbmi, neon)"},
+    {Knob::kSwReuse, Scope::kDev, "sw_reuse", Type::kBool, 1, 0, 1, nullptr, "reload",
+     "resume a CPU Smith-Waterman fill from an earlier call's columns when ref and an alt prefix repeat"},
     {Knob::kPackScalar, Scope::kDev, "pack_scalar", Type::kBool, 0, 0, 1, nullptr, "first use",
      "pack GPU PairHMM input with scalar code instead of AVX2"},
     {Knob::kCudaArith, Scope::kDev, "cuda_arith", Type::kEnum, kFast, 0, 0, "fast|exact", "first use",

@@ -43,6 +43,7 @@ enum class Knob : int {
     kHybridGpuThreads,   // int
     kCpuKernel,          // string
     kSwIsa,              // string
+    kSwReuse,            // bool
     kPackScalar,         // bool
     kCudaArith,          // enum fast|exact
     kCudaConstGaps,      // bool

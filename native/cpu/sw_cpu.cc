@@ -35,11 +35,21 @@ using sw_cpu::Workspace;
 
 // Reads the backtrack bits the fill left (layout in sw_cpu_fill.h), one
 // plane at a time: every traceback step needs kGap, only gap steps the
-// others. The layout's constants are copied once per traceback.
+// others. The layout's constants are copied once per traceback. A resumed
+// fill's columns below ws.resume_from are the base's (same lane width and
+// layout), addressed by the base's diagonals.
 class BtReader {
   public:
     BtReader(const Workspace& ws, int n)
-        : bt_(ws.bt.data()), blk_start_(ws.blk_start.data()), n_(n), shift_(ws.lane_shift), layout_(ws.layout) {
+        : bt_(ws.bt.data()),
+          blk_start_(ws.blk_start.data()),
+          base_bt_(ws.base.bt.data()),
+          base_blk_start_(ws.base.blk_start.data()),
+          n_(n),
+          base_n_(ws.base.n),
+          from_(ws.resume_from),
+          shift_(ws.lane_shift),
+          layout_(ws.layout) {
         const int w = 1 << shift_;
         for (int q = 0; q < 4; ++q)
             plane_pos_[q] = layout_ == sw_cpu::kPlanar   ? q * w
@@ -50,9 +60,11 @@ class BtReader {
     // Plane q's bit (BtPlane q = 0..3) of cell (i, j), 1 <= i <= m, 1 <= j <= n.
     bool bit(int q, int i, int j) const {
         const int d = i + j;
-        const int k = i - std::max(1, d - n_);
+        const bool base = j < from_;
+        const int k = i - std::max(1, d - (base ? base_n_ : n_));
         const int lane = k & ((1 << shift_) - 1);
-        const uint8_t* blk = bt_ + blk_start_[d] + (static_cast<int64_t>(k >> shift_) << (shift_ - 1));
+        const uint8_t* blk = (base ? base_bt_ + base_blk_start_[d] : bt_ + blk_start_[d]) +
+                             (static_cast<int64_t>(k >> shift_) << (shift_ - 1));
         int pos = plane_pos_[q];
         if (layout_ == sw_cpu::kPlanar) {
             pos += lane;
@@ -83,7 +95,9 @@ class BtReader {
   private:
     const uint8_t* bt_;
     const int64_t* blk_start_;
-    int n_, shift_;
+    const uint8_t* base_bt_;
+    const int64_t* base_blk_start_;
+    int n_, base_n_, from_, shift_;
     sw_cpu::BtLayout layout_;
     int plane_pos_[4];
 };
@@ -187,7 +201,7 @@ void write_cigar(const std::vector<Op>& rev, char* out) {
 // Aligns one pair (already validated). Returns the alignment offset and
 // writes the NUL-terminated CIGAR.
 int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p, int strategy,
-                     char* cigar) {
+                     char* cigar, int64_t* reused_cells) {
     static thread_local Workspace ws;
     if (strategy == PYPHMM_SW_SOFTCLIP || strategy == PYPHMM_SW_IGNORE) {
         int pos = n <= m ? last_index_of(ref, m, alt, n) : -1;
@@ -199,6 +213,7 @@ int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const
     }
     const bool edge = strategy == PYPHMM_SW_INDEL || strategy == PYPHMM_SW_LEADING_INDEL;
     sw_cpu::fill(ws, ref, m, alt, n, p, edge);
+    if (reused_cells) *reused_cells += static_cast<int64_t>(ws.resume_from) * m;
 
     int p1 = 0, p2 = 0;
     int32_t segment = 0;
@@ -260,6 +275,7 @@ int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const
         offset = 0;
     }
     write_cigar(ops, cigar);
+    sw_cpu::keep_base(ws, ref, m, alt, n, p, edge);
     ws.trim();
     return offset;
 }
@@ -269,6 +285,7 @@ int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* ciga
     auto start = std::chrono::steady_clock::now();
     const int64_t n = batch.num_pairs;
     std::atomic<int> failed{0};
+    std::atomic<int64_t> reused{0};
     auto one = [&](int64_t i) {
         const int64_t r0 = batch.ref_offsets[i], a0 = batch.alt_offsets[i];
         const int m = static_cast<int>(batch.ref_offsets[i + 1] - r0);
@@ -276,7 +293,10 @@ int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* ciga
         const pyphmm_sw_params& p = batch.params[batch.per_pair ? i : 0];
         const int s = batch.strategies[batch.per_pair ? i : 0];
         try {
-            alignment_offsets[i] = sw_align_one(batch.ref + r0, m, batch.alt + a0, la, p, s, cigars + cigar_offsets[i]);
+            int64_t pair_reused = 0;
+            alignment_offsets[i] =
+                sw_align_one(batch.ref + r0, m, batch.alt + a0, la, p, s, cigars + cigar_offsets[i], &pair_reused);
+            if (pair_reused) reused += pair_reused;
         } catch (const std::bad_alloc&) {
             int expected = 0;
             failed.compare_exchange_strong(expected, PYPHMM_E_NOMEM);
@@ -300,6 +320,7 @@ int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* ciga
                 (batch.ref_offsets[i + 1] - batch.ref_offsets[i]) * (batch.alt_offsets[i + 1] - batch.alt_offsets[i]);
         stats->pairs = n;
         stats->cells = cells;
+        stats->reused_cells = reused.load();
         stats->backend_used = PYPHMM_BACKEND_CPU;
         stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }

@@ -12,7 +12,9 @@ int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* ciga
 
 // Aligns one validated pair with GATK's rules; writes the NUL-terminated
 // CIGAR (2 * (m + n) + 1 bytes suffice) and returns the alignment offset.
+// Adds to *reused_cells the cells taken from an earlier pair of this thread
+// (prefix reuse, sw_cpu_fill.h), when given.
 int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p, int strategy,
-                     char* cigar);
+                     char* cigar, int64_t* reused_cells = nullptr);
 
 }  // namespace pyphmm

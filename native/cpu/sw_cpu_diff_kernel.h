@@ -142,19 +142,25 @@ struct SweepBase {
     // The diagonals split where delta (d = n + 1 | n + 2), the column edge
     // (m | m + 1) and the last column (n | n + 1) change:
     // run<delta, cell (d, 0) exists, cell (d-n, n) exists>(d0, d1), where
-    // no cell (d, 0) means that cell (m, d-m) exists.
+    // no cell (d, 0) means that cell (m, d-m) exists. Diagonals before
+    // `start` are skipped (a resumed fill starts at its column's first cell).
+    template <bool kD1, bool kColEdge, bool kLastCol, typename S>
+    __attribute__((always_inline)) static inline void run_from(S& s, int start, int d0, int d1) {
+        d0 = std::max(d0, start);
+        if (d0 <= d1) s.template run<kD1, kColEdge, kLastCol>(d0, d1);
+    }
     template <typename S>
-    __attribute__((always_inline)) static inline void sweep(S& s, int m, int n) {
+    __attribute__((always_inline)) static inline void sweep(S& s, int m, int n, int start) {
         if (n < m) {
-            s.template run<false, true, false>(2, n);
-            s.template run<false, true, true>(n + 1, n + 1);
-            s.template run<true, true, true>(n + 2, m);
-            s.template run<true, false, true>(m + 1, m + n);
+            run_from<false, true, false>(s, start, 2, n);
+            run_from<false, true, true>(s, start, n + 1, n + 1);
+            run_from<true, true, true>(s, start, n + 2, m);
+            run_from<true, false, true>(s, start, m + 1, m + n);
         } else {
-            s.template run<false, true, false>(2, m);
-            s.template run<false, false, false>(m + 1, n);
-            s.template run<false, false, true>(n + 1, n + 1);
-            s.template run<true, false, true>(n + 2, m + n);
+            run_from<false, true, false>(s, start, 2, m);
+            run_from<false, false, false>(s, start, m + 1, n);
+            run_from<false, false, true>(s, start, n + 1, n + 1);
+            run_from<true, false, true>(s, start, n + 2, m + n);
         }
     }
 };
@@ -282,6 +288,13 @@ struct ShiftByLoad : std::false_type {};
 template <typename O>
 struct ShiftByLoad<O, std::enable_if_t<O::kShiftByLoad>> : std::true_type {};
 
+//
+// Prefix reuse (FillBase in sw_cpu_fill.h) is MemSweep's alone: a capturing
+// fill copies, after each diagonal, the cells of the checkpoint columns it
+// holds (dv and rt, the state cell (i, c + 1) reads); a resumed fill at
+// column L computes on diagonal d only the cells i <= d - L and then puts
+// checkpoint L-1's cell (d + 1 - L, L - 1) into the slot after them, the one
+// cell of a column below L that diagonal d + 1 reads.
 struct MemSweep : SweepBase {
     static constexpr int S = kStateStride / sizeof(T);
     static constexpr int DH = 0, DV = S, RT = 2 * S, DN = 3 * S;
@@ -289,6 +302,11 @@ struct MemSweep : SweepBase {
     static constexpr int kLead = kLoads ? 64 : 0;  // room for lane -1
     T* prev;
     T* cur;
+    const int from;         // resumed at this column, or 0
+    const size_t ck_words;  // lanes per checkpoint: cells 0..m, two each
+    const T* const ck_in;   // checkpoint from - 1 (resumed)
+    T* const ck_out;        // checkpoint 0 (capturing), or null
+    const int ck_last;      // the last checkpoint column a capture keeps
 
     // The arrays from the first 64-byte boundary (kStateStride a multiple
     // of 64): vectors of state do not straddle cache lines.
@@ -297,13 +315,54 @@ struct MemSweep : SweepBase {
         return reinterpret_cast<T*>((a + 63) & ~uintptr_t(63));
     }
     // Diagonal 1: cell (1, 0) in lane 0, cell (0, 1) in lane -1 (or row_dh).
+    // Resumed: diagonal `from`, of which the sweep reads cell (1, from - 1)
+    // (lane 0, from <= n) and row 0's edge; the last row left of column
+    // `from` is the base's.
     MemSweep(Workspace& ws, int m_, int n_, const pyphmm_sw_params& p, bool edge)
-        : SweepBase(ws, m_, n_, p, edge), prev(aligned(ws) + kLead), cur(aligned(ws) + 4 * S + kLead) {
-        prev[DV] = Ops::first(row_dh);
-        prev[RT] = Ops::first(row_dn);
+        : SweepBase(ws, m_, n_, p, edge),
+          prev(aligned(ws) + kLead),
+          cur(aligned(ws) + 4 * S + kLead),
+          from(ws.resume_from),
+          ck_words(2 * (static_cast<size_t>(m_) + 1)),
+          ck_in(from ? lanes<T>(ws.base.ck) + static_cast<size_t>(from / kResumeStep - 1) * ck_words : nullptr),
+          ck_out(ws.capture ? lanes<T>(ws.base.ck) : nullptr),
+          ck_last((n_ - 1) / kResumeStep * kResumeStep - 1) {
+        if (!from) {
+            prev[DV] = Ops::first(row_dh);
+            prev[RT] = Ops::first(row_dn);
+            if (kLoads) {
+                prev[DH - 1] = prev[DV];
+                prev[DN - 1] = prev[RT];
+            }
+            return;
+        }
+        row_dh = edge_v;
+        row_dn = edge_gap;
+        prev[DV] = ck_in[2];
+        prev[RT] = ck_in[3];
         if (kLoads) {
-            prev[DH - 1] = prev[DV];
-            prev[DN - 1] = prev[RT];
+            prev[DH - 1] = Ops::first(edge_v);
+            prev[DN - 1] = Ops::first(edge_gap);
+        }
+        const int32_t* row = ws.base.last_row.data();
+        for (int j = 1; j < from; ++j) best.row(last_row, j, row[j]);
+        row_sum = row[from - 1];
+    }
+
+    // The checkpoint columns c = t * kResumeStep - 1 (c <= ck_last) whose
+    // cell (d - c, c) diagonal d holds, lo <= d - c <= hi.
+    void capture(int d, int lo, int hi) const {
+        int c = std::max(kResumeStep - 1, d - hi);
+        c += (kResumeStep - 1 - c) & (kResumeStep - 1);  // up to the next checkpoint column
+        const int last = std::min(ck_last, d - lo);
+        if (c > last) return;
+        // From one checkpoint to the next: column + kResumeStep, cell i - kResumeStep.
+        const T* dv = cur + DV + (d - c - lo);
+        T* at = ck_out + static_cast<size_t>(c >> kResumeShift) * ck_words + 2 * (d - c);
+        const ptrdiff_t step = static_cast<ptrdiff_t>(ck_words) - 2 * kResumeStep;
+        for (int k = (last - c) >> kResumeShift; k >= 0; --k, dv -= kResumeStep, at += step) {
+            at[0] = dv[0];
+            at[1] = dv[RT - DV];
         }
     }
 
@@ -314,7 +373,7 @@ struct MemSweep : SweepBase {
         int lo = kD1 ? d0 - n : 1, hi = kColEdge ? d0 - 1 : m;
         for (int d = d0; d <= d1; ++d) {
             blk_start[d] = out - base;
-            const int cells = hi - lo + 1;
+            const int cells = (from ? std::min(hi, d - from) : hi) - lo + 1;
             const int edge = kD1 ? n : d - 1;  // lane of cell (d, 0) where kColEdge
             V carry_a = kD1 ? Ops::load(prev + DV) : row_dh;
             V carry_b = kD1 ? Ops::load(prev + RT) : row_dn;
@@ -367,8 +426,14 @@ struct MemSweep : SweepBase {
                 Ops::store(cur + DV + at, Ops::blend(above, Ops::load(cur + DV + at), edge_v));
                 Ops::store(cur + RT + at, Ops::blend(above, Ops::load(cur + RT + at), edge_gap));
             }
+            if (from && d + 1 - from <= m) {  // cell (d + 1 - from, from - 1), right after the cells computed
+                const int i = d + 1 - from;
+                cur[DV + i - lo] = ck_in[2 * i];
+                cur[RT + i - lo] = ck_in[2 * i + 1];
+            }
+            if (ck_out) capture(d, lo, hi);
             if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(col) + ext);
-            if (!kColEdge) best.row(last_row, d - m, row_sum += cur[DH + m - lo] + ext);
+            if (!kColEdge && (!from || d - m >= from)) best.row(last_row, d - m, row_sum += cur[DH + m - lo] + ext);
             T* t = prev;
             prev = cur;
             cur = t;
@@ -404,9 +469,9 @@ struct RegVectors<O, std::void_t<decltype(O::kRegVectors)>> : std::integral_cons
 // may alias them).
 template <typename S>
 __attribute__((always_inline)) static inline void fill_with(Workspace& ws, int m, int n, const pyphmm_sw_params& p,
-                                                            bool edge_gaps) {
+                                                            bool edge_gaps, int start = 2) {
     S s(ws, m, n, p, edge_gaps);
-    SweepBase::sweep(s, m, n);
+    SweepBase::sweep(s, m, n, start);
     ws.best = s.best;
 }
 
@@ -428,4 +493,10 @@ static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p, bo
             break;
     }
     fill_with<MemSweep>(ws, m, n, p, edge_gaps);
+}
+
+// The same fill in slot arrays, capturing checkpoints (ws.capture) or
+// resumed at column ws.resume_from (prefix reuse, sw_cpu_fill.h).
+static void reuse_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p, bool edge_gaps) {
+    fill_with<MemSweep>(ws, m, n, p, edge_gaps, ws.resume_from ? ws.resume_from + 1 : 2);
 }

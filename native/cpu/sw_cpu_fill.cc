@@ -285,14 +285,15 @@ namespace {
 
 using FillFn = void (*)(Workspace&, int, int, const pyphmm_sw_params&, bool);
 
-// One instance of the difference fill: its entry point and block layout.
+// One instance of the difference fill: its entry points (reuse: the
+// prefix-reuse form, sw_cpu_fill.h) and block layout.
 struct Kernel {
-    FillFn fn;
+    FillFn fn, reuse;
     int lane_shift;
     BtLayout layout;
 };
 #define SW_KERNEL(ns) \
-    Kernel { ns::diff_fill, ns::Ops::kShift, ns::Ops::kLayout }
+    Kernel { ns::diff_fill, ns::reuse_fill, ns::Ops::kShift, ns::Ops::kLayout }
 
 // An instruction set's difference fills: int8 lanes (null where it has
 // none) and int16 lanes.
@@ -306,7 +307,7 @@ struct Fill {
 // aid: sse or portable, avx2, avx512, avx512vbmi on x86-64; neon or portable on AArch64;
 // a fill the CPU cannot run is refused with a note).
 const Fill& pick_fill() {
-    static const Fill portable{"portable", {nullptr, 0, kPlanar}, SW_KERNEL(base::w16), true};
+    static const Fill portable{"portable", {nullptr, nullptr, 0, kPlanar}, SW_KERNEL(base::w16), true};
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     static const Fill fills[] = {
@@ -321,7 +322,7 @@ const Fill& pick_fill() {
          __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")},
 #endif
         {"avx2", SW_KERNEL(avx2::w8), SW_KERNEL(avx2::w16), __builtin_cpu_supports("avx2") != 0},
-        {"sse", {nullptr, 0, kPlanar}, SW_KERNEL(base::w16), true},
+        {"sse", {nullptr, nullptr, 0, kPlanar}, SW_KERNEL(base::w16), true},
     };
 #elif defined(__aarch64__)
     static const Fill fills[] = {{"neon", SW_KERNEL(neon::w8), SW_KERNEL(neon::w16), cpu_has_neon()}};
@@ -345,10 +346,52 @@ const Fill& pick_fill() {
     return *best;
 }
 
+// Whether a pair takes part in prefix reuse: both sequences long (a
+// haplotype against its reference window) and of about the same length,
+// which leaves out a read against its haplotype, where alts share no prefix.
+bool reuse_shape(int m, int n) {
+    return m >= kResumeMinLength && n >= kResumeMinLength && m <= kResumeMaxLength && n <= kResumeMaxLength &&
+           4 * static_cast<int64_t>(n) >= 3 * static_cast<int64_t>(m);
+}
+
+// The column a fill of (ref, alt) may resume at from ws.base: the alts'
+// common prefix rounded down to a checkpoint, below n; 0 for none.
+int resume_column(const Workspace& ws, const void* kernel, const uint8_t* ref, int m, const uint8_t* alt, int n,
+                  const pyphmm_sw_params& p, bool edge_gaps) {
+    const FillBase& b = ws.base;
+    if (!b.valid || b.kernel != kernel || b.m != m || b.edge_gaps != edge_gaps || b.params.match != p.match ||
+        b.params.mismatch != p.mismatch || b.params.gap_open != p.gap_open || b.params.gap_extend != p.gap_extend ||
+        std::memcmp(b.ref.data(), ref, static_cast<size_t>(m)) != 0)
+        return 0;
+    const int most = std::min(n - 1, b.n - 1);
+    int common = 0;
+    while (common < most && alt[common] == b.alt[common]) ++common;
+    return common / kResumeStep * kResumeStep;
+}
+
 }  // namespace
+
+void keep_base(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
+               bool edge_gaps) {
+    if (!ws.capture) return;
+    FillBase& b = ws.base;
+    b.ref.assign(ref, ref + m);
+    b.alt.assign(alt, alt + n);
+    b.params = p;
+    b.edge_gaps = edge_gaps;
+    b.m = m;
+    b.n = n;
+    b.bt.swap(ws.bt);
+    b.blk_start.swap(ws.blk_start);
+    b.last_row.swap(ws.last_row);
+    b.valid = true;
+    ws.capture = false;
+}
 
 void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
           bool edge_gaps) {
+    ws.resume_from = 0;
+    ws.capture = false;
     static const Fill& chosen = pick_fill();
     int bytes = diff_lane_bytes(p, m, n);
     if (bytes == 1 && !chosen.k8.fn) bytes = 2;
@@ -362,7 +405,17 @@ void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, c
     prepare(ws, ref, m, alt, n, p, edge_gaps, k.lane_shift, bytes);
     ws.layout = k.layout;
     size_diff_state(ws);
-    k.fn(ws, m, n, p, edge_gaps);
+    if (!reuse_shape(m, n) || !config::on(config::Knob::kSwReuse)) return k.fn(ws, m, n, p, edge_gaps);
+    const void* kernel = &k;
+    ws.resume_from = resume_column(ws, kernel, ref, m, alt, n, p, edge_gaps);
+    if (!ws.resume_from) {  // a full fill that becomes the base
+        ws.base.valid = false;
+        ws.base.kernel = kernel;
+        const size_t words = static_cast<size_t>((n - 1) / kResumeStep) * 2 * (static_cast<size_t>(m) + 1);
+        if (ws.base.ck.size() < words) ws.base.ck.resize(words);
+        ws.capture = true;
+    }
+    k.reuse(ws, m, n, p, edge_gaps);
 }
 
 }  // namespace sw_cpu

@@ -63,6 +63,37 @@ struct ColRowMax {
     }
 };
 
+// Prefix reuse. HaplotypeCaller aligns every haplotype of a region, one
+// call each, against the same padded reference window, and haplotypes share
+// their bases up to their first differing event. Cells of columns j < L
+// depend only on ref, alt[0..L), the parameters and the edge rule, so a call
+// whose alt shares its first L bases with an earlier call's (same ref,
+// parameters, edge rule and kernel) computes only columns L..n: the sweep
+// starts at column L from the state of column L-1 that the earlier fill
+// kept, and the traceback reads the earlier fill's bits for columns < L. A
+// full fill of a pair of this shape keeps that state at every
+// kResumeStep-th column (checkpoints) and becomes the base; resumed calls
+// leave the base as it is. Results are bit for bit those of a full fill.
+constexpr int kResumeShift = 6;
+constexpr int kResumeStep = 1 << kResumeShift;  // columns between checkpoints
+constexpr int kResumeMinLength = 192;           // shorter sequences are not worth the checkpoints
+constexpr int kResumeMaxLength = 2048;          // bounds the checkpoints' memory (2 MB of int16 at 2048 x 2048)
+struct FillBase {
+    bool valid = false;
+    const void* kernel = nullptr;  // the fill that wrote it: same lane type and layout
+    pyphmm_sw_params params{};
+    bool edge_gaps = false;
+    int m = 0, n = 0;
+    std::vector<uint8_t> ref, alt;
+    std::vector<uint8_t> bt;
+    std::vector<int64_t> blk_start;
+    std::vector<int32_t> last_row;
+    // Checkpoint t (column c = (t + 1) * kResumeStep - 1): cells i = 0..m,
+    // two lanes each (the dv and rt the kernel leaves for cell (i, c + 1)),
+    // in the kernel's lane type.
+    std::vector<int16_t> ck;
+};
+
 // Per-thread scratch, grown on demand and reused across calls.
 //
 // Backtrack layout: diagonal d (= i + j) holds its cells i = lo(d)..hi(d) in
@@ -90,6 +121,12 @@ struct Workspace {
     ColRowMax best;                           // of last_col and last_row
     std::vector<int32_t> row0, col0;          // edge scores of the absolute fill
     std::vector<Op> ops;
+    // This call: resume_from > 0 resumes at that column from base (columns
+    // below it are base's); capture: a full fill that writes base.ck and
+    // becomes the base after its traceback (keep_base).
+    int resume_from = 0;
+    bool capture = false;
+    FillBase base;
 
     void trim() {
         if (bt.capacity() > kKeepBytes) std::vector<uint8_t>().swap(bt);
@@ -102,6 +139,11 @@ struct Workspace {
 // the widest vector code this CPU runs (or PYPHMM_DEV's sw_isa).
 void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
           bool edge_gaps);
+
+// After the traceback of a capturing fill: its bits, last row and sequences
+// become ws.base (buffers swapped, not copied).
+void keep_base(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
+               bool edge_gaps);
 
 }  // namespace sw_cpu
 }  // namespace pyphmm

@@ -35,8 +35,8 @@ extern "C" {
 /* CDEF-BEGIN */
 
 /* 3: options.device honoured + flags, stats GPU timing, info GPU sharing, config; 4: info.cuda_nap_percent;
- * 5: pyphmm_config_check, settings that do not parse are errors; pyphmm_pdhmm */
-#define PYPHMM_ABI_VERSION 5
+ * 5: pyphmm_config_check, settings that do not parse are errors; pyphmm_pdhmm; 6: stats.reused_cells */
+#define PYPHMM_ABI_VERSION 6
 
 /* ---- status codes ------------------------------------------------------ */
 #define PYPHMM_OK            0
@@ -113,6 +113,8 @@ typedef struct pyphmm_stats {
     double kernel_seconds;   /* PYPHMM_FLAG_TIMING: time at least one kernel was running (0 with
                                 PYPHMM_DEV=cuda_timing_events=0) */
     double phase_seconds[5]; /* PYPHMM_FLAG_TIMING: host time in setup, pack, enqueue, wait, copy-out */
+    int64_t reused_cells;    /* SW on the CPU: cells of `cells` taken from an earlier pair of the same
+                                thread (same ref, parameters and edge rule, alt sharing a prefix) */
 } pyphmm_stats;
 
 /* ---- PairHMM -----------------------------------------------------------

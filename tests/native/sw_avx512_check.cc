@@ -3,7 +3,8 @@
 // -include sw_avx512_emulation.h (portable definitions of the intrinsics it
 // uses), run with PYPHMM_DEV=sw_isa=avx512. Reads "REF ALT MATCH MISMATCH OPEN
 // EXTEND STRATEGY" lines (sequences hex) on standard input and writes
-// "CIGAR OFFSET" per line, aligned one pair per call as GATK calls.
+// "CIGAR OFFSET" per line, aligned one pair per call as GATK calls, then
+// "reused_cells N" on standard error (prefix reuse, sw_cpu_fill.h).
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -25,6 +26,7 @@ std::vector<uint8_t> unhex(const std::string& s) {
 
 int main() {
     std::string line;
+    int64_t reused = 0;
     while (std::getline(std::cin, line)) {
         std::istringstream in(line);
         std::string ref_hex, alt_hex;
@@ -34,8 +36,9 @@ int main() {
         const std::vector<uint8_t> ref = unhex(ref_hex), alt = unhex(alt_hex);
         std::vector<char> cigar(2 * (ref.size() + alt.size()) + 1);
         const int32_t offset = pyphmm::sw_align_one(ref.data(), static_cast<int>(ref.size()), alt.data(),
-                                                    static_cast<int>(alt.size()), p, strategy, cigar.data());
+                                                    static_cast<int>(alt.size()), p, strategy, cigar.data(), &reused);
         std::printf("%s %d\n", cigar.data(), offset);
     }
+    std::fprintf(stderr, "reused_cells %lld\n", static_cast<long long>(reused));
     return 0;
 }
