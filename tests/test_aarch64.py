@@ -48,7 +48,7 @@ from devtools.oracle.gkl_pdhmm import as_tuples
 from devtools.oracle.gkl_sw import GklSmithWaterman
 from devtools.pd_testdata import gkl_cases, raw_pdhmm, read_edge_file, stored_regions
 from devtools.regions import generate, make_region
-from devtools.sw_pairs import hap_vs_ref, haplotype_caller_mix, make_pairs, read_vs_hap
+from devtools.sw_pairs import hap_vs_ref, haplotype_caller_mix, haplotype_caller_regions, make_pairs, read_vs_hap
 from devtools.testdata import pairhmm_cases
 from pyphmm import sw
 
@@ -375,9 +375,17 @@ def sw_settings(n_short, n_hap, n_read, n_mix=0):
     return rows
 
 
+def region_rows(n):
+    """Haplotypes against their region's window, in HaplotypeCaller's order:
+    pairs that resume from an earlier one's columns (prefix reuse)."""
+    return [(r, a, p, s, STRATEGIES[s]) for r, a, p, s, k in haplotype_caller_regions(n, 20) if k == "hap_vs_ref"]
+
+
 @pytest.mark.jvm
 def test_smith_waterman_identical_to_x86_and_gkl(arm, tmp_path, gkl_jvm):
     rows = sw_settings(240, 6, 24, 12)
+    regions = region_rows(300)
+    rows += regions
     inp, out = tmp_path / "sw.txt", tmp_path / "sw-out.txt"
     with open(inp, "w") as f:
         f.write(f"{len(rows)}\n")
@@ -397,9 +405,10 @@ def test_smith_waterman_identical_to_x86_and_gkl(arm, tmp_path, gkl_jvm):
         if name != "IGNORE":  # GKL's IGNORE deviates from GATK (see test_sw.py)
             assert "{} {}".format(*gkl.align(r, a, p, name)) == want, (r, a, p, name)
             compared += 1
-    assert compared == len(rows) * 3 // 4
+    assert compared == (len(rows) - len(regions)) * 3 // 4 + len(regions)
     for kernel in KERNELS:
-        arm.run(kernel, "sw", inp, out, 2)
+        reused = arm.run(kernel, "sw", inp, out, 2)
+        assert int(reused.split("reused_cells")[1]) > 0, (kernel, reused)
         lines = out.read_text().splitlines()
         assert len(lines) == len(rows)
         for line, want, row in zip(lines, x86, rows):

@@ -37,19 +37,16 @@ using sw_cpu::Workspace;
 // plane at a time: every traceback step needs kGap, only gap steps the
 // others. The layout's constants are copied once per traceback. A resumed
 // fill's columns below ws.resume_from are the base's (same lane width and
-// layout), addressed by the base's diagonals.
+// layout): the base's segments name the store, laid out for its fill's n.
 class BtReader {
   public:
-    BtReader(const Workspace& ws, int n)
-        : bt_(ws.bt.data()),
-          blk_start_(ws.blk_start.data()),
-          base_bt_(ws.base.bt.data()),
-          base_blk_start_(ws.base.blk_start.data()),
-          n_(n),
-          base_n_(ws.base.n),
-          from_(ws.resume_from),
-          shift_(ws.lane_shift),
-          layout_(ws.layout) {
+    BtReader(const Workspace& ws, int n) : from_(ws.resume_from), shift_(ws.lane_shift), layout_(ws.layout) {
+        for (const sw_cpu::BtSegment& s : ws.bases[ws.from_base].segments) {
+            if (s.from >= from_) break;
+            const sw_cpu::BtStore& st = ws.stores[s.store];
+            src_[count_++] = {st.bt.data(), st.blk_start.data(), st.n, s.from};
+        }
+        cur_ = {ws.bt.data(), ws.blk_start.data(), n, from_};
         const int w = 1 << shift_;
         for (int q = 0; q < 4; ++q)
             plane_pos_[q] = layout_ == sw_cpu::kPlanar   ? q * w
@@ -59,12 +56,11 @@ class BtReader {
 
     // Plane q's bit (BtPlane q = 0..3) of cell (i, j), 1 <= i <= m, 1 <= j <= n.
     bool bit(int q, int i, int j) const {
+        const Source& s = j >= from_ ? cur_ : below(j);
         const int d = i + j;
-        const bool base = j < from_;
-        const int k = i - std::max(1, d - (base ? base_n_ : n_));
+        const int k = i - std::max(1, d - s.n);
         const int lane = k & ((1 << shift_) - 1);
-        const uint8_t* blk = (base ? base_bt_ + base_blk_start_[d] : bt_ + blk_start_[d]) +
-                             (static_cast<int64_t>(k >> shift_) << (shift_ - 1));
+        const uint8_t* blk = s.bt + s.blk_start[d] + (static_cast<int64_t>(k >> shift_) << (shift_ - 1));
         int pos = plane_pos_[q];
         if (layout_ == sw_cpu::kPlanar) {
             pos += lane;
@@ -93,11 +89,20 @@ class BtReader {
     }
 
   private:
-    const uint8_t* bt_;
-    const int64_t* blk_start_;
-    const uint8_t* base_bt_;
-    const int64_t* base_blk_start_;
-    int n_, base_n_, from_, shift_;
+    // Where the bits of columns from `from` on (up to the next source's) are.
+    struct Source {
+        const uint8_t* bt;
+        const int64_t* blk_start;
+        int n, from;
+    };
+    const Source& below(int j) const {
+        int k = count_ - 1;
+        while (k > 0 && j < src_[k].from) --k;
+        return src_[k];
+    }
+
+    Source cur_, src_[sw_cpu::kMaxSegments];
+    int count_ = 0, from_, shift_;
     sw_cpu::BtLayout layout_;
     int plane_pos_[4];
 };

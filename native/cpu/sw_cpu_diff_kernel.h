@@ -291,10 +291,12 @@ struct ShiftByLoad<O, std::enable_if_t<O::kShiftByLoad>> : std::true_type {};
 //
 // Prefix reuse (FillBase in sw_cpu_fill.h) is MemSweep's alone: a capturing
 // fill copies, after each diagonal, the cells of the checkpoint columns it
-// holds (dv and rt, the state cell (i, c + 1) reads); a resumed fill at
+// computed (dv and rt, the state cell (i, c + 1) reads); a resumed fill at
 // column L computes on diagonal d only the cells i <= d - L and then puts
 // checkpoint L-1's cell (d + 1 - L, L - 1) into the slot after them, the one
-// cell of a column below L that diagonal d + 1 reads.
+// cell of a column below L that diagonal d + 1 reads. It may write the
+// checkpoints of the base it reads: those it writes lie at columns
+// L + kResumeStep - 1 and beyond, past the one it reads.
 struct MemSweep : SweepBase {
     static constexpr int S = kStateStride / sizeof(T);
     static constexpr int DH = 0, DV = S, RT = 2 * S, DN = 3 * S;
@@ -324,8 +326,9 @@ struct MemSweep : SweepBase {
           cur(aligned(ws) + 4 * S + kLead),
           from(ws.resume_from),
           ck_words(2 * (static_cast<size_t>(m_) + 1)),
-          ck_in(from ? lanes<T>(ws.base.ck) + static_cast<size_t>(from / kResumeStep - 1) * ck_words : nullptr),
-          ck_out(ws.capture ? lanes<T>(ws.base.ck) : nullptr),
+          ck_in(from ? lanes<T>(ws.bases[ws.from_base].ck) + static_cast<size_t>(from / kResumeStep - 1) * ck_words
+                     : nullptr),
+          ck_out(ws.capture ? lanes<T>(ws.bases[ws.to_base].ck) : nullptr),
           ck_last((n_ - 1) / kResumeStep * kResumeStep - 1) {
         if (!from) {
             prev[DV] = Ops::first(row_dh);
@@ -344,7 +347,7 @@ struct MemSweep : SweepBase {
             prev[DH - 1] = Ops::first(edge_v);
             prev[DN - 1] = Ops::first(edge_gap);
         }
-        const int32_t* row = ws.base.last_row.data();
+        const int32_t* row = ws.bases[ws.from_base].last_row.data();
         for (int j = 1; j < from; ++j) best.row(last_row, j, row[j]);
         row_sum = row[from - 1];
     }
@@ -373,7 +376,8 @@ struct MemSweep : SweepBase {
         int lo = kD1 ? d0 - n : 1, hi = kColEdge ? d0 - 1 : m;
         for (int d = d0; d <= d1; ++d) {
             blk_start[d] = out - base;
-            const int cells = (from ? std::min(hi, d - from) : hi) - lo + 1;
+            const int top = from ? std::min(hi, d - from) : hi;  // the last cell computed
+            const int cells = top - lo + 1;
             const int edge = kD1 ? n : d - 1;  // lane of cell (d, 0) where kColEdge
             V carry_a = kD1 ? Ops::load(prev + DV) : row_dh;
             V carry_b = kD1 ? Ops::load(prev + RT) : row_dn;
@@ -431,7 +435,7 @@ struct MemSweep : SweepBase {
                 cur[DV + i - lo] = ck_in[2 * i];
                 cur[RT + i - lo] = ck_in[2 * i + 1];
             }
-            if (ck_out) capture(d, lo, hi);
+            if (ck_out) capture(d, lo, top);
             if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(col) + ext);
             if (!kColEdge && (!from || d - m >= from)) best.row(last_row, d - m, row_sum += cur[DH + m - lo] + ext);
             T* t = prev;

@@ -354,12 +354,12 @@ bool reuse_shape(int m, int n) {
            4 * static_cast<int64_t>(n) >= 3 * static_cast<int64_t>(m);
 }
 
-// The column a fill of (ref, alt) may resume at from ws.base: the alts'
+// The column a fill of (ref, alt) may resume at from base b: the alts'
 // common prefix rounded down to a checkpoint, below n; 0 for none.
-int resume_column(const Workspace& ws, const void* kernel, const uint8_t* ref, int m, const uint8_t* alt, int n,
+int resume_column(const FillBase& b, const void* kernel, const uint8_t* ref, int m, const uint8_t* alt, int n,
                   const pyphmm_sw_params& p, bool edge_gaps) {
-    const FillBase& b = ws.base;
-    if (!b.valid || b.kernel != kernel || b.m != m || b.edge_gaps != edge_gaps || b.params.match != p.match ||
+    if (!b.valid || b.kernel != kernel || b.m != m || b.edge_gaps != edge_gaps ||
+        b.segments.size() >= static_cast<size_t>(kMaxSegments) || b.params.match != p.match ||
         b.params.mismatch != p.mismatch || b.params.gap_open != p.gap_open || b.params.gap_extend != p.gap_extend ||
         std::memcmp(b.ref.data(), ref, static_cast<size_t>(m)) != 0)
         return 0;
@@ -374,18 +374,45 @@ int resume_column(const Workspace& ws, const void* kernel, const uint8_t* ref, i
 void keep_base(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
                bool edge_gaps) {
     if (!ws.capture) return;
-    FillBase& b = ws.base;
+    ws.capture = false;
+    FillBase& b = ws.bases[ws.to_base];
+    const int from = ws.resume_from;
+    // Columns below `from` stay where the base resumed from had them (which
+    // may be b itself: its list is read before it is replaced).
+    std::vector<BtSegment>& keep = ws.scratch;
+    keep.clear();
+    if (from)
+        for (BtSegment s : ws.bases[ws.from_base].segments)
+            if (s.from < from) {
+                s.to = std::min(s.to, from);
+                keep.push_back(s);
+            }
+    b.segments.swap(keep);
+    // This fill's bits go to a store no base reads.
+    auto read = [&](size_t k) {
+        for (const FillBase& o : ws.bases)
+            if (&o == &b || o.valid)
+                for (const BtSegment& s : o.segments)
+                    if (s.store == static_cast<int>(k)) return true;
+        return false;
+    };
+    size_t slot = 0;
+    while (slot < ws.stores.size() && read(slot)) ++slot;
+    if (slot == ws.stores.size()) ws.stores.emplace_back();
+    BtStore& st = ws.stores[slot];
+    st.bt.swap(ws.bt);
+    st.blk_start.swap(ws.blk_start);
+    st.n = n;
+    b.segments.push_back({from, n + 1, static_cast<int>(slot)});
+    b.stamp = ++ws.stamp;
     b.ref.assign(ref, ref + m);
     b.alt.assign(alt, alt + n);
     b.params = p;
     b.edge_gaps = edge_gaps;
     b.m = m;
     b.n = n;
-    b.bt.swap(ws.bt);
-    b.blk_start.swap(ws.blk_start);
     b.last_row.swap(ws.last_row);
     b.valid = true;
-    ws.capture = false;
 }
 
 void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
@@ -407,14 +434,33 @@ void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, c
     size_diff_state(ws);
     if (!reuse_shape(m, n) || !config::on(config::Knob::kSwReuse)) return k.fn(ws, m, n, p, edge_gaps);
     const void* kernel = &k;
-    ws.resume_from = resume_column(ws, kernel, ref, m, alt, n, p, edge_gaps);
-    if (!ws.resume_from) {  // a full fill that becomes the base
-        ws.base.valid = false;
-        ws.base.kernel = kernel;
-        const size_t words = static_cast<size_t>((n - 1) / kResumeStep) * 2 * (static_cast<size_t>(m) + 1);
-        if (ws.base.ck.size() < words) ws.base.ck.resize(words);
-        ws.capture = true;
+    // Resume from the base sharing the longest prefix; become the base that
+    // is free or oldest, invalid until keep_base (if it is the one resumed
+    // from, its bits, checkpoints below the column and last row serve this
+    // fill first).
+    ws.resume_from = 0;
+    int to = 0;
+    for (int b = 0; b < kBases; ++b) {
+        const int from = resume_column(ws.bases[b], kernel, ref, m, alt, n, p, edge_gaps);
+        if (from > ws.resume_from) {
+            ws.resume_from = from;
+            ws.from_base = b;
+        }
+        const FillBase& t = ws.bases[to];
+        if (t.valid && (!ws.bases[b].valid || ws.bases[b].stamp < t.stamp)) to = b;
     }
+    ws.to_base = to;
+    FillBase& t = ws.bases[to];
+    t.valid = false;
+    t.kernel = kernel;
+    const size_t words = 2 * (static_cast<size_t>(m) + 1);  // lanes a checkpoint
+    const size_t all = static_cast<size_t>((n - 1) / kResumeStep) * words;
+    if (t.ck.size() < all) t.ck.resize(all);
+    if (ws.resume_from && to != ws.from_base) {  // the checkpoints below the column, which the fill does not write
+        const size_t below = static_cast<size_t>(ws.resume_from / kResumeStep) * words;
+        std::memcpy(t.ck.data(), ws.bases[ws.from_base].ck.data(), below * sizeof(int16_t));
+    }
+    ws.capture = true;
     k.reuse(ws, m, n, p, edge_gaps);
 }
 

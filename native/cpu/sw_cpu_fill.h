@@ -70,28 +70,48 @@ struct ColRowMax {
 // whose alt shares its first L bases with an earlier call's (same ref,
 // parameters, edge rule and kernel) computes only columns L..n: the sweep
 // starts at column L from the state of column L-1 that the earlier fill
-// kept, and the traceback reads the earlier fill's bits for columns < L. A
-// full fill of a pair of this shape keeps that state at every
-// kResumeStep-th column (checkpoints) and becomes the base; resumed calls
-// leave the base as it is. Results are bit for bit those of a full fill.
+// kept, and the traceback reads the earlier fill's bits for columns < L.
+// Every fill of a pair of this shape keeps that state at every
+// kResumeStep-th column it computes (checkpoints) and becomes a base, a
+// resumed one too, in place of the oldest of the thread's kBases; a call
+// resumes from the base its alt shares the longest prefix with (the
+// haplotypes of a region differ from one another at different events). A
+// resumed fill's columns below L are its base's, so a base's bits are a list
+// of segments, each a range of columns in the store of the fill that
+// computed them. Results are bit for bit those of a full fill.
 constexpr int kResumeShift = 6;
 constexpr int kResumeStep = 1 << kResumeShift;  // columns between checkpoints
 constexpr int kResumeMinLength = 192;           // shorter sequences are not worth the checkpoints
 constexpr int kResumeMaxLength = 2048;          // bounds the checkpoints' memory (2 MB of int16 at 2048 x 2048)
+constexpr int kMaxSegments = 8;                 // a base of this many takes no more (bounds the stores)
+constexpr int kBases = 4;                       // earlier fills a call may resume from
+
+// The backtrack bits of one fill that a base reads: the blocks of the cells
+// it computed, by diagonal, laid out for its alt length n.
+struct BtStore {
+    std::vector<uint8_t> bt;
+    std::vector<int64_t> blk_start;
+    int n = 0;
+};
+// Columns [from, to) of the base's matrix: their bits are in stores[store].
+struct BtSegment {
+    int from, to, store;
+};
+
 struct FillBase {
     bool valid = false;
+    uint64_t stamp = 0;            // when it became a base
     const void* kernel = nullptr;  // the fill that wrote it: same lane type and layout
     pyphmm_sw_params params{};
     bool edge_gaps = false;
     int m = 0, n = 0;
     std::vector<uint8_t> ref, alt;
-    std::vector<uint8_t> bt;
-    std::vector<int64_t> blk_start;
     std::vector<int32_t> last_row;
     // Checkpoint t (column c = (t + 1) * kResumeStep - 1): cells i = 0..m,
     // two lanes each (the dv and rt the kernel leaves for cell (i, c + 1)),
     // in the kernel's lane type.
     std::vector<int16_t> ck;
+    std::vector<BtSegment> segments;  // ascending, covering columns 0..n; stores in Workspace::stores
 };
 
 // Per-thread scratch, grown on demand and reused across calls.
@@ -121,12 +141,15 @@ struct Workspace {
     ColRowMax best;                           // of last_col and last_row
     std::vector<int32_t> row0, col0;          // edge scores of the absolute fill
     std::vector<Op> ops;
-    // This call: resume_from > 0 resumes at that column from base (columns
-    // below it are base's); capture: a full fill that writes base.ck and
-    // becomes the base after its traceback (keep_base).
-    int resume_from = 0;
+    // This call: resume_from > 0 resumes at that column from bases[from_base]
+    // (columns below it are that base's); capture: the fill writes
+    // bases[to_base].ck and becomes that base after its traceback (keep_base).
+    int resume_from = 0, from_base = 0, to_base = 0;
     bool capture = false;
-    FillBase base;
+    FillBase bases[kBases];
+    std::vector<BtStore> stores;     // the bases' segments' stores, and spare ones
+    std::vector<BtSegment> scratch;  // keep_base's next list
+    uint64_t stamp = 0;
 
     void trim() {
         if (bt.capacity() > kKeepBytes) std::vector<uint8_t>().swap(bt);
@@ -140,8 +163,9 @@ struct Workspace {
 void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
           bool edge_gaps);
 
-// After the traceback of a capturing fill: its bits, last row and sequences
-// become ws.base (buffers swapped, not copied).
+// After the traceback of a capturing fill: it becomes ws.bases[to_base], its bits a
+// store of their own (buffers swapped, not copied) and its last row and
+// sequences the base's.
 void keep_base(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
                bool edge_gaps);
 

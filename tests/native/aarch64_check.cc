@@ -279,6 +279,13 @@ int cmd_sw(const char* in_path, const char* out_path, int threads) {
             fail("pyphmm_sw_align_one", err);
         std::fprintf(f, "%s %d %s %d\n", cigars.data() + cigar_off[k], offsets[k], one.data(), off1);
     }
+    // Once more on one thread, in order, for the count of cells resumed from
+    // an earlier pair (prefix reuse), on standard output.
+    opt.threads = 1;
+    pyphmm_stats st{};
+    if (pyphmm_sw_align(&batch, cigars.data(), cigar_off.data(), offsets.data(), &opt, &st, &err) != PYPHMM_OK)
+        fail("pyphmm_sw_align", err);
+    std::printf("reused_cells %lld\n", static_cast<long long>(st.reused_cells));
     return std::fclose(f) == 0 ? 0 : 2;
 }
 
