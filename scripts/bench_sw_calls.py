@@ -263,6 +263,7 @@ def main(argv=None) -> int:
         *zip(*[(r, a) for r, a, *_ in pairs]),
         params=[p[2] for p in pairs],
         overhang=[p[3] for p in pairs],
+        backend="cpu",
         threads=1,
         stats=st,
     )

@@ -291,7 +291,8 @@ struct ShiftByLoad<O, std::enable_if_t<O::kShiftByLoad>> : std::true_type {};
 //
 // Prefix reuse (FillBase in sw_cpu_fill.h) is MemSweep's alone: a capturing
 // fill copies, after each diagonal, the cells of the checkpoint columns it
-// computed (dv and rt, the state cell (i, c + 1) reads); a resumed fill at
+// computed (dv and rt, the state cell (i, c + 1) reads; one diagonal later,
+// from prev, when its stores have long left the store buffer); a resumed fill at
 // column L computes on diagonal d only the cells i <= d - L and then puts
 // checkpoint L-1's cell (d + 1 - L, L - 1) into the slot after them, the one
 // cell of a column below L that diagonal d + 1 reads. It may write the
@@ -304,11 +305,12 @@ struct MemSweep : SweepBase {
     static constexpr int kLead = kLoads ? 64 : 0;  // room for lane -1
     T* prev;
     T* cur;
-    const int from;         // resumed at this column, or 0
-    const size_t ck_words;  // lanes per checkpoint: cells 0..m, two each
-    const T* const ck_in;   // checkpoint from - 1 (resumed)
-    T* const ck_out;        // checkpoint 0 (capturing), or null
-    const int ck_last;      // the last checkpoint column a capture keeps
+    const int from;                             // resumed at this column, or 0
+    const size_t ck_words;                      // lanes per checkpoint: cells 0..m, two each
+    const T* const ck_in;                       // checkpoint from - 1 (resumed)
+    T* const ck_out;                            // checkpoint 0 (capturing), or null
+    const int ck_last;                          // the last checkpoint column a capture keeps
+    int held_d = 0, held_lo = 0, held_top = 0;  // the diagonal in prev, for capture (0: none)
 
     // The arrays from the first 64-byte boundary (kStateStride a multiple
     // of 64): vectors of state do not straddle cache lines.
@@ -353,14 +355,14 @@ struct MemSweep : SweepBase {
     }
 
     // The checkpoint columns c = t * kResumeStep - 1 (c <= ck_last) whose
-    // cell (d - c, c) diagonal d holds, lo <= d - c <= hi.
-    void capture(int d, int lo, int hi) const {
+    // cell (d - c, c) diagonal d, in `state`, holds: lo <= d - c <= hi.
+    __attribute__((always_inline)) inline void capture(const T* state, int d, int lo, int hi) const {
         int c = std::max(kResumeStep - 1, d - hi);
         c += (kResumeStep - 1 - c) & (kResumeStep - 1);  // up to the next checkpoint column
         const int last = std::min(ck_last, d - lo);
         if (c > last) return;
         // From one checkpoint to the next: column + kResumeStep, cell i - kResumeStep.
-        const T* dv = cur + DV + (d - c - lo);
+        const T* dv = state + DV + (d - c - lo);
         T* at = ck_out + static_cast<size_t>(c >> kResumeShift) * ck_words + 2 * (d - c);
         const ptrdiff_t step = static_cast<ptrdiff_t>(ck_words) - 2 * kResumeStep;
         for (int k = (last - c) >> kResumeShift; k >= 0; --k, dv -= kResumeStep, at += step) {
@@ -435,7 +437,7 @@ struct MemSweep : SweepBase {
                 cur[DV + i - lo] = ck_in[2 * i];
                 cur[RT + i - lo] = ck_in[2 * i + 1];
             }
-            if (ck_out) capture(d, lo, top);
+            if (ck_out) capture(cur, d, lo, top);
             if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(col) + ext);
             if (!kColEdge && (!from || d - m >= from)) best.row(last_row, d - m, row_sum += cur[DH + m - lo] + ext);
             T* t = prev;

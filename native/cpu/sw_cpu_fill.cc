@@ -137,7 +137,13 @@ void prepare(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n
     ws.lane_shift = lane_shift;
     const int w = 1 << lane_shift;
     const size_t bytes = (static_cast<size_t>(m) * n + static_cast<size_t>(m + n) * w) / 2 + w;
-    if (ws.bt.size() < bytes) ws.bt.resize(bytes);
+    if (ws.bt.size() < bytes) {
+        if (ws.bt.capacity() < bytes) {  // a new buffer, with room to grow: the old bits need no copy
+            Bits().swap(ws.bt);
+            ws.bt.reserve(bytes + bytes / 2);
+        }
+        ws.bt.resize(bytes);
+    }
     ws.blk_start.resize(static_cast<size_t>(m) + n + 1);
 }
 
@@ -449,9 +455,25 @@ void fill(Workspace& ws, const uint8_t* ref, int m, const uint8_t* alt, int n, c
         const FillBase& t = ws.bases[to];
         if (t.valid && (!ws.bases[b].valid || ws.bases[b].stamp < t.stamp)) to = b;
     }
+    const bool repeated = ws.last_ref.size() == static_cast<size_t>(m) && ws.last_edge == edge_gaps &&
+                          std::memcmp(&ws.last_params, &p, sizeof p) == 0 &&
+                          std::memcmp(ws.last_ref.data(), ref, static_cast<size_t>(m)) == 0;
+    if (!repeated) {
+        ws.last_ref.assign(ref, ref + m);
+        ws.last_params = p;
+        ws.last_edge = edge_gaps;
+    }
+    if (ws.resume_from) {
+        ws.bases[ws.from_base].used = true;
+        ws.unused = 0;
+    } else if (ws.unused >= kUnusedLimit && !repeated) {
+        return k.fn(ws, m, n, p, edge_gaps);  // checkpoints have gone unused: none
+    }
     ws.to_base = to;
     FillBase& t = ws.bases[to];
+    if (t.valid && !t.used) ++ws.unused;
     t.valid = false;
+    t.used = false;
     t.kernel = kernel;
     const size_t words = 2 * (static_cast<size_t>(m) + 1);  // lanes a checkpoint
     const size_t all = static_cast<size_t>((n - 1) / kResumeStep) * words;

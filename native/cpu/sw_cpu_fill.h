@@ -5,12 +5,39 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <utility>
 #include <vector>
 
 #include "pyphmm.h"
 
 namespace pyphmm {
 namespace sw_cpu {
+
+// An allocator whose resize() leaves new bytes uninitialised: the fill
+// writes every backtrack block it later reads, and the bits buffers pass
+// between calls and bases (swapped), so a zero fill of their new tail would
+// be paid on most calls.
+template <typename T>
+struct UninitAllocator : std::allocator<T> {
+    template <typename U>
+    struct rebind {
+        using other = UninitAllocator<U>;
+    };
+    UninitAllocator() = default;
+    template <typename U>
+    UninitAllocator(const UninitAllocator<U>&) noexcept {}
+    template <typename U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <typename U, typename... A>
+    void construct(U* p, A&&... a) {
+        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+};
+using Bits = std::vector<uint8_t, UninitAllocator<uint8_t>>;
 
 // Bytes between the difference fill's slot arrays (four per diagonal, two
 // diagonals): room for the longest sequence plus vector padding, and not a
@@ -78,18 +105,23 @@ struct ColRowMax {
 // haplotypes of a region differ from one another at different events). A
 // resumed fill's columns below L are its base's, so a base's bits are a list
 // of segments, each a range of columns in the store of the fill that
-// computed them. Results are bit for bit those of a full fill.
+// computed them. Keeping checkpoints costs a fill about 8% more
+// instructions, so a thread whose last kUnusedLimit bases were replaced
+// unused keeps none until a pair repeats its predecessor's ref (pairs that
+// are not a region's haplotypes pay nothing). Results are bit for bit those
+// of a full fill.
 constexpr int kResumeShift = 6;
 constexpr int kResumeStep = 1 << kResumeShift;  // columns between checkpoints
 constexpr int kResumeMinLength = 192;           // shorter sequences are not worth the checkpoints
 constexpr int kResumeMaxLength = 2048;          // bounds the checkpoints' memory (2 MB of int16 at 2048 x 2048)
 constexpr int kMaxSegments = 8;                 // a base of this many takes no more (bounds the stores)
 constexpr int kBases = 4;                       // earlier fills a call may resume from
+constexpr int kUnusedLimit = 4;                 // bases replaced unused before checkpoints stop
 
 // The backtrack bits of one fill that a base reads: the blocks of the cells
 // it computed, by diagonal, laid out for its alt length n.
 struct BtStore {
-    std::vector<uint8_t> bt;
+    Bits bt;
     std::vector<int64_t> blk_start;
     int n = 0;
 };
@@ -100,6 +132,7 @@ struct BtSegment {
 
 struct FillBase {
     bool valid = false;
+    bool used = false;             // a call resumed from it
     uint64_t stamp = 0;            // when it became a base
     const void* kernel = nullptr;  // the fill that wrote it: same lane type and layout
     pyphmm_sw_params params{};
@@ -133,7 +166,7 @@ struct Workspace {
     std::vector<int16_t> ref16, alt16;      // bases, alt reversed, padded
     std::vector<int16_t> diag;              // difference fill: diagonals d-1, d
     std::vector<int32_t> h[3], e[2], f[2];  // absolute fill: diagonals d-2..d
-    std::vector<uint8_t> bt;
+    Bits bt;
     std::vector<int64_t> blk_start;
     int lane_shift = 3;
     BtLayout layout = kPlanar;
@@ -150,9 +183,13 @@ struct Workspace {
     std::vector<BtStore> stores;     // the bases' segments' stores, and spare ones
     std::vector<BtSegment> scratch;  // keep_base's next list
     uint64_t stamp = 0;
+    int unused = 0;                 // bases replaced in a row without a call resuming from them
+    std::vector<uint8_t> last_ref;  // the previous pair of the shape's ref, with its parameters below
+    pyphmm_sw_params last_params{};
+    bool last_edge = false;
 
     void trim() {
-        if (bt.capacity() > kKeepBytes) std::vector<uint8_t>().swap(bt);
+        if (bt.capacity() > kKeepBytes) Bits().swap(bt);
     }
 };
 
