@@ -40,13 +40,19 @@ using sw_cpu::Workspace;
 // layout): the base's segments name the store, laid out for its fill's n.
 class BtReader {
   public:
-    BtReader(const Workspace& ws, int n) : from_(ws.resume_from), shift_(ws.lane_shift), layout_(ws.layout) {
-        for (const sw_cpu::BtSegment& s : ws.bases[ws.from_base].segments) {
-            if (s.from >= from_) break;
-            const sw_cpu::BtStore& st = ws.stores[s.store];
-            src_[count_++] = {st.bt.data(), st.blk_start.data(), st.n, s.from};
-        }
-        cur_ = {ws.bt.data(), ws.blk_start.data(), n, from_};
+    BtReader(const Workspace& ws, int n)
+        : bt_(ws.bt.data()),
+          blk_start_(ws.blk_start.data()),
+          n_(n),
+          from_(ws.resume_from),
+          shift_(ws.lane_shift),
+          layout_(ws.layout) {
+        if (from_)
+            for (const sw_cpu::BtSegment& s : ws.bases[ws.from_base].segments) {
+                if (s.from >= from_) break;
+                const sw_cpu::BtStore& st = ws.stores[s.store];
+                src_[count_++] = {st.bt.data(), st.blk_start.data(), st.n, s.from};
+            }
         const int w = 1 << shift_;
         for (int q = 0; q < 4; ++q)
             plane_pos_[q] = layout_ == sw_cpu::kPlanar   ? q * w
@@ -56,11 +62,16 @@ class BtReader {
 
     // Plane q's bit (BtPlane q = 0..3) of cell (i, j), 1 <= i <= m, 1 <= j <= n.
     bool bit(int q, int i, int j) const {
-        const Source& s = j >= from_ ? cur_ : below(j);
+        if (j >= from_) return bit_in(bt_, blk_start_, n_, q, i, j);  // this fill's (every column unless resumed)
+        const Source& s = below(j);
+        return bit_in(s.bt, s.blk_start, s.n, q, i, j);
+    }
+    // The same, in the blocks of a fill of alt length n.
+    bool bit_in(const uint8_t* bt, const int64_t* blk_start, int n, int q, int i, int j) const {
         const int d = i + j;
-        const int k = i - std::max(1, d - s.n);
+        const int k = i - std::max(1, d - n);
         const int lane = k & ((1 << shift_) - 1);
-        const uint8_t* blk = s.bt + s.blk_start[d] + (static_cast<int64_t>(k >> shift_) << (shift_ - 1));
+        const uint8_t* blk = bt + blk_start[d] + (static_cast<int64_t>(k >> shift_) << (shift_ - 1));
         int pos = plane_pos_[q];
         if (layout_ == sw_cpu::kPlanar) {
             pos += lane;
@@ -89,7 +100,7 @@ class BtReader {
     }
 
   private:
-    // Where the bits of columns from `from` on (up to the next source's) are.
+    // Where the base's bits of columns from `from` on (up to the next source's) are.
     struct Source {
         const uint8_t* bt;
         const int64_t* blk_start;
@@ -101,8 +112,10 @@ class BtReader {
         return src_[k];
     }
 
-    Source cur_, src_[sw_cpu::kMaxSegments];
-    int count_ = 0, from_, shift_;
+    const uint8_t* bt_;
+    const int64_t* blk_start_;
+    Source src_[sw_cpu::kMaxSegments];
+    int count_ = 0, n_, from_, shift_;
     sw_cpu::BtLayout layout_;
     int plane_pos_[4];
 };
@@ -280,7 +293,7 @@ int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const
         offset = 0;
     }
     write_cigar(ops, cigar);
-    sw_cpu::keep_base(ws, ref, m, alt, n, p, edge);
+    if (ws.capture) sw_cpu::keep_base(ws, ref, m, alt, n, p, edge);
     ws.trim();
     return offset;
 }

@@ -142,15 +142,31 @@ struct SweepBase {
     // The diagonals split where delta (d = n + 1 | n + 2), the column edge
     // (m | m + 1) and the last column (n | n + 1) change:
     // run<delta, cell (d, 0) exists, cell (d-n, n) exists>(d0, d1), where
-    // no cell (d, 0) means that cell (m, d-m) exists. Diagonals before
-    // `start` are skipped (a resumed fill starts at its column's first cell).
+    // no cell (d, 0) means that cell (m, d-m) exists.
+    template <typename S>
+    __attribute__((always_inline)) static inline void sweep(S& s, int m, int n) {
+        if (n < m) {
+            s.template run<false, true, false>(2, n);
+            s.template run<false, true, true>(n + 1, n + 1);
+            s.template run<true, true, true>(n + 2, m);
+            s.template run<true, false, true>(m + 1, m + n);
+        } else {
+            s.template run<false, true, false>(2, m);
+            s.template run<false, false, false>(m + 1, n);
+            s.template run<false, false, true>(n + 1, n + 1);
+            s.template run<true, false, true>(n + 2, m + n);
+        }
+    }
+    // The same from diagonal `start` on (a resumed fill starts at its
+    // column's first cell); a separate copy, so that the full fills' code
+    // stays as the compiler lays it out without the clipping.
     template <bool kD1, bool kColEdge, bool kLastCol, typename S>
     __attribute__((always_inline)) static inline void run_from(S& s, int start, int d0, int d1) {
         d0 = std::max(d0, start);
         if (d0 <= d1) s.template run<kD1, kColEdge, kLastCol>(d0, d1);
     }
     template <typename S>
-    __attribute__((always_inline)) static inline void sweep(S& s, int m, int n, int start) {
+    __attribute__((always_inline)) static inline void sweep_from(S& s, int m, int n, int start) {
         if (n < m) {
             run_from<false, true, false>(s, start, 2, n);
             run_from<false, true, true>(s, start, n + 1, n + 1);
@@ -291,13 +307,15 @@ struct ShiftByLoad<O, std::enable_if_t<O::kShiftByLoad>> : std::true_type {};
 //
 // Prefix reuse (FillBase in sw_cpu_fill.h) is MemSweep's alone: a capturing
 // fill copies, after each diagonal, the cells of the checkpoint columns it
-// computed (dv and rt, the state cell (i, c + 1) reads; one diagonal later,
-// from prev, when its stores have long left the store buffer); a resumed fill at
+// computed (dv and rt, the state cell (i, c + 1) reads); a resumed fill at
 // column L computes on diagonal d only the cells i <= d - L and then puts
 // checkpoint L-1's cell (d + 1 - L, L - 1) into the slot after them, the one
 // cell of a column below L that diagonal d + 1 reads. It may write the
 // checkpoints of the base it reads: those it writes lie at columns
 // L + kResumeStep - 1 and beyond, past the one it reads.
+// kReuse: the prefix-reuse form (reuse_fill); without it, the full fill's
+// code has none of the reuse branches.
+template <bool kReuse>
 struct MemSweep : SweepBase {
     static constexpr int S = kStateStride / sizeof(T);
     static constexpr int DH = 0, DV = S, RT = 2 * S, DN = 3 * S;
@@ -305,12 +323,11 @@ struct MemSweep : SweepBase {
     static constexpr int kLead = kLoads ? 64 : 0;  // room for lane -1
     T* prev;
     T* cur;
-    const int from;                             // resumed at this column, or 0
-    const size_t ck_words;                      // lanes per checkpoint: cells 0..m, two each
-    const T* const ck_in;                       // checkpoint from - 1 (resumed)
-    T* const ck_out;                            // checkpoint 0 (capturing), or null
-    const int ck_last;                          // the last checkpoint column a capture keeps
-    int held_d = 0, held_lo = 0, held_top = 0;  // the diagonal in prev, for capture (0: none)
+    const int from;         // resumed at this column, or 0
+    const size_t ck_words;  // lanes per checkpoint: cells 0..m, two each
+    const T* const ck_in;   // checkpoint from - 1 (resumed)
+    T* const ck_out;        // checkpoint 0 (capturing), or null
+    const int ck_last;      // the last checkpoint column a capture keeps
 
     // The arrays from the first 64-byte boundary (kStateStride a multiple
     // of 64): vectors of state do not straddle cache lines.
@@ -326,13 +343,14 @@ struct MemSweep : SweepBase {
         : SweepBase(ws, m_, n_, p, edge),
           prev(aligned(ws) + kLead),
           cur(aligned(ws) + 4 * S + kLead),
-          from(ws.resume_from),
+          from(kReuse ? ws.resume_from : 0),
           ck_words(2 * (static_cast<size_t>(m_) + 1)),
-          ck_in(from ? lanes<T>(ws.bases[ws.from_base].ck) + static_cast<size_t>(from / kResumeStep - 1) * ck_words
-                     : nullptr),
-          ck_out(ws.capture ? lanes<T>(ws.bases[ws.to_base].ck) : nullptr),
+          ck_in(kReuse && from
+                    ? lanes<T>(ws.bases[ws.from_base].ck) + static_cast<size_t>(from / kResumeStep - 1) * ck_words
+                    : nullptr),
+          ck_out(kReuse && ws.capture ? lanes<T>(ws.bases[ws.to_base].ck) : nullptr),
           ck_last((n_ - 1) / kResumeStep * kResumeStep - 1) {
-        if (!from) {
+        if (!kReuse || !from) {
             prev[DV] = Ops::first(row_dh);
             prev[RT] = Ops::first(row_dn);
             if (kLoads) {
@@ -378,7 +396,7 @@ struct MemSweep : SweepBase {
         int lo = kD1 ? d0 - n : 1, hi = kColEdge ? d0 - 1 : m;
         for (int d = d0; d <= d1; ++d) {
             blk_start[d] = out - base;
-            const int top = from ? std::min(hi, d - from) : hi;  // the last cell computed
+            const int top = kReuse && from ? std::min(hi, d - from) : hi;  // the last cell computed
             const int cells = top - lo + 1;
             const int edge = kD1 ? n : d - 1;  // lane of cell (d, 0) where kColEdge
             V carry_a = kD1 ? Ops::load(prev + DV) : row_dh;
@@ -432,14 +450,15 @@ struct MemSweep : SweepBase {
                 Ops::store(cur + DV + at, Ops::blend(above, Ops::load(cur + DV + at), edge_v));
                 Ops::store(cur + RT + at, Ops::blend(above, Ops::load(cur + RT + at), edge_gap));
             }
-            if (from && d + 1 - from <= m) {  // cell (d + 1 - from, from - 1), right after the cells computed
+            if (kReuse && from && d + 1 - from <= m) {  // cell (d + 1 - from, from - 1), right after the cells computed
                 const int i = d + 1 - from;
                 cur[DV + i - lo] = ck_in[2 * i];
                 cur[RT + i - lo] = ck_in[2 * i + 1];
             }
-            if (ck_out) capture(cur, d, lo, top);
+            if (kReuse && ck_out) capture(cur, d, lo, top);
             if (kLastCol) best.col(last_col, d - n, col_sum += Ops::first(col) + ext);
-            if (!kColEdge && (!from || d - m >= from)) best.row(last_row, d - m, row_sum += cur[DH + m - lo] + ext);
+            if (!kColEdge && (!kReuse || !from || d - m >= from))
+                best.row(last_row, d - m, row_sum += cur[DH + m - lo] + ext);
             T* t = prev;
             prev = cur;
             cur = t;
@@ -475,9 +494,9 @@ struct RegVectors<O, std::void_t<decltype(O::kRegVectors)>> : std::integral_cons
 // may alias them).
 template <typename S>
 __attribute__((always_inline)) static inline void fill_with(Workspace& ws, int m, int n, const pyphmm_sw_params& p,
-                                                            bool edge_gaps, int start = 2) {
+                                                            bool edge_gaps) {
     S s(ws, m, n, p, edge_gaps);
-    SweepBase::sweep(s, m, n, start);
+    SweepBase::sweep(s, m, n);
     ws.best = s.best;
 }
 
@@ -498,11 +517,13 @@ static void diff_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p, bo
             if constexpr (kReg >= 5) return fill_with<RegSweep<5>>(ws, m, n, p, edge_gaps);
             break;
     }
-    fill_with<MemSweep>(ws, m, n, p, edge_gaps);
+    fill_with<MemSweep<false>>(ws, m, n, p, edge_gaps);
 }
 
 // The same fill in slot arrays, capturing checkpoints (ws.capture) or
 // resumed at column ws.resume_from (prefix reuse, sw_cpu_fill.h).
 static void reuse_fill(Workspace& ws, int m, int n, const pyphmm_sw_params& p, bool edge_gaps) {
-    fill_with<MemSweep>(ws, m, n, p, edge_gaps, ws.resume_from ? ws.resume_from + 1 : 2);
+    MemSweep<true> s(ws, m, n, p, edge_gaps);
+    SweepBase::sweep_from(s, m, n, ws.resume_from ? ws.resume_from + 1 : 2);
+    ws.best = s.best;
 }
