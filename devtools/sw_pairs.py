@@ -166,6 +166,21 @@ def _with_repeats(rng, n):
     return s
 
 
+def _read_of(rng, hap):
+    """A read of 100-151 bp from hap: 1-4 substitutions, a fifth with an
+    indel of 1-10 bp, one in twenty with an N."""
+    k = int(rng.integers(100, min(152, len(hap) + 1)))
+    a = int(rng.integers(0, len(hap) - k + 1))
+    read = _snps(rng, hap[a : a + k], int(rng.integers(1, 5)))
+    if rng.random() < 0.2:
+        read = _indel(rng, read, 10)[:151]
+    if rng.random() < 0.05:
+        b = bytearray(read)
+        b[int(rng.integers(0, len(b)))] = ord("N")
+        read = bytes(b)
+    return read
+
+
 def haplotype_caller_mix(n: int, seed: int, read_share: float = 0.78, hap_share: float = 0.18):
     """HaplotypeCaller's Smith-Waterman calls, one tuple (ref, alt, params,
     strategy, kind) per call, in call order:
@@ -187,16 +202,7 @@ def haplotype_caller_mix(n: int, seed: int, read_share: float = 0.78, hap_share:
         u = rng.random()
         if u < read_share:
             hap = _with_repeats(rng, int(rng.integers(250, 601)))
-            k = int(rng.integers(100, 152))
-            a = int(rng.integers(0, len(hap) - k + 1))
-            read = _snps(rng, hap[a : a + k], int(rng.integers(1, 5)))
-            if rng.random() < 0.2:
-                read = _indel(rng, read, 10)[:151]
-            if rng.random() < 0.05:
-                b = bytearray(read)
-                b[int(rng.integers(0, len(b)))] = ord("N")
-                read = bytes(b)
-            out.append((hap, read, READ_TO_HAPLOTYPE, "SOFTCLIP", "read_vs_hap"))
+            out.append((hap, _read_of(rng, hap), READ_TO_HAPLOTYPE, "SOFTCLIP", "read_vs_hap"))
         elif u < read_share + hap_share:
             ref = _with_repeats(rng, int(rng.integers(250, 601)))
             hap = _snps(rng, ref, int(rng.integers(1, 6)))
@@ -292,14 +298,5 @@ def haplotype_caller_regions(n: int, seed: int, read_share: float = 0.78, hap_sh
         pool = [ref] + haps
         for _ in range(int(round(len(haps) * read_share / hap_share))):
             hap = pool[int(rng.integers(0, len(pool)))]
-            k = int(rng.integers(100, min(152, len(hap) + 1)))
-            a = int(rng.integers(0, len(hap) - k + 1))
-            read = _snps(rng, hap[a : a + k], int(rng.integers(1, 5)))
-            if rng.random() < 0.2:
-                read = _indel(rng, read, 10)[:151]
-            if rng.random() < 0.05:
-                b = bytearray(read)
-                b[int(rng.integers(0, len(b)))] = ord("N")
-                read = bytes(b)
-            out.append((hap, read, READ_TO_HAPLOTYPE, "SOFTCLIP", "read_vs_hap"))
+            out.append((hap, _read_of(rng, hap), READ_TO_HAPLOTYPE, "SOFTCLIP", "read_vs_hap"))
     return out[:n]
