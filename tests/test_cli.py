@@ -122,7 +122,7 @@ def test_cuda_backend_on_cpu_only_exit_2(tmp_path):
 def test_info():
     p = run("info")
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith(f"pyphmm {pyphmm.__version__} (ABI 5)")
+    assert p.stdout.startswith(f"pyphmm {pyphmm.__version__} (ABI 6)")
     assert "dispatch: calls under" in p.stdout and "whole workloads:" in p.stdout
     for word in ("backends:", "gpu:", "cpu:", "library:"):
         assert word in p.stdout
