@@ -304,7 +304,6 @@ struct ShiftByLoad : std::false_type {};
 template <typename O>
 struct ShiftByLoad<O, std::enable_if_t<O::kShiftByLoad>> : std::true_type {};
 
-//
 // Prefix reuse (FillBase in sw_cpu_fill.h) is MemSweep's alone: a capturing
 // fill copies, after each diagonal, the cells of the checkpoint columns it
 // computed (dv and rt, the state cell (i, c + 1) reads); a resumed fill at
