@@ -26,6 +26,7 @@ import pytest
 from devtools.child import child_env
 from devtools.oracle import gkl as gkl_oracle
 from devtools.oracle import shim, sw_reference
+from pyphmm import sw
 
 REPO = shim.REPO
 N_REGIONS = 300
@@ -326,6 +327,29 @@ def test_sw_shim_cigar_that_fills_the_output_array(gkl_jvm):
         assert want is None or str(a.cigar) == want
         full += len(str(a.cigar)) == 2 * max(len(ref), len(alt))
     assert full >= 2  # the cases do fill the array
+
+
+@pytest.mark.jvm
+def test_sw_shim_cigar_past_gkls_bound(gkl_jvm):
+    """A CIGAR longer than GKL's buffer of 2 max(len(ref), len(alt)) bytes
+    is an IllegalArgumentException, also when the shim's reused per-thread
+    buffer (grown by an earlier, longer pair) would hold it; the thread's
+    next call is right again."""
+    jpype = gkl_jvm
+    ours, _ = _sw_objects(jpype)
+    assert ours.load(None)
+    SWParameters = shim.shim_class("org.broadinstitute.gatk.nativebindings.smithwaterman.SWParameters")
+    SWStrategy = shim.shim_class("org.broadinstitute.gatk.nativebindings.smithwaterman.SWOverhangStrategy")
+    arr = lambda b: jpype.JArray(jpype.JByte)(b)  # noqa: E731
+    P = SWParameters(1, -100, -1, -1)
+    assert str(sw.align(b"CAC", b"CCC", params=(1, -100, -1, -1), overhang="INDEL")[0]) == "1M1D1I1M"  # 8 > 6
+    long_ref = b"ACGT" * 300
+    assert str(ours.align(arr(long_ref), arr(long_ref[5:900]), P, SWStrategy.SOFTCLIP).cigar) == "895M"
+    _expect(
+        jpype, "java.lang.IllegalArgumentException", lambda: ours.align(arr(b"CAC"), arr(b"CCC"), P, SWStrategy.INDEL)
+    )
+    a = ours.align(arr(b"ACGTTT"), arr(b"ACGT"), SWParameters(3, -1, -4, -3), SWStrategy.SOFTCLIP)
+    assert (str(a.cigar), int(a.alignment_offset)) == ("4M", 0)
 
 
 @pytest.mark.jvm

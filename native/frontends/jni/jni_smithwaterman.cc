@@ -1,7 +1,9 @@
 // GKL's JNI entry points for com.intel.gkl.smithwaterman.IntelSmithWaterman,
 // backed by pyphmm_sw_align_one (GATK calls one pair at a time). alignNative returns the
-// alignment offset and writes the CIGAR into cigarOut (NUL-padded, as the
-// Java side trims it); bad input throws instead of crashing.
+// alignment offset and writes the CIGAR into cigarOut followed by one NUL
+// where it fits, as GKL's native code does: GKL's class passes a new, zeroed
+// array and trims it, pyphmm's shim reads up to the first NUL. Bad input
+// throws instead of crashing.
 #include <jni.h>
 
 #include <algorithm>
@@ -74,8 +76,8 @@ jint align(JNIEnv* env, jbyteArray ref, jbyteArray alt, jbyteArray cigar_out, ji
                    lc);
         return -1;
     }
-    std::memset(cigar + n, 0, static_cast<size_t>(lc) - n);
-    env->SetByteArrayRegion(cigar_out, 0, lc, reinterpret_cast<const jbyte*>(cigar));
+    const jsize written = static_cast<jsize>(std::min(n + 1, static_cast<size_t>(lc)));  // the NUL where it fits
+    env->SetByteArrayRegion(cigar_out, 0, written, reinterpret_cast<const jbyte*>(cigar));
     if (t_buf.size() > (16u << 20)) {
         t_buf.clear();
         t_buf.shrink_to_fit();

@@ -19,6 +19,10 @@ public class IntelSmithWaterman implements SWAlignerNativeBinding {
     private static final int MAX_SW_SEQUENCE_LENGTH = 32767;
     private static final int MAXIMUM_SW_MATCH_VALUE = 64 * 1024;
     private static boolean announced = false;
+    // The CIGAR buffer, one per calling thread and reused: the native side
+    // ends the CIGAR with a NUL where it fits, so stale bytes after it are
+    // never read.
+    private static final ThreadLocal<byte[]> CIGAR_BUFFER = new ThreadLocal<byte[]>();
 
     public IntelSmithWaterman() {
     }
@@ -73,7 +77,12 @@ public class IntelSmithWaterman implements SWAlignerNativeBinding {
         if (strategy < 9 || strategy > 12) {
             throw new IllegalArgumentException("Strategy is invalid.");
         }
-        byte[] cigarArray = new byte[2 * Integer.max(refArray.length, altArray.length)];
+        int cigarBytes = 2 * Integer.max(refArray.length, altArray.length);  // GKL's bound
+        byte[] cigarArray = CIGAR_BUFFER.get();
+        if (cigarArray == null || cigarArray.length < cigarBytes) {
+            cigarArray = new byte[Integer.max(cigarBytes, 1024)];
+            CIGAR_BUFFER.set(cigarArray);
+        }
         int offset;
         try {
             offset = alignNative(refArray, altArray, cigarArray, parameters.getMatchValue(),
@@ -86,12 +95,16 @@ public class IntelSmithWaterman implements SWAlignerNativeBinding {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("Ran into invalid argument issue: " + e.getMessage(), e);
         }
-        // The native side writes the CIGAR (digits and letters) and pads with
-        // NULs: its length ends at the first NUL, which is what GKL's trim()
-        // of the whole array returns without scanning the padding.
+        // The native side writes the CIGAR (digits and letters) and a NUL
+        // where it fits: what GKL's trim() of its zeroed array returns.
         int length = 0;
         while (length < cigarArray.length && cigarArray[length] != 0) {
             ++length;
+        }
+        if (length > cigarBytes) {  // past GKL's bound, as when the buffer was exactly that long
+            throw new IllegalArgumentException(String.format(
+                    "Ran into invalid argument issue: CIGAR of %d characters does not fit in %d bytes", length,
+                    cigarBytes));
         }
         return new SWNativeAlignerResult(
                 new String(cigarArray, 0, length, java.nio.charset.StandardCharsets.US_ASCII), offset);
