@@ -115,7 +115,7 @@ constexpr int kResumeStep = 1 << kResumeShift;  // columns between checkpoints
 constexpr int kResumeMinLength = 192;           // shorter sequences are not worth the checkpoints
 constexpr int kResumeMaxLength = 2048;          // bounds what a base keeps (2 MB of bits at 2048 x 2048)
 constexpr int kMaxSegments = 8;                 // a base of this many takes no more (bounds the stores)
-constexpr int kBases = 4;                       // earlier fills a call may resume from
+constexpr int kBases = 8;                       // earlier fills a call may resume from
 constexpr int kUnusedLimit = 4;                 // bases replaced unused before checkpoints stop
 
 // The backtrack bits of one fill that a base reads: the blocks of the cells
