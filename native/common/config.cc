@@ -67,6 +67,8 @@ const Spec kSpecs[] = {
      "force a CPU Smith-Waterman fill (sse, avx2, avx512, avx512vbmi, neon)"},
     {Knob::kSwReuse, Scope::kDev, "sw_reuse", Type::kBool, 1, 0, 1, nullptr, "reload",
      "resume a CPU Smith-Waterman fill from an earlier call's columns when ref and an alt prefix repeat"},
+    {Knob::kSwNearExact, Scope::kDev, "sw_near_exact", Type::kBool, 1, 0, 1, nullptr, "reload",
+     "align a SOFTCLIP or IGNORE pair on one diagonal, without a matrix, where no gapped alignment can score more"},
     {Knob::kPackScalar, Scope::kDev, "pack_scalar", Type::kBool, 0, 0, 1, nullptr, "first use",
      "pack GPU PairHMM input with scalar code instead of AVX2"},
     {Knob::kCudaArith, Scope::kDev, "cuda_arith", Type::kEnum, kFast, 0, 0, "fast|exact", "first use",

@@ -44,6 +44,7 @@ enum class Knob : int {
     kCpuKernel,          // string
     kSwIsa,              // string
     kSwReuse,            // bool
+    kSwNearExact,        // bool
     kPackScalar,         // bool
     kCudaArith,          // enum fast|exact
     kCudaConstGaps,      // bool

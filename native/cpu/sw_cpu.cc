@@ -13,6 +13,10 @@
 // (INT_MIN/2) plus extensions within int32.
 #include "sw_cpu.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -22,6 +26,7 @@
 #include <new>
 #include <vector>
 
+#include "../common/config.h"
 #include "../common/errors.h"
 #include "../common/thread_pool.h"
 #include "sw_cpu_fill.h"
@@ -214,7 +219,201 @@ void write_cigar(const std::vector<Op>& rev, char* out) {
     *w = '\0';
 }
 
+// ---- alts a few mismatches from a diagonal of ref (SOFTCLIP, IGNORE) ----
+// With free edges, an alignment without gaps is a diagonal o = i - j of the
+// matrix, from its first cell on row or column 0 to its last on the last
+// column (o + n <= m) or the last row; it scores match or mismatch for each
+// pair of bases it holds. An alignment with a gap scores at most
+// match * n + open: at most n pairs, and a gap of any length costs at least
+// `open` (extend <= 0). So where the best diagonal scores S above that bound,
+// every cell whose score reaches S is the last cell of a diagonal scoring S
+// (its gapped paths score less), GATK's end is chosen among those cells as
+// find_end chooses it, and the traceback from it stays on its diagonal (a
+// step into a gap would give a gapped path of score S): the result is a
+// diagonal's CIGAR, without a matrix. A diagonal above the bound holds all
+// of alt but at most kmax mismatches (kmax (match - mismatch) < -open), so
+// one of kmax + 1 pieces of alt occurs in ref on it (pigeonhole), or it
+// misses at most `cut` bases at one end of alt (match * cut < -open) and is
+// scored directly. Reads against their haplotype within one sequencing error
+// of it take this path (ALIGNMENT_TO_BEST_HAPLOTYPE: kmax 1, cut 2).
+constexpr int kNearMaxDiagonals = 32;  // more candidates (a repeat): fill the matrix
+constexpr int kNearMinPiece = 8;
+constexpr int kNearMaxPieces = 4;
+
+typedef uint8_t V16 __attribute__((vector_size(16)));
+
+// Bit k set where byte k of v (0 or 0xFF) is set.
+inline uint32_t byte_mask(V16 v) {
+#if defined(__SSE2__)
+    return static_cast<uint32_t>(_mm_movemask_epi8(reinterpret_cast<__m128i>(v)));
+#else
+    uint64_t h[2];
+    std::memcpy(h, &v, 16);
+    constexpr uint64_t kBit = 0x0102040810204080ull;  // (x & ones) * kBit gathers the bytes' low bits in the top byte
+    constexpr uint64_t kOnes = 0x0101010101010101ull;
+    return static_cast<uint32_t>(((h[0] & kOnes) * kBit) >> 56 | (((h[1] & kOnes) * kBit) >> 56) << 8);
+#endif
+}
+
+// Calls fn(q, r) for each start r in ref[0..m) of piece q (the len[q] bytes
+// at pat[q], q < count), while it returns true. One pass for all pieces, 16
+// starts at a time: their first four bytes compared to each piece's (the
+// loads shared), then the rest of a piece where those match.
+template <typename F>
+void each_occurrence(const uint8_t* ref, int m, const uint8_t* const* pat, const int* len, int count, F&& fn) {
+    int shortest = len[0];
+    for (int q = 1; q < count; ++q) shortest = std::min(shortest, len[q]);
+    auto check = [&](int q, int r) {
+        return r + len[q] > m || std::memcmp(ref + r + 4, pat[q] + 4, len[q] - 4) != 0 || fn(q, r);
+    };
+    const int last = m - shortest;  // the last start of any piece
+    V16 head[kNearMaxPieces][4];    // each piece's first four bytes, in every lane
+    for (int q = 0; q < count; ++q)
+        for (int k = 0; k < 4; ++k) head[q][k] = V16{} + pat[q][k];
+    int r = 0;
+    for (; r + 15 <= last; r += 16) {  // starts r..r+15; loads end at r + 18 < m
+        V16 v[4];
+        for (int k = 0; k < 4; ++k) std::memcpy(&v[k], ref + r + k, 16);
+        for (int q = 0; q < count; ++q) {
+            const V16 hit = (v[0] == head[q][0]) & (v[1] == head[q][1]) & (v[2] == head[q][2]) & (v[3] == head[q][3]);
+            for (uint32_t starts = byte_mask(hit); starts; starts &= starts - 1)  // a bit per start whose head matched
+                if (!check(q, r + __builtin_ctz(starts))) return;
+        }
+    }
+    for (; r <= last; ++r)
+        for (int q = 0; q < count; ++q)
+            if (std::memcmp(ref + r, pat[q], 4) == 0 && !check(q, r)) return;
+}
+
+// The bytes where a[0..len) and b[0..len) differ, counted until more than
+// `limit` (then some number above it).
+int mismatches(const uint8_t* a, const uint8_t* b, int len, int limit) {
+    int miss = 0, j = 0;
+    for (; j + 16 <= len; j += 16) {
+        V16 x, y;
+        std::memcpy(&x, a + j, 16);
+        std::memcpy(&y, b + j, 16);
+        const V16 differ = x != y;  // 0xFF where they differ
+        uint64_t h[2];
+        std::memcpy(h, &differ, 16);
+        constexpr uint64_t kOnes = 0x0101010101010101ull;  // (x & ones) * ones sums x's bytes in its top byte
+        miss += static_cast<int>(((h[0] & kOnes) * kOnes) >> 56) + static_cast<int>(((h[1] & kOnes) * kOnes) >> 56);
+        if (miss > limit) return miss;
+    }
+    for (; j < len; ++j) miss += a[j] != b[j];
+    return miss;
+}
+
+enum Diagonal { kOutside, kFill, kAligned };
+
+// For SOFTCLIP and IGNORE: the CIGAR and offset of (ref, alt) where alt
+// occurs in ref (GATK's shortcut: its last occurrence) or one diagonal
+// scores above every gapped alignment (see above): kAligned. kFill: neither
+// (the matrix decides). kOutside: the parameters or sequences are outside
+// what this proof covers, or the candidates too many; the caller tests for
+// an occurrence itself.
+Diagonal diagonal_alignment(const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
+                            int strategy, char* cigar, int32_t* offset) {
+    const int64_t match = p.match, mismatch = p.mismatch, open = p.gap_open;
+    const int64_t most =
+        std::max({std::llabs(match), std::llabs(mismatch), std::llabs(open), std::llabs(int64_t(p.gap_extend))});
+    // (scores far from GATK's -1e8 floor, which would raise a cell above its paths)
+    if (n > m || match <= 0 || mismatch >= match || open >= 0 || p.gap_extend > 0 ||
+        most * (int64_t(m) + n + 2) >= 100000000)
+        return kOutside;
+    const int64_t kmax = (-open - 1) / (match - mismatch), cut = (-open - 1) / match;
+    if (kmax < 1 || kmax >= kNearMaxPieces) return kOutside;
+    const int pieces = static_cast<int>(kmax) + 1, piece = n / pieces;
+    if (piece < kNearMinPiece) return kOutside;
+    const int64_t bound = match * n + open;  // what a gapped alignment scores at most
+
+    int diag[kNearMaxDiagonals], count = 0;
+    bool overflow = false;
+    auto add = [&](int o) {
+        for (int k = 0; k < count; ++k)
+            if (diag[k] == o) return true;
+        if (count == kNearMaxDiagonals) return !(overflow = true);
+        diag[count++] = o;
+        return true;
+    };
+    const uint8_t* pat[kNearMaxPieces];
+    int len[kNearMaxPieces], first[kNearMaxPieces];
+    for (int q = 0; q < pieces; ++q) {
+        first[q] = q * piece;
+        pat[q] = alt + first[q];
+        len[q] = q + 1 < pieces ? piece : n - first[q];
+    }
+    each_occurrence(ref, m, pat, len, pieces, [&](int q, int r) { return add(r - first[q]); });
+    for (int c = 1; c <= cut && c < n && !overflow; ++c) {  // alt's first or last c bases off ref
+        add(-c);
+        add(m - n + c);
+    }
+    if (overflow) return kOutside;
+
+    // Each diagonal's score over the bases it pairs, alt[a0..a1), where it
+    // can exceed the bound: at most `allowed` mismatches there.
+    int64_t score[kNearMaxDiagonals], best = INT64_MIN;
+    int exact = -1;  // the last start of alt in ref
+    for (int k = 0; k < count; ++k) {
+        score[k] = INT64_MIN;
+        const int o = diag[k], a0 = std::max(0, -o), a1 = std::min(n, m - o), pairs = a1 - a0;
+        const int64_t room = match * pairs - bound;  // the mismatches' cost must stay below it
+        if (pairs <= 0 || room <= 0) continue;
+        const int allowed = static_cast<int>((room - 1) / (match - mismatch));
+        const int miss = mismatches(ref + o + a0, alt + a0, pairs, allowed);
+        if (miss > allowed) continue;
+        score[k] = match * (pairs - miss) + mismatch * miss;
+        best = std::max(best, score[k]);
+        if (miss == 0 && pairs == n) exact = std::max(exact, o);  // (both pieces occur there: a candidate)
+    }
+    char* w = cigar;
+    if (exact >= 0) {  // GATK's exact-substring shortcut, before any matrix
+        w += put_element(w, n, 'M');
+        *w = '\0';
+        *offset = exact;
+        return kAligned;
+    }
+    if (best <= bound || !config::on(config::Knob::kSwNearExact)) return kFill;
+
+    // find_end's choice among the cells scoring `best`: the bottom-most in
+    // the last column, then the last row left to right, each cell that
+    // scores more or as much and lies closer to the diagonal.
+    int p1 = -1, p2 = n;
+    for (int k = 0; k < count; ++k)
+        if (score[k] == best && diag[k] + n <= m) p1 = std::max(p1, diag[k] + n);
+    int row_j[kNearMaxDiagonals], rows = 0;
+    for (int k = 0; k < count; ++k)
+        if (score[k] == best && diag[k] >= m - n) row_j[rows++] = m - diag[k];
+    std::sort(row_j, row_j + rows);
+    for (int k = 0; k < rows; ++k) {
+        const int j = row_j[k];
+        if (p1 < 0 || std::abs(m - j) < std::abs(p1 - p2)) {
+            p1 = m;
+            p2 = j;
+        }
+    }
+    ++diagonal_alignments();
+    const int overhang = n - p2, steps = std::min(p1, p2);
+    const int i0 = p1 - steps, j0 = p2 - steps;  // where the traceback stops
+    if (strategy == PYPHMM_SW_SOFTCLIP) {
+        if (j0 > 0) w += put_element(w, j0, 'S');
+        w += put_element(w, steps, 'M');
+        if (overhang > 0) w += put_element(w, overhang, 'S');
+        *offset = i0;
+    } else {  // IGNORE: the overhangs are part of the M
+        w += put_element(w, n, 'M');
+        *offset = i0 - j0;
+    }
+    *w = '\0';
+    return kAligned;
+}
+
 }  // namespace
+
+int64_t& diagonal_alignments() {
+    static thread_local int64_t count = 0;
+    return count;
+}
 
 // Aligns one pair (already validated). Returns the alignment offset and
 // writes the NUL-terminated CIGAR.
@@ -222,7 +421,10 @@ int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const
                      char* cigar, int64_t* reused_cells) {
     static thread_local Workspace ws;
     if (strategy == PYPHMM_SW_SOFTCLIP || strategy == PYPHMM_SW_IGNORE) {
-        int pos = n <= m ? last_index_of(ref, m, alt, n) : -1;
+        int32_t offset = 0;
+        const Diagonal d = diagonal_alignment(ref, m, alt, n, p, strategy, cigar, &offset);
+        if (d == kAligned) return offset;
+        const int pos = d == kOutside && n <= m ? last_index_of(ref, m, alt, n) : -1;
         if (pos >= 0) {
             int k = put_element(cigar, n, 'M');
             cigar[k] = '\0';

@@ -17,4 +17,9 @@ int cpu_sw_align(const pyphmm_sw_batch& batch, char* cigars, const int64_t* ciga
 int32_t sw_align_one(const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p, int strategy,
                      char* cigar, int64_t* reused_cells = nullptr);
 
+// Pairs this thread aligned on one diagonal without a matrix, past GATK's
+// exact-substring shortcut (sw_cpu.cc: diagonal_alignment); for the tests'
+// native checks.
+int64_t& diagonal_alignments();
+
 }  // namespace pyphmm

@@ -4,7 +4,8 @@
 // uses), run with PYPHMM_DEV=sw_isa=avx512. Reads "REF ALT MATCH MISMATCH OPEN
 // EXTEND STRATEGY" lines (sequences hex) on standard input and writes
 // "CIGAR OFFSET" per line, aligned one pair per call as GATK calls, then
-// "reused_cells N" on standard error (prefix reuse, sw_cpu_fill.h).
+// "reused_cells N diagonal_alignments N" on standard error (prefix reuse,
+// sw_cpu_fill.h; pairs aligned without a matrix, sw_cpu.cc).
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -39,6 +40,7 @@ int main() {
                                                     static_cast<int>(alt.size()), p, strategy, cigar.data(), &reused);
         std::printf("%s %d\n", cigar.data(), offset);
     }
-    std::fprintf(stderr, "reused_cells %lld\n", static_cast<long long>(reused));
+    std::fprintf(stderr, "reused_cells %lld diagonal_alignments %lld\n", static_cast<long long>(reused),
+                 static_cast<long long>(pyphmm::diagonal_alignments()));
     return 0;
 }

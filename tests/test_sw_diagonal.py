@@ -1,0 +1,162 @@
+"""Smith-Waterman pairs aligned on one diagonal, without a matrix
+(native/cpu/sw_cpu.cc: diagonal_alignment). For SOFTCLIP and IGNORE, where
+the best diagonal of the matrix scores above what any gapped alignment can
+score (match * len(alt) + open), GATK's result is that diagonal's; the
+library then writes it directly. Here pairs built to sit on that bound
+(alts taken from ref with 0-3 substitutions or N, hanging off either end,
+in repeats, under GATK's parameter sets and sets that allow 2 and 3
+mismatches) must give what the full matrix gives, what the literal Python
+rules give, and what GKL gives; and the native check program must take the
+diagonal exactly for the pairs `takes_diagonal` says it should (so the
+comparisons do exercise it)."""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from devtools.oracle.gkl_sw import matches_gkl
+from devtools.oracle.sw_reference import align as reference_align
+from pyphmm import sw
+
+BASES = b"ACGT"
+
+
+def _rand(rng, n, letters=BASES):
+    return np.frombuffer(letters, dtype=np.uint8)[rng.integers(0, len(letters), n)].tobytes()
+
+
+# GATK's sets (two of which allow one mismatch: ALIGNMENT_TO_BEST_HAPLOTYPE
+# and STANDARD_NGS), and sets allowing 2 and 3 (kmax below) and 4 (not
+# taken: more pieces than the search has).
+PARAMS = list(sw.PRESETS.values()) + [(10, -10, -50, -5), (8, -2, -35, -3), (7, -3, -45, -1)]
+STRATEGIES = ["SOFTCLIP", "IGNORE", "SOFTCLIP", "INDEL", "LEADING_INDEL"]
+MAX_DIAGONALS, MIN_PIECE, MAX_PIECES = 32, 8, 4  # sw_cpu.cc's kNear* constants
+
+
+def _ref(rng, m):
+    """A reference of one of the shapes that make diagonals compete."""
+    kind = int(rng.integers(0, 5))
+    if kind == 1:  # a tandem repeat: many diagonals tie
+        return (_rand(rng, int(rng.integers(1, 7))) * (m // 2 + 4))[:m]
+    if kind == 2:  # a segment twice, apart
+        u = _rand(rng, int(rng.integers(20, 90)))
+        pad = [_rand(rng, int(rng.integers(0, 40))) for _ in range(3)]
+        return pad[0] + u + pad[1] + u + pad[2]
+    if kind == 3:  # two letters
+        return _rand(rng, m, b"AC")
+    return _rand(rng, m)
+
+
+def _mutate(rng, s, k):
+    b = bytearray(s)
+    for _ in range(k):
+        i = int(rng.integers(0, len(b)))
+        b[i] = ord("N") if rng.random() < 0.1 else [c for c in BASES if c != b[i]][int(rng.integers(0, 3))]
+    return bytes(b)
+
+
+def diagonal_cases(n_cases, seed):
+    """(ref, alt, params, strategy): alt taken from ref at offset o (off
+    either end by up to 6 bases, new bases there), with 0-3 changes."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    while len(cases) < n_cases:
+        ref = _ref(rng, int(rng.integers(40, 520)))
+        m = len(ref)
+        n = int(rng.integers(12, min(m, 200) + 1))
+        o = int(rng.integers(-6, m - n + 7))
+        body = ref[max(0, o) : o + n]
+        alt = (_rand(rng, max(0, -o)) + body + _rand(rng, n))[:n]
+        alt = _mutate(rng, alt, int(rng.choice([0, 1, 1, 1, 2, 3])))
+        params = tuple(PARAMS[int(rng.integers(0, len(PARAMS)))])
+        cases.append((ref, alt, params, STRATEGIES[int(rng.integers(0, len(STRATEGIES)))]))
+    return cases
+
+
+def takes_diagonal(ref, alt, params, strategy):
+    """Whether sw_align_one aligns the pair on a diagonal, past GATK's
+    exact-substring shortcut (the conditions of diagonal_alignment)."""
+    match, mismatch, gap_open, extend = params
+    m, n = len(ref), len(alt)
+    if strategy not in ("SOFTCLIP", "IGNORE") or n > m or match <= 0 or mismatch >= match or gap_open >= 0:
+        return False
+    if extend > 0 or max(abs(v) for v in params) * (m + n + 2) >= 10**8:
+        return False
+    kmax, cut = (-gap_open - 1) // (match - mismatch), (-gap_open - 1) // match
+    pieces = kmax + 1
+    if not 1 <= kmax < MAX_PIECES or n // pieces < MIN_PIECE:
+        return False
+    piece = n // pieces
+    diagonals = set()
+    for q in range(pieces):
+        a = q * piece
+        pat = alt[a : a + piece] if q + 1 < pieces else alt[a:]
+        diagonals |= {r - a for r in range(m - len(pat) + 1) if ref[r : r + len(pat)] == pat}
+    diagonals |= {d for c in range(1, min(cut, n - 1) + 1) for d in (-c, m - n + c)}
+    if len(diagonals) > MAX_DIAGONALS or alt in ref:
+        return False
+    bound = match * n + gap_open
+    best = max(
+        sum(match if ref[d + j] == alt[j] else mismatch for j in range(max(0, -d), min(n, m - d)))
+        for d in diagonals
+        if min(n, m - d) > max(0, -d)
+    )
+    return best > bound
+
+
+CASES = diagonal_cases(1500, 2024)
+
+
+def test_cases_exercise_the_diagonal():
+    taken = sum(takes_diagonal(*c) for c in CASES)
+    assert taken > len(CASES) // 10, taken
+
+
+def test_same_as_full_matrix(knob):
+    knob("PYPHMM_DEV", "sw_near_exact=1")
+    diagonal = [sw.align(r, a, params=p, overhang=s) for r, a, p, s in CASES]
+    knob("PYPHMM_DEV", "sw_near_exact=0")
+    matrix = [sw.align(r, a, params=p, overhang=s) for r, a, p, s in CASES]
+    differ = [(c, x, y) for c, x, y in zip(CASES, diagonal, matrix) if x != y]
+    assert not differ, differ[:3]
+
+
+def test_same_as_literal_rules():
+    small = [c for c in CASES if len(c[0]) * len(c[1]) <= 12000 and takes_diagonal(*c)][:120]
+    assert len(small) >= 60
+    for r, a, p, s in small:
+        assert sw.align(r, a, params=p, overhang=s) == tuple(reference_align(r, a, p, s)), (r, a, p, s)
+
+
+@pytest.mark.slow
+def test_native_check_takes_the_diagonal(sw_avx512_check_exe):
+    """The check program (the library's CPU aligner, its AVX-512 fill
+    emulated) takes the diagonal for exactly the predicted pairs, with the
+    results of the full matrix."""
+    code = {s: int(sw.OverhangStrategy[s]) for s in set(STRATEGIES)}
+    lines = "".join(f"{r.hex()} {a.hex()} {p[0]} {p[1]} {p[2]} {p[3]} {code[s]}\n" for r, a, p, s in CASES)
+    runs = {}
+    for flag in (1, 0):
+        env = dict(os.environ, PYPHMM_DEV=f"sw_isa=avx512,sw_near_exact={flag}")
+        res = subprocess.run([sw_avx512_check_exe], input=lines.encode(), env=env, capture_output=True)
+        assert res.returncode == 0 and b"warning" not in res.stderr, res.stderr
+        count = int(res.stderr.decode().split("diagonal_alignments")[1].split()[0])
+        runs[flag] = (res.stdout.decode().splitlines(), count)
+    assert runs[1][1] == sum(takes_diagonal(*c) for c in CASES)
+    assert runs[0][1] == 0
+    assert runs[1][0] == runs[0][0]
+    assert runs[1][0] == ["{} {}".format(*sw.align(r, a, params=p, overhang=s)) for r, a, p, s in CASES]
+
+
+@pytest.mark.jvm
+@pytest.mark.slow
+def test_diagonal_pairs_vs_gkl(gkl_jvm):
+    from devtools.oracle.gkl_sw import GklSmithWaterman
+
+    gkl = GklSmithWaterman()
+    taken = [c for c in CASES if takes_diagonal(*c)]
+    for r, a, p, s in taken:
+        ours = sw.align(r, a, params=p, overhang=s)
+        assert matches_gkl(tuple(ours), tuple(gkl.align(r, a, p, s)), s), (r, a, p, s)
