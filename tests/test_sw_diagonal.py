@@ -10,12 +10,10 @@ rules give, and what GKL gives; and the native check program must take the
 diagonal exactly for the pairs `takes_diagonal` says it should (so the
 comparisons do exercise it)."""
 
-import os
-import subprocess
-
 import numpy as np
 import pytest
 
+from devtools.native_check import run_sw_check
 from devtools.oracle.gkl_sw import matches_gkl
 from devtools.oracle.sw_reference import align as reference_align
 from pyphmm import sw
@@ -135,15 +133,10 @@ def test_native_check_takes_the_diagonal(sw_avx512_check_exe):
     """The check program (the library's CPU aligner, its AVX-512 fill
     emulated) takes the diagonal for exactly the predicted pairs, with the
     results of the full matrix."""
-    code = {s: int(sw.OverhangStrategy[s]) for s in set(STRATEGIES)}
-    lines = "".join(f"{r.hex()} {a.hex()} {p[0]} {p[1]} {p[2]} {p[3]} {code[s]}\n" for r, a, p, s in CASES)
     runs = {}
     for flag in (1, 0):
-        env = dict(os.environ, PYPHMM_DEV=f"sw_isa=avx512,sw_near_exact={flag}")
-        res = subprocess.run([sw_avx512_check_exe], input=lines.encode(), env=env, capture_output=True)
-        assert res.returncode == 0 and b"warning" not in res.stderr, res.stderr
-        count = int(res.stderr.decode().split("diagonal_alignments")[1].split()[0])
-        runs[flag] = (res.stdout.decode().splitlines(), count)
+        lines, counters = run_sw_check(sw_avx512_check_exe, CASES, f"sw_isa=avx512,sw_near_exact={flag}")
+        runs[flag] = (lines, counters["diagonal_alignments"])
     assert runs[1][1] == sum(takes_diagonal(*c) for c in CASES)
     assert runs[0][1] == 0
     assert runs[1][0] == runs[0][0]

@@ -8,7 +8,6 @@ region-ordered calls with reuse on and off, and must reuse cells and give the
 same CIGARs and offsets; with a JVM, the same calls are checked against GKL."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 from devtools.child import child_env
+from devtools.native_check import run_sw_check
 from devtools.oracle.gkl_sw import STRATEGIES, matches_gkl
 from devtools.sw_pairs import HAPLOTYPE_TO_REFERENCE, READ_TO_HAPLOTYPE, SW_PAD, haplotype_caller_regions
 from pyphmm import sw
@@ -125,16 +125,10 @@ def test_each_width_same_as_full_fill(isa):
 def test_avx512_instance_emulated_same_as_full_fill(sw_avx512_check_exe, isa):
     """The AVX-512 instances through tests/native/sw_avx512_check.cc (see
     tests/test_sw_kernel.py), on CPUs without AVX-512 too."""
-    exe = sw_avx512_check_exe
-    code = {s: int(sw.OverhangStrategy[s]) for s in STRATEGIES}
-    lines = "".join(f"{r.hex()} {a.hex()} {p[0]} {p[1]} {p[2]} {p[3]} {code[s]}\n" for r, a, p, s in EMULATED_CALLS)
     runs = {}
     for reuse in (1, 0):
-        env = dict(os.environ, PYPHMM_DEV=f"sw_isa={isa},sw_reuse={reuse}")
-        res = subprocess.run([exe], input=lines.encode(), env=env, capture_output=True)
-        assert res.returncode == 0 and b"warning" not in res.stderr, res.stderr
-        reused = int(res.stderr.decode().split("reused_cells")[1].split()[0])
-        runs[reuse] = ([tuple(ln.split()) for ln in res.stdout.decode().splitlines()], reused)
+        lines, counters = run_sw_check(sw_avx512_check_exe, EMULATED_CALLS, f"sw_isa={isa},sw_reuse={reuse}")
+        runs[reuse] = ([tuple(ln.split()) for ln in lines], counters["reused_cells"])
     assert runs[1][1] > 0 and runs[0][1] == 0
     assert runs[1][0] == runs[0][0], differences(runs[1][0], runs[0][0])
 
