@@ -1,10 +1,11 @@
 """Smith-Waterman pairs aligned on one diagonal, without a matrix
 (native/cpu/sw_cpu.cc: diagonal_alignment). For SOFTCLIP and IGNORE, where
-the best diagonal of the matrix scores above what any gapped alignment can
-score (match * len(alt) + open), GATK's result is that diagonal's; the
-library then writes it directly. Here pairs built to sit on that bound
-(alts taken from ref with 0-3 substitutions or N, hanging off either end,
-in repeats, under GATK's parameter sets and sets that allow 2 and 3
+the best diagonal of the matrix scores above every gapped alignment (a
+bound, match * len(alt) + open, or the single-gap alignments that could
+reach it, scored), GATK's result is that diagonal's; the library then
+writes it directly. Here pairs built to sit on that bound (alts taken from
+ref with 0-3 substitutions or N, some with an indel, hanging off either
+end, in repeats, under GATK's parameter sets and sets that allow 2 and 3
 mismatches) must give what the full matrix gives, what the literal Python
 rules give, and what GKL gives; and the native check program must take the
 diagonal exactly for the pairs `takes_diagonal` says it should (so the
@@ -57,7 +58,8 @@ def _mutate(rng, s, k):
 
 def diagonal_cases(n_cases, seed):
     """(ref, alt, params, strategy): alt taken from ref at offset o (off
-    either end by up to 6 bases, new bases there), with 0-3 changes."""
+    either end by up to 6 bases, new bases there), some with an indel, with
+    0-3 changes."""
     rng = np.random.default_rng(seed)
     cases = []
     while len(cases) < n_cases:
@@ -67,41 +69,117 @@ def diagonal_cases(n_cases, seed):
         o = int(rng.integers(-6, m - n + 7))
         body = ref[max(0, o) : o + n]
         alt = (_rand(rng, max(0, -o)) + body + _rand(rng, n))[:n]
-        alt = _mutate(rng, alt, int(rng.choice([0, 1, 1, 1, 2, 3])))
+        if rng.random() < 0.3:  # an indel of 1-6 bases: a gapped rival to the diagonals
+            at, size = int(rng.integers(0, n)), int(rng.integers(1, 7))
+            alt = (alt[:at] + _rand(rng, size) + alt[at:])[:n] if rng.random() < 0.5 else alt[:at] + alt[at + size :]
+        alt = _mutate(rng, alt, int(rng.choice([0, 1, 1, 1, 2, 2, 3])))
         params = tuple(PARAMS[int(rng.integers(0, len(PARAMS)))])
         cases.append((ref, alt, params, STRATEGIES[int(rng.integers(0, len(STRATEGIES)))]))
     return cases
 
 
+def _overlap(o, m, n):
+    return max(0, -o), min(n, m - o)
+
+
+def _run(ref, alt, o, j, step, lo, hi):
+    k = 0
+    while lo <= j < hi and ref[o + j] == alt[j]:
+        k, j = k + 1, j + step
+    return k
+
+
+def _single_gap_best(ref, alt, params, diagonals, deficit):
+    """The best alignment with one gap between two exact segments, one of
+    them on a listed diagonal, whose gap costs at most `deficit` less its
+    unpaired bases (sw_cpu.cc's single_gap_best, written again)."""
+    match, _, gap_open, extend = params
+    m, n = len(ref), len(alt)
+    best = None
+
+    def pair(d1, d2, ins):
+        nonlocal best
+        (a0, a1), (b0, b1) = _overlap(d1, m, n), _overlap(d2, m, n)
+        if a0 >= a1 or b0 >= b1 or b1 - a0 <= ins:
+            return
+        head, tail = _run(ref, alt, d1, a0, 1, a0, a1), _run(ref, alt, d2, b1 - 1, -1, b0, b1)
+        if b1 - ins - tail > a0 + head:
+            return
+        length = ins or d2 - d1
+        score = match * (b1 - a0 - ins) + gap_open + (length - 1) * extend
+        best = score if best is None else max(best, score)
+
+    for o in diagonals:
+        length = 1
+        while -gap_open - (length - 1) * extend <= deficit and length <= n:
+            pair(o, o + length, 0)
+            pair(o - length, o, 0)
+            length += 1
+        length = 1
+        while -gap_open - (length - 1) * extend + match * length <= deficit and length < n:
+            pair(o, o - length, length)
+            pair(o + length, o, length)
+            length += 1
+    return best
+
+
 def takes_diagonal(ref, alt, params, strategy):
     """Whether sw_align_one aligns the pair on a diagonal, past GATK's
-    exact-substring shortcut (the conditions of diagonal_alignment)."""
+    exact-substring shortcut: the conditions of sw_cpu.cc's
+    diagonal_alignment, written again from docs/SMITH_WATERMAN.md."""
     match, mismatch, gap_open, extend = params
     m, n = len(ref), len(alt)
     if strategy not in ("SOFTCLIP", "IGNORE") or n > m or match <= 0 or mismatch >= match or gap_open >= 0:
         return False
     if extend > 0 or max(abs(v) for v in params) * (m + n + 2) >= 10**8:
         return False
-    kmax, cut = (-gap_open - 1) // (match - mismatch), (-gap_open - 1) // match
-    pieces = kmax + 1
-    if not 1 <= kmax < MAX_PIECES or n // pieces < MIN_PIECE:
-        return False
+    miss_cost = match - mismatch
+    pieces = min(MAX_PIECES, max(3, (-gap_open - 1) // miss_cost + 1))
     piece = n // pieces
-    diagonals = set()
+    if piece < MIN_PIECE:
+        return False
+    found = []  # diagonals holding a piece, in no particular order
     for q in range(pieces):
         a = q * piece
         pat = alt[a : a + piece] if q + 1 < pieces else alt[a:]
-        diagonals |= {r - a for r in range(m - len(pat) + 1) if ref[r : r + len(pat)] == pat}
-    diagonals |= {d for c in range(1, min(cut, n - 1) + 1) for d in (-c, m - n + c)}
-    if len(diagonals) > MAX_DIAGONALS or alt in ref:
+        for r in range(m - len(pat) + 1):
+            if ref[r : r + len(pat)] == pat and r - a not in found:
+                found.append(r - a)
+    if len(found) > MAX_DIAGONALS or alt in ref:
         return False
-    bound = match * n + gap_open
-    best = max(
-        sum(match if ref[d + j] == alt[j] else mismatch for j in range(max(0, -d), min(n, m - d)))
-        for d in diagonals
-        if min(n, m - d) > max(0, -d)
-    )
-    return best > bound
+    floor = match * n - pieces * miss_cost + 1
+
+    def score(o):
+        a0, a1 = _overlap(o, m, n)
+        if a1 <= a0:
+            return None
+        s = sum(match if ref[o + j] == alt[j] else mismatch for j in range(a0, a1))
+        return s if s >= floor else None
+
+    scores = {o: score(o) for o in found}
+    best = max((v for v in scores.values() if v is not None), default=None)
+    if best is None:
+        return False
+    diagonals = list(found)
+    c = 1
+    while c < n and match * (n - c) >= best:
+        for o in (-c, m - n + c):
+            if o not in diagonals:
+                diagonals.append(o)
+        if len(diagonals) > MAX_DIAGONALS:
+            return False
+        c += 1
+    for o in diagonals[len(found) :]:
+        scores[o] = score(o)
+    best = max(v for v in scores.values() if v is not None)
+    deficit = match * n - best
+    if deficit >= -gap_open:
+        if deficit >= -2 * gap_open or deficit + gap_open >= miss_cost:
+            return False
+        rival = _single_gap_best(ref, alt, params, diagonals, deficit)
+        if rival is not None and rival >= best:
+            return False
+    return True
 
 
 CASES = diagonal_cases(1500, 2024)

@@ -223,19 +223,26 @@ void write_cigar(const std::vector<Op>& rev, char* out) {
 // With free edges, an alignment without gaps is a diagonal o = i - j of the
 // matrix, from its first cell on row or column 0 to its last on the last
 // column (o + n <= m) or the last row; it scores match or mismatch for each
-// pair of bases it holds. An alignment with a gap scores at most
-// match * n + open: at most n pairs, and a gap of any length costs at least
-// `open` (extend <= 0). So where the best diagonal scores S above that bound,
-// every cell whose score reaches S is the last cell of a diagonal scoring S
-// (its gapped paths score less), GATK's end is chosen among those cells as
-// find_end chooses it, and the traceback from it stays on its diagonal (a
-// step into a gap would give a gapped path of score S): the result is a
-// diagonal's CIGAR, without a matrix. A diagonal above the bound holds all
-// of alt but at most kmax mismatches (kmax (match - mismatch) < -open), so
-// one of kmax + 1 pieces of alt occurs in ref on it (pigeonhole), or it
-// misses at most `cut` bases at one end of alt (match * cut < -open) and is
-// scored directly. Reads against their haplotype within one sequencing error
-// of it take this path (ALIGNMENT_TO_BEST_HAPLOTYPE: kmax 1, cut 2).
+// pair of bases it holds. Where the best diagonal scores S above every
+// alignment with a gap, every cell whose score reaches S is the last cell
+// of a diagonal scoring S (its gapped paths score less), GATK's end is
+// chosen among those cells as find_end chooses it, and the traceback from
+// it stays on its diagonal (a step into a gap would give a gapped path of
+// score S): the result is a diagonal's CIGAR, without a matrix.
+//
+// An alignment falls short of match * n by its deficit: match for each
+// base of alt it leaves unpaired (clipped at an edge, or inserted),
+// match - mismatch for each mismatch, and at least -open for each gap
+// (extend <= 0). One that could reach S has a deficit of at most
+// D = match * n - S. So where D < -open no gapped alignment can, and where
+// D < -2 open with no room for a mismatch, only one gap between two exact
+// segments: those are enumerated and scored (single_gap_best). Which
+// diagonals and segments to look at: alt is cut into `pieces` pieces; a
+// diagonal with fewer mismatches than pieces, or a gapped alignment whose
+// gap and clipped ends leave a piece whole, holds a piece unchanged, found
+// by one pass over ref; diagonals that leave bases of alt off an end of ref
+// are added one by one. A read within two sequencing errors of its
+// haplotype takes this path (ALIGNMENT_TO_BEST_HAPLOTYPE).
 constexpr int kNearMaxDiagonals = 32;  // more candidates (a repeat): fill the matrix
 constexpr int kNearMinPiece = 8;
 constexpr int kNearMaxPieces = 4;
@@ -306,6 +313,53 @@ int mismatches(const uint8_t* a, const uint8_t* b, int len, int limit) {
 
 enum Diagonal { kOutside, kFill, kAligned };
 
+// Diagonal o's bases of alt that pair with ref: alt[first, last).
+struct Overlap {
+    int first, last;
+};
+inline Overlap overlap(int o, int m, int n) { return {std::max(0, -o), std::min(n, m - o)}; }
+
+// Consecutive equal pairs on diagonal o from alt[j] on, forward (step 1)
+// or backward (step -1), within [lo, hi).
+int run_length(const uint8_t* ref, const uint8_t* alt, int o, int j, int step, int lo, int hi) {
+    int k = 0;
+    for (; j >= lo && j < hi && ref[o + j] == alt[j]; j += step) ++k;
+    return k;
+}
+
+// The best score of an alignment with one gap between two exact segments,
+// its first segment on diagonal d1 from that diagonal's start and its
+// second on d2 to that diagonal's end, where one of d1, d2 is in diag[]
+// and the gap costs at most `deficit` less than its unpaired bases (see
+// above); INT64_MIN where none exists.
+int64_t single_gap_best(const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
+                        const int* diag, int count, int64_t deficit) {
+    const int64_t match = p.match, open_cost = -int64_t(p.gap_open), extend_cost = -int64_t(p.gap_extend);
+    int64_t best = INT64_MIN;
+    auto pair = [&](int d1, int d2, int ins) {  // ins: alt bases the gap holds (0: a deletion of d2 - d1 ref bases)
+        const Overlap a = overlap(d1, m, n), b = overlap(d2, m, n);
+        if (a.first >= a.last || b.first >= b.last || b.last - a.first <= ins) return;
+        const int head = run_length(ref, alt, d1, a.first, 1, a.first, a.last);
+        const int tail = run_length(ref, alt, d2, b.last - 1, -1, b.first, b.last);
+        if (b.last - ins - tail > a.first + head) return;  // no split point leaves both segments exact
+        const int length = ins ? ins : d2 - d1;
+        const int64_t score = match * (b.last - a.first - ins) - open_cost - (length - 1) * extend_cost;
+        best = std::max(best, score);
+    };
+    for (int k = 0; k < count; ++k) {
+        const int o = diag[k];
+        for (int len = 1; open_cost + (len - 1) * extend_cost <= deficit && len <= n; ++len) {
+            pair(o, o + len, 0);  // deletions
+            pair(o - len, o, 0);
+        }
+        for (int len = 1; open_cost + (len - 1) * extend_cost + match * len <= deficit && len < n; ++len) {
+            pair(o, o - len, len);  // insertions
+            pair(o + len, o, len);
+        }
+    }
+    return best;
+}
+
 // For SOFTCLIP and IGNORE: the CIGAR and offset of (ref, alt) where alt
 // occurs in ref (GATK's shortcut: its last occurrence) or one diagonal
 // scores above every gapped alignment (see above): kAligned. kFill: neither
@@ -314,18 +368,21 @@ enum Diagonal { kOutside, kFill, kAligned };
 // an occurrence itself.
 Diagonal diagonal_alignment(const uint8_t* ref, int m, const uint8_t* alt, int n, const pyphmm_sw_params& p,
                             int strategy, char* cigar, int32_t* offset) {
-    const int64_t match = p.match, mismatch = p.mismatch, open = p.gap_open;
+    const int64_t match = p.match, mismatch = p.mismatch, open_cost = -int64_t(p.gap_open);
     const int64_t most =
-        std::max({std::llabs(match), std::llabs(mismatch), std::llabs(open), std::llabs(int64_t(p.gap_extend))});
+        std::max<int64_t>({std::llabs(match), std::llabs(mismatch), open_cost, std::llabs(int64_t(p.gap_extend))});
     // (scores far from GATK's -1e8 floor, which would raise a cell above its paths)
-    if (n > m || match <= 0 || mismatch >= match || open >= 0 || p.gap_extend > 0 ||
+    if (n > m || match <= 0 || mismatch >= match || open_cost <= 0 || p.gap_extend > 0 ||
         most * (int64_t(m) + n + 2) >= 100000000)
         return kOutside;
-    const int64_t kmax = (-open - 1) / (match - mismatch), cut = (-open - 1) / match;
-    if (kmax < 1 || kmax >= kNearMaxPieces) return kOutside;
-    const int pieces = static_cast<int>(kmax) + 1, piece = n / pieces;
+    const int64_t miss_cost = match - mismatch;
+    // Enough pieces for the diagonals that may beat one gap (fewer than
+    // -open / (match - mismatch) mismatches), and three for a single gap's
+    // segments (an insertion may touch two pieces).
+    const int pieces =
+        static_cast<int>(std::min<int64_t>(kNearMaxPieces, std::max<int64_t>(3, (open_cost - 1) / miss_cost + 1)));
+    const int piece = n / pieces;
     if (piece < kNearMinPiece) return kOutside;
-    const int64_t bound = match * n + open;  // what a gapped alignment scores at most
 
     int diag[kNearMaxDiagonals], count = 0;
     bool overflow = false;
@@ -344,28 +401,28 @@ Diagonal diagonal_alignment(const uint8_t* ref, int m, const uint8_t* alt, int n
         len[q] = q + 1 < pieces ? piece : n - first[q];
     }
     each_occurrence(ref, m, pat, len, pieces, [&](int q, int r) { return add(r - first[q]); });
-    for (int c = 1; c <= cut && c < n && !overflow; ++c) {  // alt's first or last c bases off ref
-        add(-c);
-        add(m - n + c);
-    }
     if (overflow) return kOutside;
+    const int found = count;  // diagonals holding a piece
 
-    // Each diagonal's score over the bases it pairs, alt[a0..a1), where it
-    // can exceed the bound: at most `allowed` mismatches there.
+    // Scores from `floor` up: a diagonal found holds all of alt with at
+    // most `pieces - 1` mismatches; one not found scores at most
+    // match * n - pieces * miss_cost, which no result of this path may reach.
+    const int64_t floor = match * n - pieces * miss_cost + 1;
     int64_t score[kNearMaxDiagonals], best = INT64_MIN;
     int exact = -1;  // the last start of alt in ref
-    for (int k = 0; k < count; ++k) {
+    auto score_of = [&](int k) {
         score[k] = INT64_MIN;
-        const int o = diag[k], a0 = std::max(0, -o), a1 = std::min(n, m - o), pairs = a1 - a0;
-        const int64_t room = match * pairs - bound;  // the mismatches' cost must stay below it
-        if (pairs <= 0 || room <= 0) continue;
-        const int allowed = static_cast<int>((room - 1) / (match - mismatch));
-        const int miss = mismatches(ref + o + a0, alt + a0, pairs, allowed);
-        if (miss > allowed) continue;
+        const Overlap a = overlap(diag[k], m, n);
+        const int pairs = a.last - a.first;
+        if (pairs <= 0 || match * pairs < floor) return;
+        const int allowed = static_cast<int>((match * pairs - floor) / miss_cost);
+        const int miss = mismatches(ref + diag[k] + a.first, alt + a.first, pairs, allowed);
+        if (miss > allowed) return;
         score[k] = match * (pairs - miss) + mismatch * miss;
         best = std::max(best, score[k]);
-        if (miss == 0 && pairs == n) exact = std::max(exact, o);  // (both pieces occur there: a candidate)
-    }
+        if (miss == 0 && pairs == n) exact = std::max(exact, diag[k]);  // (both pieces occur there: a candidate)
+    };
+    for (int k = 0; k < count; ++k) score_of(k);
     char* w = cigar;
     if (exact >= 0) {  // GATK's exact-substring shortcut, before any matrix
         w += put_element(w, n, 'M');
@@ -373,7 +430,23 @@ Diagonal diagonal_alignment(const uint8_t* ref, int m, const uint8_t* alt, int n
         *offset = exact;
         return kAligned;
     }
-    if (best <= bound || !config::on(config::Knob::kSwNearExact)) return kFill;
+    if (best == INT64_MIN || !config::on(config::Knob::kSwNearExact)) return kFill;
+    // Diagonals that leave c bases of alt off an end of ref score at most
+    // match * (n - c): those that may reach `best` are scored too.
+    for (int c = 1; c < n && match * (n - c) >= best; ++c) {
+        add(-c);
+        add(m - n + c);
+        if (overflow) return kFill;
+    }
+    for (int k = found; k < count; ++k) score_of(k);
+
+    // What a gapped alignment may reach: below best by the deficit argument,
+    // or by the single-gap alignments that could reach it.
+    const int64_t deficit = match * n - best;
+    if (deficit >= open_cost) {
+        if (deficit >= 2 * open_cost || deficit - open_cost >= miss_cost) return kFill;
+        if (single_gap_best(ref, m, alt, n, p, diag, count, deficit) >= best) return kFill;
+    }
 
     // find_end's choice among the cells scoring `best`: the bottom-most in
     // the last column, then the last row left to right, each cell that
