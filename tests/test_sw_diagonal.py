@@ -111,7 +111,7 @@ def _single_gap_best(ref, alt, params, diagonals, deficit):
 
     for o in diagonals:
         length = 1
-        while -gap_open - (length - 1) * extend <= deficit and length <= n:
+        while -gap_open - (length - 1) * extend <= deficit and length <= m:
             pair(o, o + length, 0)
             pair(o - length, o, 0)
             length += 1
@@ -176,13 +176,31 @@ def takes_diagonal(ref, alt, params, strategy):
     if deficit >= -gap_open:
         if deficit >= -2 * gap_open or deficit + gap_open >= miss_cost:
             return False
+        if (deficit + gap_open) // match >= piece:
+            return False
         rival = _single_gap_best(ref, alt, params, diagonals, deficit)
         if rival is not None and rival >= best:
             return False
     return True
 
 
-CASES = diagonal_cases(1500, 2024)
+def rival_cases(seed):
+    """Alts A + B where ref holds A and B far apart (a deletion longer than
+    alt joins them) and A + B with two mismatches elsewhere: with extend 0
+    the deletion outscores the diagonal, with extend -5 it does not."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(6):
+        a, b, far = _rand(rng, 60), _rand(rng, 60), _rand(rng, int(rng.integers(130, 260)))
+        near = _mutate(rng, a + b, 2)
+        ref = _rand(rng, 20) + a + far + b + _rand(rng, 20) + near + _rand(rng, 20)
+        for params in ((10, -15, -30, 0), (10, -15, -30, -5)):
+            for strategy in ("SOFTCLIP", "IGNORE"):
+                cases.append((ref, a + b, params, strategy))
+    return cases
+
+
+CASES = diagonal_cases(1500, 2024) + rival_cases(2025)
 
 
 def test_cases_exercise_the_diagonal():

@@ -348,7 +348,7 @@ int64_t single_gap_best(const uint8_t* ref, int m, const uint8_t* alt, int n, co
     };
     for (int k = 0; k < count; ++k) {
         const int o = diag[k];
-        for (int len = 1; open_cost + (len - 1) * extend_cost <= deficit && len <= n; ++len) {
+        for (int len = 1; open_cost + (len - 1) * extend_cost <= deficit && len <= m; ++len) {
             pair(o, o + len, 0);  // deletions
             pair(o - len, o, 0);
         }
@@ -404,9 +404,9 @@ Diagonal diagonal_alignment(const uint8_t* ref, int m, const uint8_t* alt, int n
     if (overflow) return kOutside;
     const int found = count;  // diagonals holding a piece
 
-    // Scores from `floor` up: a diagonal found holds all of alt with at
-    // most `pieces - 1` mismatches; one not found scores at most
-    // match * n - pieces * miss_cost, which no result of this path may reach.
+    // Scores from `floor` up: a diagonal holding all of alt but no piece
+    // whole has a mismatch in each piece, so scores at most
+    // match * n - pieces * miss_cost; no result of this path may be that low.
     const int64_t floor = match * n - pieces * miss_cost + 1;
     int64_t score[kNearMaxDiagonals], best = INT64_MIN;
     int exact = -1;  // the last start of alt in ref
@@ -445,6 +445,7 @@ Diagonal diagonal_alignment(const uint8_t* ref, int m, const uint8_t* alt, int n
     const int64_t deficit = match * n - best;
     if (deficit >= open_cost) {
         if (deficit >= 2 * open_cost || deficit - open_cost >= miss_cost) return kFill;
+        if ((deficit - open_cost) / match >= piece) return kFill;  // an insertion could touch three pieces
         if (single_gap_best(ref, m, alt, n, p, diag, count, deficit) >= best) return kFill;
     }
 
