@@ -31,7 +31,7 @@ def _rand(rng, n, letters=BASES):
 # taken: more pieces than the search has).
 PARAMS = list(sw.PRESETS.values()) + [(10, -10, -50, -5), (8, -2, -35, -3), (7, -3, -45, -1)]
 STRATEGIES = ["SOFTCLIP", "IGNORE", "SOFTCLIP", "INDEL", "LEADING_INDEL"]
-MAX_DIAGONALS, MIN_PIECE, MAX_PIECES = 32, 8, 4  # sw_cpu.cc's kNear* constants
+MAX_DIAGONALS, MIN_PIECE, MAX_PIECES, MAX_DELETION = 32, 8, 4, 64  # sw_cpu.cc's kNear* constants
 
 
 def _ref(rng, m):
@@ -177,6 +177,8 @@ def takes_diagonal(ref, alt, params, strategy):
         if deficit >= -2 * gap_open or deficit + gap_open >= miss_cost:
             return False
         if (deficit + gap_open) // match >= piece:
+            return False
+        if extend == 0 or (deficit + gap_open) // -extend >= MAX_DELETION:
             return False
         rival = _single_gap_best(ref, alt, params, diagonals, deficit)
         if rival is not None and rival >= best:

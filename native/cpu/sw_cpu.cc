@@ -246,6 +246,7 @@ void write_cigar(const std::vector<Op>& rev, char* out) {
 constexpr int kNearMaxDiagonals = 32;  // more candidates (a repeat): fill the matrix
 constexpr int kNearMinPiece = 8;
 constexpr int kNearMaxPieces = 4;
+constexpr int kNearMaxDeletion = 64;  // the longest single-gap rival worth enumerating
 
 typedef uint8_t V16 __attribute__((vector_size(16)));
 
@@ -446,6 +447,9 @@ Diagonal diagonal_alignment(const uint8_t* ref, int m, const uint8_t* alt, int n
     if (deficit >= open_cost) {
         if (deficit >= 2 * open_cost || deficit - open_cost >= miss_cost) return kFill;
         if ((deficit - open_cost) / match >= piece) return kFill;  // an insertion could touch three pieces
+        const int64_t extend_cost = -int64_t(p.gap_extend);
+        if (extend_cost == 0 || (deficit - open_cost) / extend_cost >= kNearMaxDeletion)
+            return kFill;  // (deletions of any length: the matrix costs less than the rivals)
         if (single_gap_best(ref, m, alt, n, p, diag, count, deficit) >= best) return kFill;
     }
 
