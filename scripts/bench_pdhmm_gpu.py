@@ -47,6 +47,11 @@ rows) against haplotypes of 128, 256 and 512 bases; the median kernel
 (CUDA events) of each and, per read length, ns a step (the slope from 256
 to 512 bases) and the rest (the kernel less its steps).
 
+--kernel-parts adds what the kernels of one call per region (1 thread)
+are made of: each region's kernel (CUDA events) as generated, without its
+deletion marks, and with its longest read only (its slowest pairs alone on
+the GPU), summed over quarters of the regions by pair count.
+
 --without-deletions adds the whole workload and one thread's per-region
 calls again with the PD bytes' deletion marks cleared (SNP bits kept):
 what the capture and merging steps of deletion spans cost (the results
@@ -58,7 +63,7 @@ within 1e-10, docs/PDHMM.md).
 
     PYTHONPATH=. python3 scripts/bench_pdhmm_gpu.py [--regions N] [--shape hc] [--threads 1,16] [--gkl DIR]
         [--gkl-cells 1e9] [--read-lengths 48,80,128,250] [--phases] [--lone-kernels 48,96,160]
-        [--step-cost] [--without-deletions]
+        [--step-cost] [--without-deletions] [--kernel-parts]
 """
 
 from __future__ import annotations
@@ -245,14 +250,7 @@ def lone_kernels(a, regions):
 def median_lone_kernel(regions, calls=25):
     """The median kernel seconds (CUDA events) of `calls` calls of the
     first region alone, after a warm-up."""
-    pk = Packed(regions[:1])
-    pk.call(0, 1, "cuda", timing=True)
-    ks = []
-    for _ in range(calls):
-        st = {}
-        pk.call(0, 1, "cuda", timing=True, stats=st)
-        ks.append(st["kernel_seconds"])
-    return float(np.median(ks))
+    return float(region_kernels(regions[:1], calls)[0])
 
 
 def synthetic_region(rng, reads, m, haps, n):
@@ -288,14 +286,20 @@ def step_cost():
         print(f"{m:>8} {rows:>5} " + " ".join(f"{k:7.1f}" for k in ks) + f" {per_step * 1e3:8.1f} {rest:8.1f}")
 
 
+def deletion_marks_cleared(regions):
+    """The regions with the DEL_START and DEL_END bits of their PD bytes
+    cleared (SNP bits kept): another workload, without deletion spans."""
+    keep = 0xFF & ~(pyphmm.PD_DEL_START | pyphmm.PD_DEL_END)
+    return [(r, PDHaplotypeBatch(h.bases, h.pd & keep, h.offsets)) for r, h in regions]
+
+
 def without_deletions(a, regions):
     """--without-deletions: the workload as generated and with its
     deletion marks cleared, whole (kernels) and one call per region on one
     thread."""
     print("\nthe workload with and without its deletion marks (SNP bits kept):")
-    keep = 0xFF & ~(pyphmm.PD_DEL_START | pyphmm.PD_DEL_END)
-    for label, mask in (("as generated", 0xFF), ("without deletion marks", keep)):
-        pk = Packed([(r, PDHaplotypeBatch(h.bases, h.pd & mask, h.offsets)) for r, h in regions])
+    for label, workload in (("as generated", regions), ("without deletion marks", deletion_marks_cleared(regions))):
+        pk = Packed(workload)
         cells = sum(pk.cells)
         s, _ = best_whole(pk, "cuda", 0, a.repeats)
         st = {}
@@ -345,6 +349,51 @@ def timed_pass(pk, label):
             f"{len(part):>8} {sum(r[0] for r in part) / len(part):>13.3g} {sum(r[1] for r in part) * 1e3:>8.1f}"
             f" {sum(r[2] for r in part) * 1e3:>8.1f} " + " ".join(f"{ph[p] * 1e3:>8.1f}" for p in _native.PHASES)
         )
+
+
+def region_kernels(regions, calls=5):
+    """The median kernel seconds (CUDA events) of `calls` calls of each
+    region alone, one thread, after a warm-up call."""
+    pk = Packed(regions)
+    out = []
+    for k in range(pk.n):
+        pk.call(k, 1, "cuda", timing=True)
+        ks = []
+        for _ in range(calls):
+            st = {}
+            pk.call(k, 1, "cuda", timing=True, stats=st)
+            ks.append(st["kernel_seconds"])
+        out.append(float(np.median(ks)))
+    return np.array(out)
+
+
+def kernel_parts(regions):
+    """--kernel-parts: what the kernels of one call per region are made of.
+    Each region alone (CUDA events, median of 5 calls): as generated,
+    without its deletion marks (what the capture and merging blocks of
+    deletion spans cost), and with its longest read only (its slowest pairs
+    alone on the GPU: what the region's other pairs add by sharing the
+    GPU's SMs), summed over quarters of the regions by pair count."""
+    longest = []
+    for r, h in regions:
+        i = int(np.argmax(r.lengths))
+        a, z = int(r.offsets[i]), int(r.offsets[i + 1])
+        cols = [f[a:z] for f in (r.bases, r.quals, r.ins, r.dels, r.gcp)]
+        longest.append((ReadBatch(*cols, np.array([0, z - a], np.int64)), h))
+    parts = (
+        ("as generated", region_kernels(regions)),
+        ("no deletion marks", region_kernels(deletion_marks_cleared(regions))),
+        ("longest read only", region_kernels(longest)),
+    )
+    pairs = np.array([len(r) * len(h) for r, h in regions])
+    order = np.argsort(pairs, kind="stable")
+    print("\nkernels of one call per region, 1 thread (CUDA events, sums in ms over quarters by pairs):")
+    print(f"{'pairs':>12} " + " ".join(f"{name:>18}" for name, _ in parts))
+    for q in np.array_split(order, 4):
+        if q.size:
+            span = f"{pairs[q].min()}-{pairs[q].max()}"
+            print(f"{span:>12} " + " ".join(f"{ks[q].sum() * 1e3:18.2f}" for _, ks in parts))
+    print(f"{'all':>12} " + " ".join(f"{ks.sum() * 1e3:18.2f}" for _, ks in parts))
 
 
 def diff(x, y) -> str:
@@ -409,6 +458,9 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--without-deletions", action="store_true", help="also the workload without its deletion marks (their cost)"
     )
+    ap.add_argument(
+        "--kernel-parts", action="store_true", help="also what one call per region's kernels are made of (1 thread)"
+    )
     ap.add_argument("--gkl", metavar="DIR", help="oracle build of GKL 0.9's PDHMM: its OpenMP and 1-thread rows too")
     ap.add_argument("--gkl-cells", type=float, default=1e9, help="GKL runs on the first regions up to these cells")
     ap.add_argument("--gkl-repeats", type=int, default=2)
@@ -459,6 +511,8 @@ def main(argv=None) -> int:
         step_cost()
     if a.without_deletions:
         without_deletions(a, regions)
+    if a.kernel_parts:
+        kernel_parts(regions)
 
     print()
     print(f"| {'system':<40} | {'seconds':>8} | {'GCUPS':>8} | {'max |GPU - CPU|':>22} | notes")
