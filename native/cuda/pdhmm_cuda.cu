@@ -61,28 +61,35 @@ constexpr int kStripedWarpsPerSm = kPdMinBlocksPerSm * kPdBlock / 32;
 struct DevTables {
     std::once_flag once;
     cudaError_t result = cudaErrorNotReady;
-    const double *err = nullptr, *third = nullptr, *m2m = nullptr;
+    const double *err = nullptr, *third = nullptr, *m2m = nullptr, *ratio = nullptr;
+    const uint32_t* read_code = nullptr;
 };
 DevTables g_tables[kMaxCudaDevices];
 
-// GKL's tables (pd_tables.h) on device d: error probabilities, their
-// thirds (divided on the host, as the CPU backend divides), and the
-// match-to-match entries of gap qualities up to 127.
+// The kernel's tables (pd_kernel_tables) on device d, in one allocation.
 cudaError_t upload_tables(DevTables& t) {
-    const PdTables& h = pd_tables();
-    constexpr int kM2m = (kPdMaxGapQual + 1) * (kPdMaxGapQual + 2) / 2;
-    std::vector<double> blob(2 * kPdNumQuals + kM2m);
-    for (int q = 0; q < kPdNumQuals; ++q) {
-        blob[q] = h.error_prob[q];
-        blob[kPdNumQuals + q] = h.error_prob[q] / 3.0;
+    const PdKernelTables& h = pd_kernel_tables();
+    const std::vector<double>* parts[] = {&h.err, &h.third, &h.m2m, &h.ratio};
+    size_t doubles = 0;
+    for (const auto* p : parts) doubles += p->size();
+    const size_t bytes = doubles * sizeof(double) + h.read_code.size() * sizeof(uint32_t);
+    char* dev = nullptr;
+    PYPHMM_CUDA_TRY(cudaMalloc(&dev, bytes));
+    const double* at[4];
+    size_t off = 0;
+    for (int i = 0; i < 4; ++i) {
+        PYPHMM_CUDA_TRY(
+            cudaMemcpy(dev + off, parts[i]->data(), parts[i]->size() * sizeof(double), cudaMemcpyHostToDevice));
+        at[i] = reinterpret_cast<const double*>(dev + off);
+        off += parts[i]->size() * sizeof(double);
     }
-    std::copy(h.match_to_match, h.match_to_match + kM2m, blob.begin() + 2 * kPdNumQuals);
-    double* dev = nullptr;
-    PYPHMM_CUDA_TRY(cudaMalloc(&dev, blob.size() * sizeof(double)));
-    PYPHMM_CUDA_TRY(cudaMemcpy(dev, blob.data(), blob.size() * sizeof(double), cudaMemcpyHostToDevice));
-    t.err = dev;
-    t.third = dev + kPdNumQuals;
-    t.m2m = dev + 2 * kPdNumQuals;
+    PYPHMM_CUDA_TRY(
+        cudaMemcpy(dev + off, h.read_code.data(), h.read_code.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+    t.err = at[0];
+    t.third = at[1];
+    t.m2m = at[2];
+    t.ratio = at[3];
+    t.read_code = reinterpret_cast<const uint32_t*>(dev + off);
     return cudaSuccess;
 }
 
@@ -321,6 +328,8 @@ cudaError_t run_chunk(Slot& s, CallState& st) {
     a.err = tab.err;
     a.third = tab.third;
     a.m2m = tab.m2m;
+    a.ratio = tab.ratio;
+    a.read_code = tab.read_code;
     a.ic = pd_tables().initial_condition;
     a.cert = pd_certify(packed);
     a.log10_ic = pd_tables().log10_initial_condition;

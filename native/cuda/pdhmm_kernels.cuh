@@ -70,18 +70,20 @@ namespace pdk {
 
 // Kernel arguments.
 struct PdArgs {
-    const PdPairDesc* pairs;  // the chunk's pairs, sorted by launch entry
-    const PdRowElem* rows;    // read rows
-    const uint32_t* codes;    // haplotype column codes (16-byte aligned per haplotype)
-    const double* err;        // GKL's error_prob, 255 qualities
-    const double* third;      // error_prob / 3.0, as the host divides
-    const double* m2m;        // GKL's match-to-match table (gap qualities <= 127)
-    double ic;                // 2^1020
-    PdCertify cert;           // the chunk's certified sums (pd_certify)
-    double log10_ic;          // log10(2^1020)
-    bool finish;              // out gets results (pd_checked_result); false: the sums (the emulator's check)
-    double* out;              // by PdPairDesc::out
-    double* scratch;          // striped entry: 2 * scratch_stride doubles per warp ((w, v) per column)
+    const PdPairDesc* pairs;    // the chunk's pairs, sorted by launch entry
+    const PdRowElem* rows;      // read rows
+    const uint32_t* codes;      // haplotype column codes (16-byte aligned per haplotype)
+    const double* err;          // GKL's error_prob, 255 qualities
+    const double* third;        // error_prob / 3.0, as the host divides
+    const double* m2m;          // GKL's match-to-match table (gap qualities <= 127)
+    const double* ratio;        // the match sum's ratio by continuation and match-to-match entry
+    const uint32_t* read_code;  // pd_read_code of each byte
+    double ic;                  // 2^1020
+    PdCertify cert;             // the chunk's certified sums (pd_certify)
+    double log10_ic;            // log10(2^1020)
+    bool finish;                // out gets results (pd_checked_result); false: the sums (the emulator's check)
+    double* out;                // by PdPairDesc::out
+    double* scratch;            // striped entry: 2 * scratch_stride doubles per warp ((w, v) per column)
     int scratch_stride;
 };
 
@@ -144,7 +146,7 @@ PYPHMM_PD_DEV void pd_copy_wait_prior() {}
 // A row's gap transitions (GKL's names: mm = matchToMatch, gm =
 // indelToMatch, to_ins, to_del, cont = insertion/deletion continuation),
 // with its match sum Ld.M mm + (Ld.X + Ld.Y) gm in one of two forms,
-// whichever has a ratio of at most 1 (so no term grows):
+// whichever has a ratio of at most 1 (so no term grows; pdhmm_layout.h):
 //   form A (mm >= gm): mm * fma(Ld.X + Ld.Y, gm / mm, Ld.M)
 //   form B (gm > mm):  gm * fma(Ld.M, mm / gm, Ld.X + Ld.Y)
 // `mult` (mm or gm) is folded into the row's priors (pg = prior * mult,
@@ -156,14 +158,25 @@ struct PdGaps {
     bool formb;
 };
 
-PYPHMM_PD_DEV PdGaps pd_gaps(const PdArgs& a, PdRowElem e) {
+// The table entries of a row's gaps (pd_gaps_of combines them). A lane
+// loads those of all its rows before it uses any: its prologue, which is
+// on the kernel's critical path, then waits for one memory round trip
+// rather than one a row.
+struct PdGapLoads {
+    double cont, mm, to_ins, to_del, ratio;
+};
+
+PYPHMM_PD_DEV PdGapLoads pd_gap_loads(const PdArgs& a, PdRowElem e) {
     const uint32_t ins = (e.x >> 16) & 0xFFu, del = e.x >> 24, gcp = e.y;
-    const uint32_t lo = ins < del ? ins : del, hi = ins < del ? del : ins;
-    const double cont = pd_ldg(a.err + gcp), mm = pd_ldg(a.m2m + hi * (hi + 1) / 2 + lo), gm = pd_sub(1.0, cont);
-    const bool formb = gm > mm;
-    const double mult = formb ? gm : mm;
-    const double ratio = mult > 0.0 ? pd_div(formb ? mm : gm, mult) : 0.0;
-    return {ratio, mult, pd_ldg(a.err + ins), pd_ldg(a.err + del), cont, formb};
+    const uint32_t mi = pd_m2m_index(ins, del);
+    return {pd_ldg(a.err + gcp), pd_ldg(a.m2m + mi), pd_ldg(a.err + ins), pd_ldg(a.err + del),
+            pd_ldg(a.ratio + pd_ratio_index(gcp, mi))};
+}
+
+PYPHMM_PD_DEV PdGaps pd_gaps_of(const PdGapLoads& l) {
+    const double gm = pd_sub(1.0, l.cont);
+    const bool formb = pd_form_b(gm, l.mm);
+    return {l.ratio, formb ? gm : l.mm, l.to_ins, l.to_del, l.cont, formb};
 }
 
 // A cell's match sum in the row's form (ANY: form B possible).
@@ -291,36 +304,54 @@ PYPHMM_PD_DEV PdEdge pd_shfl_edge(const PdEdge& e) {
 // A lane's rows at the start of a stripe: transitions, emissions and read
 // codes of read rows row0 .. row0 + K - 1 (rows before 0 are padding: they
 // reproduce row 0), both register sets at column 0, the branch values 0
-// (a row that starts inside a span merges with them). Returns whether the
-// lane is exotic: a read byte (pd_read_exotic) or a form-B row (PdGaps).
+// (a row that starts inside a span merges with them); *below: the gaps of
+// the row below the lane's last (the next lane's first, or the next
+// stripe's first), to_ins = cont = 1 below the read's last row m - 1, so
+// that the last lane's edge v is M + X of the last row (its sum's term
+// where no merge changed them). Returns whether the lane is exotic: a read
+// byte (pd_code_exotic) or a form-B row (PdGaps). The rows are loaded
+// first, then every table entry they need, then the arithmetic: three
+// memory round trips, no division, no branch.
 template <int K>
-PYPHMM_PD_DEV bool pd_lane_rows(const PdArgs& a, const PdRowElem* rd, int row0, double ic_n, PdLaneRows<K>& r,
-                                double (&Ma)[K], double (&Xa)[K], double (&Ya)[K], double (&Mb)[K], double (&Xb)[K],
-                                double (&Yb)[K], double* bs) {
-    PdRowElem elem[K];
-    bool exotic = false;
+PYPHMM_PD_DEV bool pd_lane_rows(const PdArgs& a, const PdRowElem* rd, int row0, int m, double ic_n, PdLaneRows<K>& r,
+                                PdGaps* below, double (&Ma)[K], double (&Xa)[K], double (&Ya)[K], double (&Mb)[K],
+                                double (&Xb)[K], double (&Yb)[K], double* bs) {
+    PdRowElem elem[K + 1];  // (k = K: the row below)
+#pragma unroll
+    for (int k = 0; k <= K; ++k) {
+        const int row = row0 + k;
+        elem[k] = row >= 0 && (k < K || row < m) ? pd_ldg(rd + row) : PdRowElem{'N', 0};
+    }
+    PdGapLoads gaps[K + 1];
+    double e[K], third[K];
+    uint32_t code[K];
+#pragma unroll
+    for (int k = 0; k <= K; ++k) gaps[k] = pd_gap_loads(a, elem[k]);
 #pragma unroll
     for (int k = 0; k < K; ++k) {
-        elem[k] = row0 + k >= 0 ? pd_ldg(rd + row0 + k) : PdRowElem{'N', 0};
-        exotic = exotic || pd_read_exotic(elem[k].x & 0xFFu);
+        const uint32_t q = (elem[k].x >> 8) & 0xFFu;
+        e[k] = pd_ldg(a.err + q);
+        third[k] = pd_ldg(a.third + q);
+        code[k] = pd_ldg(a.read_code + (elem[k].x & 0xFFu));
     }
+    const int rb = row0 + K;
+    *below = rb >= 0 && rb < m ? pd_gaps_of(gaps[K]) : PdGaps{0.0, 0.0, 1.0, 0.0, 1.0, false};
+    bool exotic = below->formb;
     r.formb = 0;
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         const bool padding = row0 + k < 0;
-        const PdGaps g = pd_gaps(a, elem[k]);
-        const uint32_t q = (elem[k].x >> 8) & 0xFFu;
-        const double e = pd_ldg(a.err + q);
+        const PdGaps g = pd_gaps_of(gaps[k]);
         r.ratio[k] = padding ? 0.0 : g.ratio;
         r.to_ins[k] = padding ? 0.0 : g.to_ins;
         r.to_del[k] = padding ? 0.0 : g.to_del;
         r.cont[k] = padding ? 1.0 : g.cont;
-        r.pgm[k] = padding ? 0.0 : pd_mul(pd_sub(1.0, e), g.mult);
-        r.pgx[k] = padding ? 0.0 : pd_mul(pd_ldg(a.third + q), g.mult);
+        r.pgm[k] = padding ? 0.0 : pd_mul(pd_sub(1.0, e[k]), g.mult);
+        r.pgx[k] = padding ? 0.0 : pd_mul(third[k], g.mult);
         const bool formb = !padding && g.formb;
         r.formb |= static_cast<unsigned>(formb) << k;
-        exotic = exotic || formb;
-        r.rc[k] = padding ? 0u : pd_read_code(elem[k].x & 0xFFu);
+        exotic = exotic || formb || (!padding && pd_code_exotic(code[k]));
+        r.rc[k] = padding ? 0u : code[k];
         // Both register sets start as column 0, so a lane that has not
         // started (j < 1) reads column 0 from either.
         Ma[k] = Xa[k] = Mb[k] = Xb[k] = 0.0;
@@ -387,15 +418,15 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
         double Ma[K], Xa[K], Ya[K], Mb[K], Xb[K], Yb[K];
         const int row0 = stripe * R + t * K - pad;  // read row (0-based) of register row 0; < 0: padding
         const int r1k = -row0;
-        bool exotic = pd_lane_rows<K>(a, rd, row0, ic_n, r, Ma, Xa, Ya, Mb, Xb, Yb, bs);
-        // The transitions of the row below this lane's last (the next
-        // lane's first, or the next stripe's first for the last lane).
-        const int rb = row0 + K;
-        // Below the read's last row: to_ins = cont = 1, so that the last
-        // lane's edge v is M + X of the last row (its sum's term where no
-        // merge changed them).
-        const PdGaps below = rb >= 0 && rb < m ? pd_gaps(a, pd_ldg(rd + rb)) : PdGaps{0.0, 0.0, 1.0, 0.0, 1.0, false};
-        exotic = exotic || below.formb;
+        // This lane's codes of the first block (columns 1 - t ..: at index
+        // -t of cp, from -31 on; codes before column 1 are 0), loaded with
+        // the rows. A block loads the next block's codes (clamped to n,
+        // past which all are 0).
+        uint32_t nx[4];
+#pragma unroll
+        for (int b = 0; b < 4; ++b) nx[b] = pd_ldg(cp - t + b);
+        PdGaps below;
+        const bool exotic = pd_lane_rows<K>(a, rd, row0, m, ic_n, r, &below, Ma, Xa, Ya, Mb, Xb, Yb, bs);
         // (every block of an exotic warp is general, with GKL's match test and both forms)
         const bool warp_exotic = __any_sync(kFull, exotic);
         // Lane 0's boundary: row 0 (L = (0, 0, 2^1020/n), T = (0, 0)), or
@@ -425,11 +456,6 @@ PYPHMM_PD_DEV double pd_forward(const PdArgs& a, const PdPairDesc& d, int n_act,
             }
         }
         const bool last_stripe = stripe == nstripes - 1;
-        // This lane's codes of the next block (columns s0 - t + 1 ..: at
-        // index s0 - t of cp, from -31 on; clamped to n, past which all are 0).
-        uint32_t nx[4];
-#pragma unroll
-        for (int b = 0; b < 4; ++b) nx[b] = pd_ldg(cp - t + b);
 
 // A step's end: the sum (the last lane, inside the haplotype), the next
 // stripe's edges (striped, the last lane), the edge to the lane below; lane

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/pd_tables.h"
+
 #ifdef __CUDACC__
 #define PYPHMM_PD_HD __host__ __device__
 #else
@@ -45,6 +47,31 @@ struct PdRowElem {
 };
 inline PdRowElem pd_row_elem(uint8_t base, uint8_t qual, uint8_t ins, uint8_t del, uint8_t gcp) {
     return {uint32_t(base) | uint32_t(qual) << 8 | uint32_t(ins) << 16 | uint32_t(del) << 24, gcp};
+}
+
+// ---- a row's gap terms ---------------------------------------------------------
+// GKL's match-to-match entries of gap qualities up to kPdMaxGapQual, at
+// pd_m2m_index(ins, del).
+constexpr int kPdM2mEntries = (kPdMaxGapQual + 1) * (kPdMaxGapQual + 2) / 2;
+PYPHMM_PD_HD inline uint32_t pd_m2m_index(uint32_t ins, uint32_t del) {
+    const uint32_t lo = ins < del ? ins : del, hi = ins < del ? del : ins;
+    return hi * (hi + 1) / 2 + lo;
+}
+
+// The ratio of a row's match sum (PdGaps, pdhmm_kernels.cuh: gm = 1 - cont
+// against mm, the smaller over the larger, 0 when both are 0) is a table
+// entry for each (continuation, match-to-match entry): pd_kernel_tables
+// divides on the host, pd_ratio_index finds it, so a lane's prologue loads
+// its rows' ratios instead of dividing. (IEEE division is correctly rounded
+// on host and device alike: the bits are the kernel's own division's.)
+PYPHMM_PD_HD inline bool pd_form_b(double gm, double mm) { return gm > mm; }
+inline double pd_gap_ratio(double gm, double mm) {
+    const bool formb = pd_form_b(gm, mm);
+    const double mult = formb ? gm : mm;
+    return mult > 0.0 ? (formb ? mm : gm) / mult : 0.0;
+}
+PYPHMM_PD_HD inline uint32_t pd_ratio_index(uint32_t gcp, uint32_t m2m_index) {
+    return gcp * kPdM2mEntries + m2m_index;
 }
 
 // ---- haplotype column codes ---------------------------------------------------
@@ -164,8 +191,9 @@ PYPHMM_PD_HD inline uint32_t pd_read_code(uint32_t x) {
     return r;
 }
 
-// A read byte for which pd_matches_fast is not GKL's rule.
-PYPHMM_PD_HD inline bool pd_read_exotic(uint32_t x) { return x != 'N' && pd_base_class(x) < 0; }
+// Whether pd_matches_fast is not GKL's rule for a read byte, from its code:
+// no class bit and not 'N'.
+PYPHMM_PD_HD inline bool pd_code_exotic(uint32_t code) { return (code & kClassBits) == 0u && (code & 0xFFu) != 'N'; }
 
 // GKL's match rule: equal bytes, 'N' on either side, or a read base among
 // a SNP position's bases.

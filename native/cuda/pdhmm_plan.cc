@@ -419,6 +419,25 @@ int pd_striped_warps(const PdLaunchPlan& plan) {
     return 0;
 }
 
+// ---------------------------------------------------------------- tables
+const PdKernelTables& pd_kernel_tables() {
+    static const PdKernelTables t = [] {
+        const PdTables& h = pd_tables();
+        PdKernelTables k;
+        k.err.assign(h.error_prob, h.error_prob + kPdNumQuals);
+        for (const double e : k.err) k.third.push_back(e / 3.0);
+        k.m2m.assign(h.match_to_match, h.match_to_match + kPdM2mEntries);
+        k.ratio.resize(size_t(kPdMaxGapQual + 1) * kPdM2mEntries);
+        for (int gcp = 0; gcp <= kPdMaxGapQual; ++gcp) {
+            const double gm = 1.0 - k.err[gcp];
+            for (int i = 0; i < kPdM2mEntries; ++i) k.ratio[pd_ratio_index(gcp, i)] = pd_gap_ratio(gm, k.m2m[i]);
+        }
+        for (uint32_t v = 0; v < 256; ++v) k.read_code.push_back(pd_read_code(v));
+        return k;
+    }();
+    return t;
+}
+
 // ---------------------------------------------------------------- results
 PdCertify pd_certify(const PdPacked& p) {
     const double cells = static_cast<double>(std::max<int64_t>(p.max_pair_cells, 1));

@@ -114,6 +114,19 @@ int pd_striped_warps(const PdLaunchPlan& plan);
 // warp's last block, 2 blocks ahead.)
 inline int pd_scratch_stride(int max_hap_len) { return (max_hap_len + 48 + 31) / 32 * 32; }
 
+// ---- the kernel's tables ------------------------------------------------
+// What a lane's prologue looks up (built once on the host, copied to each
+// device): GKL's error probabilities and their thirds (divided on the
+// host, as the CPU backend divides), the match-to-match entries of gap
+// qualities up to 127 (pd_m2m_index), the match sum's ratio of each gap
+// continuation and match-to-match entry (pd_ratio_index, pd_gap_ratio) and
+// each read byte's code (pd_read_code).
+struct PdKernelTables {
+    std::vector<double> err, third, m2m, ratio;
+    std::vector<uint32_t> read_code;
+};
+const PdKernelTables& pd_kernel_tables();
+
 // ---- the kernel's rounding ----------------------------------------------
 // The kernel rounds in its own order (fused multiply-adds: fewer
 // double-precision instructions a cell), so its sums differ from GKL's

@@ -300,16 +300,6 @@ long check_entries(const PdLaunchPlan& plan, int blocks) {
     return bad;
 }
 
-struct Tables {
-    std::vector<double> err, third, m2m;
-    Tables() {
-        const PdTables& t = pd_tables();
-        err.assign(t.error_prob, t.error_prob + kPdNumQuals);
-        for (double e : err) third.push_back(e / 3.0);
-        m2m.assign(t.match_to_match, t.match_to_match + (kPdMaxGapQual + 1) * (kPdMaxGapQual + 2) / 2);
-    }
-};
-
 // Runs the kernel on every chunk of the regions: each launch entry with
 // `warp_blocks` blocks (of kPdBlock / 32 warps), so the warps' loops over
 // pairs are exercised. Returns what the kernel wrote by output (sums, or
@@ -318,7 +308,7 @@ struct Tables {
 std::vector<double> emulate(const std::vector<pyphmm_pd_region>& regions, int warp_blocks, uint64_t seed, bool finish,
                             long* bad_entries, int64_t* pairs_out, std::vector<double>* results,
                             std::vector<PdCertify>* certs) {
-    static const Tables tab;
+    const PdKernelTables& tab = pd_kernel_tables();
     int64_t cells = 0, outputs = 0;
     for (const pyphmm_pd_region& g : regions) {
         cells += (g.read_offsets[g.num_reads] - g.read_offsets[0]) * (g.hap_offsets[g.num_haps] - g.hap_offsets[0]);
@@ -348,6 +338,8 @@ std::vector<double> emulate(const std::vector<pyphmm_pd_region>& regions, int wa
         a.err = tab.err.data();
         a.third = tab.third.data();
         a.m2m = tab.m2m.data();
+        a.ratio = tab.ratio.data();
+        a.read_code = tab.read_code.data();
         a.ic = pd_tables().initial_condition;
         a.cert = pd_certify(p);
         a.log10_ic = log10_ic;
