@@ -22,9 +22,12 @@ Two shapes, both seeded (the same arguments always give the same data):
   2-16 haplotypes of 100-600 bp.
 - ``"hc"``: HaplotypeCaller's calls as measured on a 600 kb region at 60x:
   many reads x few haplotypes (median 90 reads, 6 haplotypes), reads of
-  68 bp and haplotypes of 136 bp on average, about 4 undetermined
-  positions per haplotype, and a long tail of large calls (up to ~150 x
-  ~110).
+  68 bp and haplotypes of 136 bp on average, and a long tail of large
+  calls (up to ~150 x ~110). Every event but a haplotype's determined one
+  is marked, so its haplotypes carry more undetermined positions than that
+  run's about 4: a median of 8 (``generate(200, 41)``) to 11
+  (``generate(1000, 1)``) a haplotype, with 0.9 deletion or insertion
+  spans a haplotype on average.
 
 ``generate`` returns ``(ReadBatch, PDHaplotypeBatch)`` pairs;
 ``scripts/gen_pd_regions.py`` is its command line.
